@@ -1,0 +1,43 @@
+# `make run` and `make test` are the two entry points; everything else supports them.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
+
+.PHONY: run test install native peers lint bench clean
+
+$(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -U pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+# Rebuild driver/_native after editing native/ (pip install already builds it once).
+native: $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+
+run: $(STAMP)
+	$(VENV)/bin/mediadriver run $(ARGS)
+
+# The real Aeron 1.15.1 jar and a Java 11 runtime for interop tests; javac (any JDK >= 11) compiles
+# the small Java test programs with --release 11.
+peers: $(STAMP)
+	$(PY) tools/peers/install.py
+	@command -v javac >/dev/null 2>&1 || { \
+	  echo "javac not found: installing a JDK from Debian"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP) peers lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP) peers
+	$(PY) tools/bench/idle_cpu.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info driver/_native*.so driver/_native.c .pytest_cache .ruff_cache
