@@ -1,0 +1,1 @@
+"""Agents, their runners and idle strategies: the only code that awaits."""

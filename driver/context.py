@@ -1,0 +1,225 @@
+"""DriverContext: every driver setting with its ``aeron.*`` property, ``AERON_*`` variable, default and unit.
+
+Precedence: explicit values (CLI flags) > ``-Daeron.x=y`` properties > ``AERON_X_Y`` environment > default.
+Sizes accept k/m/g suffixes (×1024ⁿ) and durations ns/us/ms/s suffixes (plain numbers are the unit
+named by the setting), as Agrona's SystemUtil parses them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
+_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_DURATION_NS = {None: 1, "ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+class ConfigurationError(ValueError):
+    """A setting has a value that cannot be used; the message names the setting."""
+
+
+def parse_size(name: str, text: str) -> int:
+    match = _SIZE.match(text)
+    if not match:
+        raise ConfigurationError(f"{name}={text!r}: expected a size such as 65536, 64k, 16m or 1g")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+def parse_duration_ns(name: str, text: str) -> int:
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigurationError(f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us")
+    unit = match.group(2).lower() if match.group(2) else None
+    return int(match.group(1)) * _DURATION_NS[unit]
+
+
+def parse_ms(name: str, text: str) -> int:
+    """Millisecond settings (aeron.driver.timeout): plain numbers are ms, suffixes are honoured."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigurationError(f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s")
+    if match.group(2) is None:
+        return int(match.group(1))
+    return parse_duration_ns(name, text) // 1_000_000
+
+
+def parse_bool(name: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off", ""):
+        return False
+    raise ConfigurationError(f"{name}={text!r}: expected true or false")
+
+
+def parse_threading_mode(name: str, text: str) -> str:
+    mode = text.strip().upper()
+    if mode not in ("DEDICATED", "SHARED", "SHARED_NETWORK", "INVOKER"):
+        raise ConfigurationError(f"{name}={text!r}: expected DEDICATED, SHARED, SHARED_NETWORK or INVOKER")
+    return mode
+
+
+def default_aeron_dir() -> str:
+    """Aeron's default: /dev/shm/aeron-<user> on Linux, else <tmpdir>/aeron-<user>."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "default"
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    return os.path.join(base, f"aeron-{user}")
+
+
+def _setting(prop: str, parse: Callable[[str, str], Any], default: Any, unit: str, doc: str) -> Any:
+    return field(default=default, metadata={"prop": prop, "parse": parse, "unit": unit, "doc": doc})
+
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class DriverContext:
+    aeron_dir: str = _setting("aeron.dir", lambda _n, v: v, "", "path", "the aeron directory")
+    dir_delete_on_start: bool = _setting(
+        "aeron.dir.delete.on.start", parse_bool, False, "bool", "delete the aeron dir even if a driver is active"
+    )
+    dir_delete_on_shutdown: bool = _setting(
+        "aeron.dir.delete.on.shutdown", parse_bool, False, "bool", "delete the aeron dir when the driver stops"
+    )
+    conductor_buffer_length: int = _setting(
+        "aeron.conductor.buffer.length", parse_size, MIB + 768, "bytes", "to-driver ring buffer incl. trailer"
+    )
+    to_clients_buffer_length: int = _setting(
+        "aeron.clients.buffer.length", parse_size, MIB + 128, "bytes", "to-clients broadcast buffer incl. trailer"
+    )
+    counters_values_buffer_length: int = _setting(
+        "aeron.counters.buffer.length", parse_size, MIB, "bytes", "counter values (metadata is 4x this)"
+    )
+    error_buffer_length: int = _setting(
+        "aeron.error.buffer.length", parse_size, MIB, "bytes", "distinct error log in cnc.dat"
+    )
+    loss_report_buffer_length: int = _setting(
+        "aeron.loss.report.buffer.length", parse_size, MIB, "bytes", "loss-report.dat"
+    )
+    file_page_size: int = _setting("aeron.file.page.size", parse_size, 4096, "bytes", "page size for files")
+    client_liveness_timeout_ns: int = _setting(
+        "aeron.client.liveness.timeout", parse_duration_ns, 5_000_000_000, "ns", "a silent client is timed out"
+    )
+    driver_timeout_ms: int = _setting(
+        "aeron.driver.timeout", parse_ms, 10_000, "ms", "a driver without heartbeat for this long is dead"
+    )
+    timer_interval_ns: int = _setting(
+        "aeron.timer.interval", parse_duration_ns, 1_000_000_000, "ns", "conductor heartbeat and timer checks"
+    )
+    counter_free_to_reuse_timeout_ns: int = _setting(
+        "aeron.counters.free.to.reuse.timeout", parse_duration_ns, 1_000_000_000, "ns",
+        "freed counter ids wait this long (1.15.1 applies min(this, 1 ms))",
+    )
+    publication_linger_timeout_ns: int = _setting(
+        "aeron.publication.linger.timeout", parse_duration_ns, 5_000_000_000, "ns", "closed publication linger"
+    )
+    threading_mode: str = _setting(
+        "aeron.threading.mode", parse_threading_mode, "DEDICATED", "mode", "DEDICATED, SHARED or INVOKER"
+    )
+    idle_max_park_ns: int = _setting(
+        "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"
+    )
+    # -D properties given in the aeron.* namespace that no setting knows (reported, not fatal, as in Java).
+    unknown_properties: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.aeron_dir:
+            self.aeron_dir = default_aeron_dir()
+
+    @classmethod
+    def settings(cls) -> list[Any]:
+        return [f for f in fields(cls) if "prop" in f.metadata]
+
+    @classmethod
+    def from_sources(
+        cls,
+        explicit: Mapping[str, Any] | None = None,
+        properties: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> DriverContext:
+        """Build a context from flags (field names), -D properties (aeron.*) and AERON_* variables."""
+        explicit = dict(explicit or {})
+        properties = dict(properties or {})
+        environ = os.environ if environ is None else environ
+        known = {f.metadata["prop"] for f in cls.settings()}
+        unknown = sorted(p for p in properties if p.startswith("aeron.") and p not in known)
+        values: dict[str, Any] = {}
+        for f in cls.settings():
+            prop, parse = f.metadata["prop"], f.metadata["parse"]
+            env_name = prop.upper().replace(".", "_")
+            if explicit.get(f.name) is not None:
+                raw = explicit[f.name]
+                values[f.name] = parse(prop, raw) if isinstance(raw, str) and f.type != "str" else raw
+            elif prop in properties:
+                values[f.name] = parse(prop, properties[prop])
+            elif env_name in environ:
+                values[f.name] = parse(env_name, environ[env_name])
+        ctx = cls(**values, unknown_properties=unknown)
+        ctx.validate()
+        return ctx
+
+    def validate(self) -> None:
+        from driver.util.bit_util import is_power_of_two
+
+        def power_of_two_capacity(name: str, length: int, trailer: int) -> None:
+            if length <= trailer or not is_power_of_two(length - trailer):
+                raise ConfigurationError(
+                    f"{name}={length}: capacity (length - {trailer} trailer bytes) must be a power of two"
+                )
+
+        power_of_two_capacity("aeron.conductor.buffer.length", self.conductor_buffer_length, 768)
+        power_of_two_capacity("aeron.clients.buffer.length", self.to_clients_buffer_length, 128)
+        if self.counters_values_buffer_length <= 0 or self.counters_values_buffer_length % 128:
+            raise ConfigurationError(
+                f"aeron.counters.buffer.length={self.counters_values_buffer_length}: must be a multiple of 128"
+            )
+        if self.error_buffer_length <= 0 or self.error_buffer_length % 8:
+            raise ConfigurationError(f"aeron.error.buffer.length={self.error_buffer_length}: multiple of 8")
+        if not is_power_of_two(self.file_page_size) or self.file_page_size < 4096:
+            raise ConfigurationError(f"aeron.file.page.size={self.file_page_size}: power of two >= 4096")
+        if self.client_liveness_timeout_ns < 1_000_000:
+            raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
+        if not 0 < self.idle_max_park_ns <= 1_000_000:
+            raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+
+    @property
+    def aeron_path(self) -> Path:
+        return Path(self.aeron_dir)
+
+    @property
+    def counters_metadata_buffer_length(self) -> int:
+        return self.counters_values_buffer_length * 4
+
+    @property
+    def counter_free_to_reuse_timeout_ms(self) -> int:
+        # Reproduces 1.15.1's min() (instead of max()) in MediaDriver.Context.concludeCounters.
+        return min(self.counter_free_to_reuse_timeout_ns // 1_000_000, 1)
+
+
+def parse_property_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Split ``-Dkey=value`` (or ``-D key=value``) arguments from the rest of a command line."""
+    properties: dict[str, str] = {}
+    rest: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg.startswith("-D"):
+            body = arg[2:] or next(it, "")
+            key, sep, value = body.partition("=")
+            if not sep or not key:
+                raise ConfigurationError(f"{arg!r}: expected -Dname=value, for example -Daeron.dir=/dev/shm/aeron")
+            properties[key] = value
+        else:
+            rest.append(arg)
+    return properties, rest

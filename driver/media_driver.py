@@ -1,0 +1,196 @@
+"""MediaDriver: prepares the aeron dir and cnc.dat, wires the agents and runs them on the loop.
+
+Start-up follows Aeron 1.15.1 (spec/cnc.md §3): refuse a directory whose driver is alive, save the
+error log of a dead one beside the directory, then recreate it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from driver.agent.idle_strategy import BackoffIdleStrategy
+from driver.agent.runner import AgentRunner
+from driver.client_proxy import ClientProxy
+from driver.concurrent.broadcast import BroadcastTransmitter
+from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile, CncLengths
+from driver.concurrent.counters import CountersManager
+from driver.concurrent.error_log import DistinctErrorLog, ErrorLogReader, format_error_log
+from driver.concurrent.ring_buffer import ManyToOneRingBuffer
+from driver.conductor import DriverConductor
+from driver.context import DriverContext
+from driver.reports.loss_report import create_loss_report_file
+from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+
+
+class DriverStartError(RuntimeError):
+    """The driver cannot start; the message says why and what to do."""
+
+
+class ActiveDriverError(DriverStartError):
+    """Another driver is alive on the same aeron dir."""
+
+
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _error_log_file_name(directory: Path, now: datetime.datetime) -> Path:
+    # Aeron names it <dir>-<yyyy-MM-dd-HH-mm-ss-SSSZ>-error.log
+    stamp = now.strftime("%Y-%m-%d-%H-%M-%S-") + f"{now.microsecond // 1000:03d}" + now.strftime("%z")
+    return directory.with_name(f"{directory.name}-{stamp}-error.log")
+
+
+def inspect_existing_driver(directory: Path, driver_timeout_ms: int) -> Path | None:
+    """Raise ActiveDriverError if a live driver owns ``directory``; else save a dead one's error log.
+
+    Returns the saved error log path, if any.
+    """
+    cnc_path = directory / CNC_FILE
+    if not cnc_path.exists() or cnc_path.stat().st_size == 0:
+        return None
+    try:
+        cnc = CncFile.map_existing(cnc_path, writable=False)
+    except CncError:
+        return None  # a torn or truncated file from a crashed start: nothing to keep
+    with cnc:
+        deadline = time.monotonic() + 1.0
+        while cnc.version == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        version = cnc.version
+        if version == 0:
+            return None
+        if version != CNC_VERSION:
+            raise DriverStartError(
+                f"{cnc_path} has CnC version {version}, not {CNC_VERSION} (Aeron 1.15.1): another Aeron "
+                f"version's driver may own {directory}. Stop it, remove the directory, or start with "
+                "-Daeron.dir.delete.on.start=true"
+            )
+        ring = ManyToOneRingBuffer(cnc.to_driver_buffer)
+        age_ms = epoch_ms() - ring.consumer_heartbeat_time()
+        if age_ms <= driver_timeout_ms:
+            raise ActiveDriverError(
+                f"active driver detected in {directory}: pid {cnc.pid}, heartbeat {age_ms} ms ago. "
+                "Stop that driver first or choose another directory with --dir / AERON_DIR"
+            )
+        if not ErrorLogReader.has_errors(cnc.error_log_buffer):
+            return None
+        saved = _error_log_file_name(directory, datetime.datetime.now().astimezone())
+        saved.write_text(format_error_log(cnc.error_log_buffer))
+        return saved
+
+
+class MediaDriver:
+    def __init__(self, ctx: DriverContext) -> None:
+        self.ctx = ctx
+        self.aeron_dir = ctx.aeron_path
+        self.saved_error_log: Path | None = None
+        self._prepare_directory()
+        self.cnc = CncFile.create(
+            self.aeron_dir,
+            CncLengths(
+                ctx.conductor_buffer_length,
+                ctx.to_clients_buffer_length,
+                ctx.counters_metadata_buffer_length,
+                ctx.counters_values_buffer_length,
+                ctx.error_buffer_length,
+            ),
+            ctx.client_liveness_timeout_ns,
+            epoch_ms(),
+            os.getpid(),
+            ctx.file_page_size,
+        )
+        self.counters = CountersManager(
+            self.cnc.counters_metadata_buffer,
+            self.cnc.counters_values_buffer,
+            epoch_ms,
+            ctx.counter_free_to_reuse_timeout_ms,
+        )
+        self.system_counters = SystemCounters(self.counters)
+        self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_ms)
+        create_loss_report_file(self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size)
+        self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
+        self.client_proxy = ClientProxy(BroadcastTransmitter(self.cnc.to_clients_buffer))
+        self.conductor = DriverConductor(
+            ctx, self.to_driver, self.client_proxy, self.counters, self.system_counters, self.on_error
+        )
+        self.to_driver.set_consumer_heartbeat_time(epoch_ms())
+        self.cnc.signal_ready()
+        self._runners: list[AgentRunner] = []
+        self._stop_requested: asyncio.Event | None = None
+        self._closed = False
+
+    @classmethod
+    def launch(cls, ctx: DriverContext | None = None) -> MediaDriver:
+        return cls(ctx or DriverContext())
+
+    @classmethod
+    def launch_embedded(cls, ctx: DriverContext | None = None) -> MediaDriver:
+        """A driver on a fresh, unique aeron dir (tests and embedders), like Aeron's launchEmbedded."""
+        ctx = ctx or DriverContext()
+        ctx.aeron_dir = f"{ctx.aeron_dir}-{uuid.uuid4().hex[:12]}"
+        ctx.dir_delete_on_shutdown = True
+        return cls(ctx)
+
+    def _prepare_directory(self) -> None:
+        directory = self.aeron_dir
+        try:
+            if directory.exists():
+                if not self.ctx.dir_delete_on_start:
+                    self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
+                shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            (directory / "publications").mkdir()
+            (directory / "images").mkdir()
+        except OSError as e:
+            raise DriverStartError(
+                f"cannot create the aeron dir {directory}: {e.strerror or e}. "
+                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
+            ) from e
+
+    def on_error(self, error: BaseException) -> None:
+        """Every error the driver observes: counted, and kept once per distinct kind in the error log."""
+        self.system_counters.get(SystemCounterDescriptor.ERRORS).increment()
+        self.error_log.record(error)
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def _agents(self) -> list[object]:
+        return [self.conductor]
+
+    async def run(self) -> None:
+        """Run every agent until ``request_stop()``; then shut down in two phases."""
+        self._stop_requested = asyncio.Event()
+        idle = lambda: BackoffIdleStrategy(max_park_ns=self.ctx.idle_max_park_ns)  # noqa: E731
+        self._runners = [AgentRunner(agent, idle(), self.on_error) for agent in self._agents()]
+        for runner in self._runners:
+            runner.start()
+        try:
+            await self._stop_requested.wait()
+        finally:
+            for runner in self._runners:
+                runner.stop()
+            await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
+
+    def request_stop(self) -> None:
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.cnc.close()
+        if self.ctx.dir_delete_on_shutdown:
+            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+
+    def __enter__(self) -> MediaDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Reports the driver writes to files: loss-report.dat."""
