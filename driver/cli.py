@@ -16,6 +16,7 @@ from driver.context import ConfigurationError, DriverContext, default_aeron_dir,
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _aeron_dir(args: argparse.Namespace, properties: dict[str, str]) -> str:
@@ -30,7 +31,7 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> int:
 # --- run -------------------------------------------------------------------------------------------
 
 
-def _run_loop(coro_factory) -> None:  # noqa: ANN001 - a zero-argument coroutine function
+def _run_loop(coro_factory) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a declared dependency
@@ -54,6 +55,10 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         return _fail(str(e), EXIT_USAGE)
     for prop in ctx.unknown_properties:
         print(f"mediadriver: warning: unknown property {prop} ignored", file=sys.stderr)
+    # A signal may arrive as soon as cnc.dat is ready, before the loop runs: remember it until then.
+    early_signals: list[int] = []
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda s, _f: early_signals.append(s))  # replaced by the loop's handlers below
     try:
         driver = MediaDriver.launch(ctx)
     except DriverStartError as e:
@@ -63,10 +68,14 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, driver.request_stop)
         print(f"mediadriver: running on {ctx.aeron_dir} (pid {os.getpid()}, CnC v15); Ctrl-C stops it", flush=True)
-        await driver.run()
+        run = asyncio.ensure_future(driver.run())
+        await asyncio.sleep(0)
+        if early_signals:
+            driver.request_stop()
+        await run
 
     try:
         _run_loop(main)
@@ -79,7 +88,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
 # --- stat / errors ---------------------------------------------------------------------------------
 
 
-def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):  # noqa: ANN202 - CncFile
+def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):
     from driver.concurrent.cnc_file import CNC_FILE, CncError, CncFile, check_version
 
     path = Path(aeron_dir) / CNC_FILE
@@ -97,7 +106,7 @@ def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):  # noqa: ANN202 - CncFile
     return cnc
 
 
-def render_stat(cnc) -> str:  # noqa: ANN001 - CncFile
+def render_stat(cnc) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter."""
     from driver.concurrent.counters import CountersReader
 

@@ -1,7 +1,7 @@
 """DriverContext: every driver setting with its ``aeron.*`` property, ``AERON_*`` variable, default and unit.
 
 Precedence: explicit values (CLI flags) > ``-Daeron.x=y`` properties > ``AERON_X_Y`` environment > default.
-Sizes accept k/m/g suffixes (×1024ⁿ) and durations ns/us/ms/s suffixes (plain numbers are the unit
+Sizes accept k/m/g suffixes (x 1024^n) and durations ns/us/ms/s suffixes (plain numbers are the unit
 named by the setting), as Agrona's SystemUtil parses them.
 """
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from driver.agent.idle_strategy import BackoffIdleStrategy
@@ -86,7 +87,13 @@ def inspect_existing_driver(directory: Path, driver_timeout_ms: int) -> Path | N
 
 
 class MediaDriver:
-    def __init__(self, ctx: DriverContext) -> None:
+    def __init__(
+        self,
+        ctx: DriverContext,
+        epoch_clock_ms: Callable[[], int] = epoch_ms,
+        nano_clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        """Clocks are injectable so that tests can drive timeouts by hand (INVOKER mode)."""
         self.ctx = ctx
         self.aeron_dir = ctx.aeron_path
         self.saved_error_log: Path | None = None
@@ -101,25 +108,32 @@ class MediaDriver:
                 ctx.error_buffer_length,
             ),
             ctx.client_liveness_timeout_ns,
-            epoch_ms(),
+            epoch_clock_ms(),
             os.getpid(),
             ctx.file_page_size,
         )
         self.counters = CountersManager(
             self.cnc.counters_metadata_buffer,
             self.cnc.counters_values_buffer,
-            epoch_ms,
+            epoch_clock_ms,
             ctx.counter_free_to_reuse_timeout_ms,
         )
         self.system_counters = SystemCounters(self.counters)
-        self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_ms)
+        self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_clock_ms)
         create_loss_report_file(self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size)
         self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
         self.client_proxy = ClientProxy(BroadcastTransmitter(self.cnc.to_clients_buffer))
         self.conductor = DriverConductor(
-            ctx, self.to_driver, self.client_proxy, self.counters, self.system_counters, self.on_error
+            ctx,
+            self.to_driver,
+            self.client_proxy,
+            self.counters,
+            self.system_counters,
+            self.on_error,
+            epoch_clock_ms,
+            nano_clock,
         )
-        self.to_driver.set_consumer_heartbeat_time(epoch_ms())
+        self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         self.cnc.signal_ready()
         self._runners: list[AgentRunner] = []
         self._stop_requested: asyncio.Event | None = None

@@ -62,7 +62,7 @@ class AgentRunner:
         self._task: asyncio.Task[None] | None = None
 
     @property
-    def waker(self):  # noqa: ANN201 - the idle strategy's Waker
+    def waker(self):
         return self.idle_strategy.waker
 
     def start(self) -> asyncio.Task[None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -21,15 +22,13 @@ DEFAULT_DRIVER_TIMEOUT_MS = 10_000
 IDLE_SLEEP_S = 0.01
 
 
-def _map_cnc(cnc_path: Path, deadline: float, timeout_s: float) -> CncFile:
+def _map_cnc(cnc_path: Path, deadline: float, timeout_s: float, driver_timeout_ms: int) -> CncFile:
     """Wait for cnc.dat to exist, have a version, and carry a fresh driver heartbeat."""
     while True:
         remaining = deadline - time.monotonic()
         cnc: CncFile | None = None
-        try:
+        with contextlib.suppress(FileNotFoundError, CncError):
             cnc = CncFile.map_existing(cnc_path, writable=True)
-        except (FileNotFoundError, CncError):
-            pass
         if cnc is not None:
             while cnc.version == 0 and time.monotonic() < deadline:
                 time.sleep(0.001)
@@ -42,7 +41,7 @@ def _map_cnc(cnc_path: Path, deadline: float, timeout_s: float) -> CncFile:
                 )
             if version == CNC_VERSION:
                 heartbeat = ManyToOneRingBuffer(cnc.to_driver_buffer).consumer_heartbeat_time()
-                if heartbeat != 0 and epoch_ms() - heartbeat <= timeout_s * 1000:
+                if heartbeat != 0 and epoch_ms() - heartbeat <= driver_timeout_ms:
                     return cnc
             cnc.close()
         if remaining <= 0:
@@ -85,15 +84,18 @@ class Aeron:
         aeron_dir: str | os.PathLike[str] | None = None,
         timeout_s: float = DEFAULT_DRIVER_TIMEOUT_MS / 1000,
         use_conductor_invoker: bool = False,
+        driver_timeout_ms: int = DEFAULT_DRIVER_TIMEOUT_MS,
     ) -> Aeron:
         """Connect to the driver whose aeron dir is ``aeron_dir`` (default: AERON_DIR or Aeron's default).
 
-        Raises DriverTimeoutError when no live driver appears within ``timeout_s`` and CncVersionError when
-        cnc.dat is of another Aeron version.
+        Waits up to ``timeout_s`` for a live driver; a driver whose heartbeat is older than
+        ``driver_timeout_ms`` (aeron.driver.timeout) counts as dead, before and after connecting.
+        Raises DriverTimeoutError when no live driver appears in time and CncVersionError when cnc.dat
+        is of another Aeron version.
         """
         directory = Path(aeron_dir or os.environ.get("AERON_DIR") or default_aeron_dir())
-        cnc = _map_cnc(directory / CNC_FILE, time.monotonic() + timeout_s, timeout_s)
-        return cls(cnc, int(timeout_s * 1000), use_conductor_invoker)
+        cnc = _map_cnc(directory / CNC_FILE, time.monotonic() + timeout_s, timeout_s, driver_timeout_ms)
+        return cls(cnc, driver_timeout_ms, use_conductor_invoker)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -153,9 +153,8 @@ class ClientConductor:
             correlation_id = cp.decode_operation_succeeded(body)
             if correlation_id == self._awaiting:
                 self._response = (msg_type_id, correlation_id)
-        elif msg_type_id == cp.Event.ON_CLIENT_TIMEOUT:
-            if cp.decode_client_timeout(body) == self.client_id:
-                self.failure = ClientTimeoutError(
-                    f"the driver timed out client {self.client_id}: keepalives stopped for longer than "
-                    "the client liveness timeout"
-                )
+        elif msg_type_id == cp.Event.ON_CLIENT_TIMEOUT and cp.decode_client_timeout(body) == self.client_id:
+            self.failure = ClientTimeoutError(
+                f"the driver timed out client {self.client_id}: keepalives stopped for longer than "
+                "the client liveness timeout"
+            )

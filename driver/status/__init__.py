@@ -1,0 +1,1 @@
+"""Driver status: system counters and per-stream position counters in cnc.dat."""

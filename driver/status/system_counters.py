@@ -1,0 +1,83 @@
+"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, spec/counters.md §2)."""
+
+from __future__ import annotations
+
+import struct
+from enum import IntEnum
+
+from driver.concurrent.counters import SYSTEM_COUNTER_TYPE_ID, AtomicCounter, CountersManager
+
+_I32 = struct.Struct("<i")
+
+
+class SystemCounterDescriptor(IntEnum):
+    """Counter id (the enum value) and exact label of each system counter, in allocation order."""
+
+    label: str
+
+    def __new__(cls, counter_id: int, label: str) -> SystemCounterDescriptor:
+        member = int.__new__(cls, counter_id)
+        member._value_ = counter_id
+        member.label = label
+        return member
+
+    BYTES_SENT = 0, "Bytes sent"
+    BYTES_RECEIVED = 1, "Bytes received"
+    RECEIVER_PROXY_FAILS = 2, "Failed offers to ReceiverProxy"
+    SENDER_PROXY_FAILS = 3, "Failed offers to SenderProxy"
+    CONDUCTOR_PROXY_FAILS = 4, "Failed offers to DriverConductorProxy"
+    NAK_MESSAGES_SENT = 5, "NAKs sent"
+    NAK_MESSAGES_RECEIVED = 6, "NAKs received"
+    STATUS_MESSAGES_SENT = 7, "Status Messages sent"
+    STATUS_MESSAGES_RECEIVED = 8, "Status Messages received"
+    HEARTBEATS_SENT = 9, "Heartbeats sent"
+    HEARTBEATS_RECEIVED = 10, "Heartbeats received"
+    RETRANSMITS_SENT = 11, "Retransmits sent"
+    FLOW_CONTROL_UNDER_RUNS = 12, "Flow control under runs"
+    FLOW_CONTROL_OVER_RUNS = 13, "Flow control over runs"
+    INVALID_PACKETS = 14, "Invalid packets"
+    ERRORS = 15, "Errors"
+    SHORT_SENDS = 16, "Short sends"
+    FREE_FAILS = 17, "Failed attempts to free log buffers"
+    SENDER_FLOW_CONTROL_LIMITS = 18, "Sender flow control limits applied"
+    UNBLOCKED_PUBLICATIONS = 19, "Unblocked Publications"
+    UNBLOCKED_COMMANDS = 20, "Unblocked Control Commands"
+    POSSIBLE_TTL_ASYMMETRY = 21, "Possible TTL Asymmetry"
+    CONTROLLABLE_IDLE_STRATEGY = 22, "ControllableIdleStrategy status"
+    LOSS_GAP_FILLS = 23, "Loss gap fills"
+    CLIENT_TIMEOUTS = 24, "Client liveness timeouts"
+
+    @property
+    def id(self) -> int:
+        return self.value
+
+    def new_counter(self, manager: CountersManager) -> AtomicCounter:
+        # Key: the descriptor id as an int32 at key offset 0, as the Java driver writes it.
+        return manager.new_counter(self.label, SYSTEM_COUNTER_TYPE_ID, _I32.pack(self.value))
+
+
+class SystemCounters:
+    """Allocates every system counter in order; must run on a fresh manager so ids equal descriptor ids."""
+
+    def __init__(self, manager: CountersManager) -> None:
+        self._counters: dict[SystemCounterDescriptor, AtomicCounter] = {}
+        for descriptor in SystemCounterDescriptor:
+            counter = descriptor.new_counter(manager)
+            self._counters[descriptor] = counter
+            if counter.id != descriptor.id:
+                # Tools identify system counters by id; a shifted id would mislabel every one of them.
+                self.close()
+                raise ValueError(
+                    f"system counter {descriptor.name} got id {counter.id}, expected {descriptor.id}: "
+                    "SystemCounters must be created first, on an empty CountersManager"
+                )
+
+    def get(self, descriptor: SystemCounterDescriptor) -> AtomicCounter:
+        return self._counters[descriptor]
+
+    def __getitem__(self, descriptor: SystemCounterDescriptor) -> AtomicCounter:
+        return self._counters[descriptor]
+
+    def close(self) -> None:
+        for counter in self._counters.values():
+            counter.close()

@@ -1,0 +1,111 @@
+"""Fixtures shared by every test: manual clocks, in-process drivers (INVOKER mode) and driver processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION
+
+
+class ManualClock:
+    """Epoch-ms and monotonic-ns clocks that move only when a test says so."""
+
+    def __init__(self, epoch_ms: int = 1_700_000_000_000) -> None:
+        self.epoch_ms = epoch_ms
+        self.nanos = 1_000_000_000
+
+    def advance_ms(self, ms: int) -> None:
+        self.epoch_ms += ms
+        self.nanos += ms * 1_000_000
+
+    def epoch_clock_ms(self) -> int:
+        return self.epoch_ms
+
+    def nano_clock(self) -> int:
+        return self.nanos
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def aeron_dir(tmp_path: Path) -> Path:
+    """A fresh aeron dir path on /dev/shm when it exists (as Aeron's default), else under tmp_path."""
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
+    path = base / f"aeron-test-{os.getpid()}-{time.monotonic_ns()}"
+    yield path
+    subprocess.run(["rm", "-rf", str(path)], check=False)
+
+
+def wait_for_cnc_ready(aeron_dir: Path, timeout_s: float = 10.0, proc: subprocess.Popen | None = None) -> None:
+    """Wait until cnc.dat exists with CnC version 15 written (the driver's 'ready' signal)."""
+    path = aeron_dir / CNC_FILE
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"driver exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+        if path.exists() and path.stat().st_size >= 4:
+            with open(path, "rb") as f:
+                if int.from_bytes(f.read(4), "little") == CNC_VERSION:
+                    return
+        time.sleep(0.01)
+    raise AssertionError(f"{path} not ready within {timeout_s} s")
+
+
+class DriverProcess:
+    def __init__(self, aeron_dir: Path, proc: subprocess.Popen) -> None:
+        self.aeron_dir = aeron_dir
+        self.proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, timeout_s: float = 5.0) -> int:
+        """SIGTERM, and the exit code (kills and fails if it does not stop in time)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"driver did not stop within {timeout_s} s of SIGTERM") from None
+
+
+@pytest.fixture
+def driver_process(aeron_dir: Path) -> Iterator[Callable[..., DriverProcess]]:
+    """Start ``python -m driver run --dir <aeron_dir> [args]`` and wait until it is ready."""
+    started: list[DriverProcess] = []
+
+    def start(*args: str, directory: Path | None = None) -> DriverProcess:
+        directory = directory or aeron_dir
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "driver", "run", "--dir", str(directory), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        driver = DriverProcess(directory, proc)
+        started.append(driver)
+        wait_for_cnc_ready(directory, proc=proc)
+        return driver
+
+    yield start
+    for driver in started:
+        if driver.proc.poll() is None:
+            driver.proc.kill()
+        driver.proc.wait()
+        for stream in (driver.proc.stdout, driver.proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -1,0 +1,120 @@
+"""Start-up and shutdown of the driver process: the aeron dir, cnc.dat and the rules of spec/cnc.md §3."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from driver.concurrent.cnc_file import CncFile
+from driver.concurrent.error_log import ErrorLogReader
+from driver.context import DriverContext
+from driver.media_driver import ActiveDriverError, DriverStartError, MediaDriver
+
+
+def _run_driver(aeron_dir: Path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_driver_creates_its_files_within_a_second(aeron_dir: Path, driver_process) -> None:
+    started = time.monotonic()
+    driver = driver_process()
+    assert time.monotonic() - started < 5  # includes interpreter start; the files themselves come first
+    assert (aeron_dir / "cnc.dat").stat().st_size == 8_392_704
+    assert (aeron_dir / "loss-report.dat").stat().st_size == 1_048_576
+    assert (aeron_dir / "publications").is_dir()
+    assert (aeron_dir / "images").is_dir()
+    with CncFile.map_existing(aeron_dir / "cnc.dat", writable=False) as cnc:
+        assert cnc.pid == driver.pid
+        assert cnc.client_liveness_timeout_ns == 5_000_000_000
+        assert abs(cnc.start_timestamp_ms - time.time() * 1000) < 60_000
+    assert driver.stop() == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_stop_the_driver_cleanly(aeron_dir: Path, driver_process, sig: signal.Signals) -> None:
+    driver = driver_process()
+    driver.proc.send_signal(sig)
+    assert driver.proc.wait(5) == 0
+    assert "stopped" in driver.proc.stdout.read()
+
+
+def test_a_live_driver_on_the_same_dir_is_refused_naming_its_pid(aeron_dir: Path, driver_process) -> None:
+    first = driver_process()
+    result = _run_driver(aeron_dir)
+    assert result.returncode == 1
+    assert f"active driver detected in {aeron_dir}: pid {first.pid}" in result.stderr
+    assert first.proc.poll() is None  # the first driver is untouched
+    assert first.stop() == 0
+
+
+def test_dead_drivers_error_log_is_kept_beside_the_dir(aeron_dir: Path, clock) -> None:
+    ctx = DriverContext(aeron_dir=str(aeron_dir))
+    old = MediaDriver(ctx, lambda: clock.epoch_ms - 60_000, clock.nano_clock)  # heartbeat a minute old
+    old.error_log.record_message("boom from the previous run")
+    old.close()
+    new = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
+    try:
+        assert new.saved_error_log is not None
+        assert new.saved_error_log.name.startswith(aeron_dir.name + "-")
+        assert new.saved_error_log.name.endswith("-error.log")
+        assert "boom from the previous run" in new.saved_error_log.read_text()
+        assert not ErrorLogReader.has_errors(new.cnc.error_log_buffer)  # the new log starts empty
+    finally:
+        new.saved_error_log.unlink()
+        new.close()
+
+
+def test_cnc_of_another_version_is_refused_with_a_clear_message(aeron_dir: Path) -> None:
+    aeron_dir.mkdir(parents=True)
+    (aeron_dir / "cnc.dat").write_bytes(struct.pack("<i", 16) + bytes(8192))
+    with pytest.raises(DriverStartError, match=r"CnC version 16, not 15 .*aeron.dir.delete.on.start"):
+        MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
+    # The operator's way out works.
+    MediaDriver(DriverContext(aeron_dir=str(aeron_dir), dir_delete_on_start=True)).close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_dir_is_a_clear_error_non_root(tmp_path: Path) -> None:
+    parent = tmp_path / "ro"
+    parent.mkdir(mode=0o500)
+    with pytest.raises(DriverStartError, match="cannot create the aeron dir"):
+        MediaDriver(DriverContext(aeron_dir=str(parent / "aeron")))
+
+
+def test_unwritable_dir_is_a_clear_error(tmp_path: Path) -> None:
+    # A path under a regular file can never be created, even by root.
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = _run_driver(blocker / "aeron")
+    assert result.returncode == 1
+    assert f"cannot create the aeron dir {blocker / 'aeron'}" in result.stderr
+    assert "--dir" in result.stderr
+
+
+def test_active_driver_check_uses_the_heartbeat(aeron_dir: Path, clock) -> None:
+    driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
+    try:
+        with pytest.raises(ActiveDriverError, match=f"pid {os.getpid()}"):
+            MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
+    finally:
+        driver.close()
+
+
+def test_launch_embedded_uses_a_unique_dir_and_removes_it(tmp_path: Path) -> None:
+    ctx = DriverContext(aeron_dir=str(tmp_path / "aeron"))
+    with MediaDriver.launch_embedded(ctx) as driver:
+        directory = driver.aeron_dir
+        assert directory.name.startswith("aeron-") and (directory / "cnc.dat").exists()
+    assert not directory.exists()
