@@ -180,8 +180,12 @@ class MediaDriver:
     async def run(self) -> None:
         """Run every agent until ``request_stop()``; then shut down in two phases."""
         self._stop_requested = asyncio.Event()
-        idle = lambda: BackoffIdleStrategy(max_park_ns=self.ctx.idle_max_park_ns)  # noqa: E731
-        self._runners = [AgentRunner(agent, idle(), self.on_error) for agent in self._agents()]
+        max_park_ns = self.ctx.idle_max_park_ns
+        self._runners = [
+            AgentRunner(agent, BackoffIdleStrategy(min_park_ns=min(250_000, max_park_ns), max_park_ns=max_park_ns),
+                        self.on_error)
+            for agent in self._agents()
+        ]
         for runner in self._runners:
             runner.start()
         try:

@@ -1,62 +1,52 @@
-"""Idle strategies for agents on an asyncio loop.
+"""Idle strategies: how long an agent waits after a duty cycle, as a plain decision (sans-IO).
 
-The backoff goes spin (call again at once) -> yield (one trip through the loop) -> park (a timed wait
-that ``wake()`` cuts short, so I/O callbacks can end it). Parks never exceed ``max_park_ns`` (≤ 1 ms).
+The backoff goes spin (run the duty cycle again at once) -> yield (let the loop run other callbacks
+first) -> park (a timer of at most ``max_park_ns``, ≤ 1 ms, that a ``Waker`` cuts short so I/O can end
+it). The runner turns the decision into loop callbacks; a callback chain costs about half the CPU of
+a coroutine awaiting a future on every park, which is what keeps an idle driver cheap.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
+
+SPIN = -1
+YIELD = 0
 
 
 class Waker:
-    """Lets I/O callbacks (or anyone on the loop) cut an agent's park short."""
+    """Handed to I/O callbacks so they can end an agent's park; the runner binds it."""
 
-    __slots__ = ("_future", "_loop")
+    __slots__ = ("_callback",)
 
     def __init__(self) -> None:
-        self._future: asyncio.Future[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._callback: Callable[[], None] | None = None
+
+    def bind(self, callback: Callable[[], None] | None) -> None:
+        self._callback = callback
 
     def wake(self) -> None:
-        future = self._future
-        if future is not None and not future.done():
-            future.set_result(None)
-
-    async def park(self, timeout_s: float) -> None:
-        loop = self._loop or asyncio.get_running_loop()
-        self._loop = loop
-        future = loop.create_future()
-        self._future = future
-        handle = loop.call_later(timeout_s, _resolve, future)
-        try:
-            await future
-        finally:
-            handle.cancel()
-            self._future = None
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+        if self._callback is not None:
+            self._callback()
 
 
 class BackoffIdleStrategy:
-    """Spin, then yield, then park with exponential backoff up to ``max_park_ns``."""
+    """Spin, then yield, then park with exponential backoff from ``min_park_ns`` up to ``max_park_ns``."""
 
     def __init__(
         self,
         max_spins: int = 10,
         max_yields: int = 5,
-        min_park_ns: int = 100_000,
+        min_park_ns: int = 250_000,
         max_park_ns: int = 1_000_000,
-        waker: Waker | None = None,
     ) -> None:
+        if not 0 < min_park_ns <= max_park_ns:
+            raise ValueError(f"need 0 < min_park_ns ({min_park_ns}) <= max_park_ns ({max_park_ns})")
         self.max_spins = max_spins
         self.max_yields = max_yields
         self.min_park_ns = min_park_ns
         self.max_park_ns = max_park_ns
-        self.waker = waker or Waker()
+        self.waker = Waker()
         self._spins = 0
         self._yields = 0
         self._park_ns = min_park_ns
@@ -66,35 +56,31 @@ class BackoffIdleStrategy:
         self._yields = 0
         self._park_ns = self.min_park_ns
 
-    async def idle(self, work_count: int) -> None:
+    def next_delay_ns(self, work_count: int) -> int:
+        """SPIN, YIELD, or a park in nanoseconds, after a duty cycle that did ``work_count`` work."""
         if work_count > 0:
             self.reset()
-            # Still give other tasks a turn: a busy agent must not starve the loop.
-            await asyncio.sleep(0)
-            return
+            return YIELD  # a busy agent still gives the other agents on the loop a turn
         if self._spins < self.max_spins:
             self._spins += 1
-            return
+            return SPIN
         if self._yields < self.max_yields:
             self._yields += 1
-            await asyncio.sleep(0)
-            return
-        await self.waker.park(self._park_ns / 1e9)
-        self._park_ns = min(self._park_ns * 2, self.max_park_ns)
+            return YIELD
+        park_ns = self._park_ns
+        self._park_ns = min(park_ns * 2, self.max_park_ns)
+        return park_ns
 
 
 class SleepingIdleStrategy:
-    """Always park for a fixed time (wakeable); for tools and low-priority agents."""
+    """Always park for a fixed time (still wakeable); for tools and low-priority agents."""
 
-    def __init__(self, park_ns: int = 1_000_000, waker: Waker | None = None) -> None:
+    def __init__(self, park_ns: int = 1_000_000) -> None:
         self.park_ns = park_ns
-        self.waker = waker or Waker()
+        self.waker = Waker()
 
     def reset(self) -> None:
         pass
 
-    async def idle(self, work_count: int) -> None:
-        if work_count > 0:
-            await asyncio.sleep(0)
-        else:
-            await self.waker.park(self.park_ns / 1e9)
+    def next_delay_ns(self, work_count: int) -> int:
+        return YIELD if work_count > 0 else self.park_ns

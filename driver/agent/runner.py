@@ -1,8 +1,8 @@
 """Agents and the runner that drives one on the event loop.
 
 An agent has ``on_start()``, a synchronous ``do_work() -> int`` duty cycle and ``on_close()``. The runner
-calls ``do_work`` and hands the work count to its idle strategy; it never lets an exception from an
-agent kill the loop: the error goes to the agent's error handler and the runner keeps going.
+schedules duty cycles as loop callbacks (``call_soon`` to yield, ``call_later`` to park) following its
+idle strategy. An exception from ``do_work`` goes to the error handler and the runner carries on.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from driver.agent.idle_strategy import BackoffIdleStrategy
+from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
 
 log = logging.getLogger(__name__)
 
@@ -47,65 +47,89 @@ class CompositeAgent:
 
 
 class AgentRunner:
-    """Runs one agent as an asyncio task until ``stop()``."""
+    """Runs one agent on the running loop until ``stop()``; ``join()`` waits for ``on_close``."""
 
     def __init__(
         self,
         agent: Agent,
-        idle_strategy: BackoffIdleStrategy | None = None,
+        idle_strategy: BackoffIdleStrategy | SleepingIdleStrategy | None = None,
         error_handler: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.agent = agent
         self.idle_strategy = idle_strategy or BackoffIdleStrategy()
-        self.error_handler = error_handler or (lambda e: log.exception("agent %s failed", agent.role_name))
+        self.error_handler = error_handler or (lambda e: log.error("agent %s failed", agent.role_name, exc_info=e))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.Handle | asyncio.TimerHandle | None = None
+        self._parked = False
         self._running = False
-        self._task: asyncio.Task[None] | None = None
+        self._closed: asyncio.Future[None] | None = None
 
     @property
-    def waker(self):
+    def waker(self) -> Waker:
         return self.idle_strategy.waker
 
-    def start(self) -> asyncio.Task[None]:
+    def start(self) -> None:
+        """Call ``on_start`` now and schedule the first duty cycle on the running loop."""
+        self._loop = loop = asyncio.get_running_loop()
+        self._closed = loop.create_future()
+        self.agent.on_start()
         self._running = True
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.agent.role_name)
-        return self._task
+        self.idle_strategy.waker.bind(self._wake)
+        self._handle = loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self._handle = None
+        self._parked = False
+        if not self._running:
+            return
+        agent, idle, loop = self.agent, self.idle_strategy, self._loop
+        assert loop is not None
+        while True:
+            try:
+                work = agent.do_work()
+            except Exception as e:
+                self.error_handler(e)
+                work = 1
+            delay_ns = idle.next_delay_ns(work)
+            if delay_ns != SPIN:
+                break
+        if delay_ns == YIELD:
+            self._handle = loop.call_soon(self._tick)
+        else:
+            self._parked = True
+            self._handle = loop.call_later(delay_ns / 1e9, self._tick)
+
+    def _wake(self) -> None:
+        if self._parked and self._handle is not None and self._loop is not None:
+            self._handle.cancel()
+            self._parked = False
+            self._handle = self._loop.call_soon(self._tick)
 
     def stop(self) -> None:
-        """First phase of shutdown: ask the duty cycle to end; wake it if parked."""
-        self._running = False
-        self.idle_strategy.waker.wake()
-
-    async def join(self, timeout_s: float = 5.0) -> None:
-        """Second phase: wait for the loop to finish (cancel it if it does not in time)."""
-        if self._task is None:
+        """First phase of shutdown: no further duty cycles; ``on_close`` runs on the loop next."""
+        if not self._running:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
-        except TimeoutError:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                    raise
+        self._running = False
+        self.idle_strategy.waker.bind(None)
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        assert self._loop is not None
+        self._loop.call_soon(self._close)
 
-    async def _run(self) -> None:
-        agent, idle = self.agent, self.idle_strategy
+    def _close(self) -> None:
         try:
-            agent.on_start()
+            self.agent.on_close()
         except Exception as e:
             self.error_handler(e)
-            raise
-        try:
-            while self._running:
-                try:
-                    work = agent.do_work()
-                except Exception as e:
-                    self.error_handler(e)
-                    work = 1
-                await idle.idle(work)
         finally:
-            agent.on_close()
+            if self._closed is not None and not self._closed.done():
+                self._closed.set_result(None)
+
+    async def join(self, timeout_s: float = 5.0) -> None:
+        """Second phase: wait until the agent has closed."""
+        if self._closed is not None:
+            await asyncio.wait_for(asyncio.shield(self._closed), timeout_s)
 
 
 def do_work_until_idle(agent: Agent, max_cycles: int = 1000) -> int:

@@ -32,7 +32,7 @@ CONSUMER_HEARTBEAT_OFFSET = CORRELATION_COUNTER_OFFSET + _TRAILER_SLOT_LENGTH
 TRAILER_LENGTH = CONSUMER_HEARTBEAT_OFFSET + _TRAILER_SLOT_LENGTH
 
 _ALIGNMENT_MASK = ~(ALIGNMENT - 1)
-_INSUFFICIENT_CAPACITY = -2
+_fence_release = AtomicBuffer.fence_release
 
 _I32 = struct.Struct("<i")
 
@@ -112,68 +112,57 @@ class ManyToOneRingBuffer:
 
         record_length = length + HEADER_LENGTH
         required = (record_length + ALIGNMENT - 1) & _ALIGNMENT_MASK
-        record_index = self._claim_capacity(required)
-        if record_index == _INSUFFICIENT_CAPACITY:
-            return False
 
-        put_i32_release = self._put_i32_release
-        view = self._view
-        # Negative length first: the consumer stops at it (and unblock() can recover it) until commit.
-        put_i32_release(record_index, -record_length)
-        AtomicBuffer.fence_release()
-        _I32.pack_into(view, record_index + TYPE_OFFSET, msg_type_id)
-        body_index = record_index + HEADER_LENGTH
-        view[body_index : body_index + length] = src
-        put_i32_release(record_index, record_length)
-        return True
-
-    def _claim_capacity(self, required: int) -> int:
-        """CAS the tail forward by ``required`` (plus padding to the end if it must wrap)."""
+        # Claim: CAS the tail forward by ``required``, plus padding to the end if it must wrap. Inlined
+        # (not a helper) because every Python call and attribute load shows on this path.
         capacity = self._capacity
-        mask = self._mask
-        tail_position_index = self._tail_position_index
-        head_cache_position_index = self._head_cache_position_index
-        head_position_index = self._head_position_index
         get_i64_volatile = self._get_i64_volatile
-        put_i64_release = self._put_i64_release
-        cas_i64 = self._cas_i64
-
-        # The cached head saves producers from touching the consumer's cache line on every write.
-        head = get_i64_volatile(head_cache_position_index)
+        tail_position_index = self._tail_position_index
+        # The cached head saves producers from reading the consumer's cache line on every write.
+        head = get_i64_volatile(self._head_cache_position_index)
         while True:
             tail = get_i64_volatile(tail_position_index)
             if required > capacity - (tail - head):
-                head = get_i64_volatile(head_position_index)
+                head = get_i64_volatile(self._head_position_index)
                 if required > capacity - (tail - head):
-                    return _INSUFFICIENT_CAPACITY
-                put_i64_release(head_cache_position_index, head)
+                    return False
+                self._put_i64_release(self._head_cache_position_index, head)
 
             padding = 0
-            tail_index = tail & mask
+            tail_index = tail & self._mask
             to_buffer_end = capacity - tail_index
             if required > to_buffer_end:
                 # Records never straddle the end: pad it out and start again at index 0, which
                 # needs the consumer to have moved past the first ``required`` bytes.
-                head_index = head & mask
+                head_index = head & self._mask
                 if required > head_index:
-                    head = get_i64_volatile(head_position_index)
-                    head_index = head & mask
+                    head = get_i64_volatile(self._head_position_index)
+                    head_index = head & self._mask
                     if required > head_index:
-                        return _INSUFFICIENT_CAPACITY
-                    put_i64_release(head_cache_position_index, head)
+                        return False
+                    self._put_i64_release(self._head_cache_position_index, head)
                 padding = to_buffer_end
 
-            if cas_i64(tail_position_index, tail, tail + required + padding):
+            if self._cas_i64(tail_position_index, tail, tail + required + padding):
                 break
 
+        put_i32_release = self._put_i32_release
+        view = self._view
         if padding:
-            put_i32_release = self._put_i32_release
             put_i32_release(tail_index, -padding)
-            AtomicBuffer.fence_release()
-            _I32.pack_into(self._view, tail_index + TYPE_OFFSET, PADDING_MSG_TYPE_ID)
+            _fence_release()
+            _I32.pack_into(view, tail_index + TYPE_OFFSET, PADDING_MSG_TYPE_ID)
             put_i32_release(tail_index, padding)
             tail_index = 0
-        return tail_index
+
+        # Negative length first: the consumer stops at it (and unblock() can recover it) until commit.
+        put_i32_release(tail_index, -record_length)
+        _fence_release()
+        _I32.pack_into(view, tail_index + TYPE_OFFSET, msg_type_id)
+        body_index = tail_index + HEADER_LENGTH
+        view[body_index : body_index + length] = src
+        put_i32_release(tail_index, record_length)
+        return True
 
     def read(self, handler: MessageHandler, message_count_limit: int = INT32_MAX) -> int:
         """Deliver up to ``message_count_limit`` committed records; returns how many were delivered.
