@@ -5,12 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
 
-.PHONY: run test install native peers lint bench clean
+.PHONY: run test install native peers system-deps lint bench clean
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -U pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis]'
 	touch $@
 
 install: $(STAMP)
@@ -30,10 +30,21 @@ peers: $(STAMP)
 	  echo "javac not found: installing a JDK from Debian"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
 
+# System packages some tests need (a real Prometheus server; a Java runtime for Spark), from Debian.
+system-deps:
+	@missing=""; \
+	command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing from Debian:$$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) peers lint
+test: $(STAMP) peers system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP) peers
