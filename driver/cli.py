@@ -64,13 +64,19 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     except DriverStartError as e:
         return _fail(str(e))
     if driver.saved_error_log is not None:
-        print(f"mediadriver: the previous driver's error log was saved to {driver.saved_error_log}", file=sys.stderr)
+        print(
+            f"mediadriver: the previous driver's error log was saved to {driver.saved_error_log}",
+            file=sys.stderr,
+        )
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, driver.request_stop)
-        print(f"mediadriver: running on {ctx.aeron_dir} (pid {os.getpid()}, CnC v15); Ctrl-C stops it", flush=True)
+        print(
+            f"mediadriver: running on {ctx.aeron_dir} (pid {os.getpid()}, CnC v15); Ctrl-C stops it",
+            flush=True,
+        )
         run = asyncio.ensure_future(driver.run())
         await asyncio.sleep(0)
         if early_signals:
@@ -172,9 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
     run.add_argument("--threading-mode", help="DEDICATED (default), SHARED or INVOKER")
     run.add_argument("--client-liveness-timeout", help="e.g. 5s, 500ms (default 5s)")
-    run.add_argument("--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live")
+    run.add_argument(
+        "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"
+    )
     settings = "\n".join(
-        f"  {f.metadata['prop']:40s} {f.metadata['doc']} [{f.metadata['unit']}]" for f in DriverContext.settings()
+        f"  {f.metadata['prop']:40s} {f.metadata['doc']} [{f.metadata['unit']}]"
+        for f in DriverContext.settings()
     )
     run.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + settings
     run.formatter_class = argparse.RawDescriptionHelpFormatter

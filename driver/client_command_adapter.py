@@ -42,7 +42,9 @@ class ClientCommandAdapter:
         self._error_handler = error_handler
         c = conductor
         self._handlers: dict[int, Callable[[memoryview], None]] = {
-            cp.Command.ADD_PUBLICATION: lambda b: c.on_add_publication(cp.decode_publication(b), exclusive=False),
+            cp.Command.ADD_PUBLICATION: lambda b: c.on_add_publication(
+                cp.decode_publication(b), exclusive=False
+            ),
             cp.Command.ADD_EXCLUSIVE_PUBLICATION: lambda b: c.on_add_publication(
                 cp.decode_publication(b), exclusive=True
             ),
@@ -56,7 +58,9 @@ class ClientCommandAdapter:
             cp.Command.REMOVE_COUNTER: lambda b: c.on_remove_counter(cp.decode_remove(b)),
             cp.Command.CLIENT_CLOSE: lambda b: c.on_client_close(cp.decode_correlated(b).client_id),
             cp.Command.ADD_RCV_DESTINATION: lambda b: c.on_add_rcv_destination(cp.decode_destination(b)),
-            cp.Command.REMOVE_RCV_DESTINATION: lambda b: c.on_remove_rcv_destination(cp.decode_destination(b)),
+            cp.Command.REMOVE_RCV_DESTINATION: lambda b: c.on_remove_rcv_destination(
+                cp.decode_destination(b)
+            ),
         }
 
     def receive(self, limit: int = COMMAND_DRAIN_LIMIT) -> int:
@@ -85,4 +89,6 @@ class ClientCommandAdapter:
             self._client_proxy.on_error(correlation_id, cp.ErrorCode.GENERIC_ERROR, f"malformed command: {e}")
         except Exception as e:
             self._error_handler(e)
-            self._client_proxy.on_error(correlation_id, cp.ErrorCode.GENERIC_ERROR, f"{type(e).__name__} : {e}")
+            self._client_proxy.on_error(
+                correlation_id, cp.ErrorCode.GENERIC_ERROR, f"{type(e).__name__} : {e}"
+            )

@@ -19,7 +19,9 @@ class ClientProxy:
 
     def on_error(self, offending_correlation_id: int, code: int, message: str) -> None:
         data = message.encode("utf-8", "replace")[: MAX_EVENT_LENGTH - _ERROR_HEADER_LENGTH]
-        self._send(cp.Event.ON_ERROR, cp.encode_error(offending_correlation_id, code, data.decode("utf-8", "ignore")))
+        self._send(
+            cp.Event.ON_ERROR, cp.encode_error(offending_correlation_id, code, data.decode("utf-8", "ignore"))
+        )
 
     def on_operation_succeeded(self, correlation_id: int) -> None:
         self._send(cp.Event.ON_OPERATION_SUCCESS, cp.encode_operation_succeeded(correlation_id))

@@ -177,7 +177,9 @@ class DriverConductor:
         client = self._clients.get(msg.client_id)
         link = client.counter_links.pop(msg.registration_id, None) if client is not None else None
         if link is None:
-            raise ControlProtocolError(cp.ErrorCode.UNKNOWN_COUNTER, f"Unknown counter: {msg.registration_id}")
+            raise ControlProtocolError(
+                cp.ErrorCode.UNKNOWN_COUNTER, f"Unknown counter: {msg.registration_id}"
+            )
         counter_id = link.counter.id
         link.counter.close()
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
@@ -193,7 +195,9 @@ class DriverConductor:
         self._not_yet("ADD_EXCLUSIVE_PUBLICATION" if exclusive else "ADD_PUBLICATION")
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:
-        raise ControlProtocolError(cp.ErrorCode.UNKNOWN_PUBLICATION, f"Unknown publication: {msg.registration_id}")
+        raise ControlProtocolError(
+            cp.ErrorCode.UNKNOWN_PUBLICATION, f"Unknown publication: {msg.registration_id}"
+        )
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
         self._get_or_add_client(msg.client_id)

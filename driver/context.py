@@ -36,7 +36,9 @@ def parse_size(name: str, text: str) -> int:
 def parse_duration_ns(name: str, text: str) -> int:
     match = _DURATION.match(text)
     if not match:
-        raise ConfigurationError(f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us")
+        raise ConfigurationError(
+            f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us"
+        )
     unit = match.group(2).lower() if match.group(2) else None
     return int(match.group(1)) * _DURATION_NS[unit]
 
@@ -45,7 +47,9 @@ def parse_ms(name: str, text: str) -> int:
     """Millisecond settings (aeron.driver.timeout): plain numbers are ms, suffixes are honoured."""
     match = _DURATION.match(text)
     if not match:
-        raise ConfigurationError(f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s")
+        raise ConfigurationError(
+            f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s"
+        )
     if match.group(2) is None:
         return int(match.group(1))
     return parse_duration_ns(name, text) // 1_000_000
@@ -88,16 +92,28 @@ MIB = 1024 * 1024
 class DriverContext:
     aeron_dir: str = _setting("aeron.dir", lambda _n, v: v, "", "path", "the aeron directory")
     dir_delete_on_start: bool = _setting(
-        "aeron.dir.delete.on.start", parse_bool, False, "bool", "delete the aeron dir even if a driver is active"
+        "aeron.dir.delete.on.start",
+        parse_bool,
+        False,
+        "bool",
+        "delete the aeron dir even if a driver is active",
     )
     dir_delete_on_shutdown: bool = _setting(
-        "aeron.dir.delete.on.shutdown", parse_bool, False, "bool", "delete the aeron dir when the driver stops"
+        "aeron.dir.delete.on.shutdown",
+        parse_bool,
+        False,
+        "bool",
+        "delete the aeron dir when the driver stops",
     )
     conductor_buffer_length: int = _setting(
         "aeron.conductor.buffer.length", parse_size, MIB + 768, "bytes", "to-driver ring buffer incl. trailer"
     )
     to_clients_buffer_length: int = _setting(
-        "aeron.clients.buffer.length", parse_size, MIB + 128, "bytes", "to-clients broadcast buffer incl. trailer"
+        "aeron.clients.buffer.length",
+        parse_size,
+        MIB + 128,
+        "bytes",
+        "to-clients broadcast buffer incl. trailer",
     )
     counters_values_buffer_length: int = _setting(
         "aeron.counters.buffer.length", parse_size, MIB, "bytes", "counter values (metadata is 4x this)"
@@ -110,7 +126,11 @@ class DriverContext:
     )
     file_page_size: int = _setting("aeron.file.page.size", parse_size, 4096, "bytes", "page size for files")
     client_liveness_timeout_ns: int = _setting(
-        "aeron.client.liveness.timeout", parse_duration_ns, 5_000_000_000, "ns", "a silent client is timed out"
+        "aeron.client.liveness.timeout",
+        parse_duration_ns,
+        5_000_000_000,
+        "ns",
+        "a silent client is timed out",
     )
     driver_timeout_ms: int = _setting(
         "aeron.driver.timeout", parse_ms, 10_000, "ms", "a driver without heartbeat for this long is dead"
@@ -119,11 +139,18 @@ class DriverContext:
         "aeron.timer.interval", parse_duration_ns, 1_000_000_000, "ns", "conductor heartbeat and timer checks"
     )
     counter_free_to_reuse_timeout_ns: int = _setting(
-        "aeron.counters.free.to.reuse.timeout", parse_duration_ns, 1_000_000_000, "ns",
+        "aeron.counters.free.to.reuse.timeout",
+        parse_duration_ns,
+        1_000_000_000,
+        "ns",
         "freed counter ids wait this long (1.15.1 applies min(this, 1 ms))",
     )
     publication_linger_timeout_ns: int = _setting(
-        "aeron.publication.linger.timeout", parse_duration_ns, 5_000_000_000, "ns", "closed publication linger"
+        "aeron.publication.linger.timeout",
+        parse_duration_ns,
+        5_000_000_000,
+        "ns",
+        "closed publication linger",
     )
     threading_mode: str = _setting(
         "aeron.threading.mode", parse_threading_mode, "DEDICATED", "mode", "DEDICATED, SHARED or INVOKER"
@@ -161,7 +188,9 @@ class DriverContext:
             env_name = prop.upper().replace(".", "_")
             if explicit.get(f.name) is not None:
                 raw = explicit[f.name]
-                values[f.name] = parse(prop, raw) if isinstance(raw, str) and f.type != "str" else raw
+                # Strings (CLI flags) go through the setting's parser too, so that an explicit
+                # "shared" becomes SHARED and a bad threading mode is rejected like a bad property.
+                values[f.name] = parse(prop, raw) if isinstance(raw, str) else raw
             elif prop in properties:
                 values[f.name] = parse(prop, properties[prop])
             elif env_name in environ:
@@ -218,7 +247,10 @@ def parse_property_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
             body = arg[2:] or next(it, "")
             key, sep, value = body.partition("=")
             if not sep or not key:
-                raise ConfigurationError(f"{arg!r}: expected -Dname=value, for example -Daeron.dir=/dev/shm/aeron")
+                shown = arg if arg != "-D" else f"-D {body}"
+                raise ConfigurationError(
+                    f"{shown!r}: expected -Dname=value, for example -Daeron.dir=/dev/shm/aeron"
+                )
             properties[key] = value
         else:
             rest.append(arg)

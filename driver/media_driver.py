@@ -182,8 +182,11 @@ class MediaDriver:
         self._stop_requested = asyncio.Event()
         max_park_ns = self.ctx.idle_max_park_ns
         self._runners = [
-            AgentRunner(agent, BackoffIdleStrategy(min_park_ns=min(250_000, max_park_ns), max_park_ns=max_park_ns),
-                        self.on_error)
+            AgentRunner(
+                agent,
+                BackoffIdleStrategy(min_park_ns=min(250_000, max_park_ns), max_park_ns=max_park_ns),
+                self.on_error,
+            )
             for agent in self._agents()
         ]
         for runner in self._runners:

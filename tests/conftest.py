@@ -47,13 +47,17 @@ def aeron_dir(tmp_path: Path) -> Path:
     subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
-def wait_for_cnc_ready(aeron_dir: Path, timeout_s: float = 10.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_cnc_ready(
+    aeron_dir: Path, timeout_s: float = 10.0, proc: subprocess.Popen | None = None
+) -> None:
     """Wait until cnc.dat exists with CnC version 15 written (the driver's 'ready' signal)."""
     path = aeron_dir / CNC_FILE
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"driver exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"driver exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+            )
         if path.exists() and path.stat().st_size >= 4:
             with open(path, "rb") as f:
                 if int.from_bytes(f.read(4), "little") == CNC_VERSION:

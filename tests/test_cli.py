@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -35,10 +36,8 @@ def test_errors_prints_the_error_log(driver_process) -> None:
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         aeron.add_counter(1, "x")
         for _ in range(2):
-            try:
+            with contextlib.suppress(RegistrationError):
                 aeron._remove_counter(55555)
-            except RegistrationError:
-                pass
     result = mediadriver("errors", "--dir", str(driver.aeron_dir))
     assert result.returncode == 0
     assert "2 observations from" in result.stdout
@@ -74,5 +73,10 @@ def test_env_and_properties_configure_the_driver(driver_process, monkeypatch) ->
 def test_run_help_lists_every_setting() -> None:
     result = mediadriver("run", "--help")
     assert result.returncode == 0
-    for prop in ("aeron.dir", "aeron.client.liveness.timeout", "aeron.threading.mode", "aeron.timer.interval"):
+    for prop in (
+        "aeron.dir",
+        "aeron.client.liveness.timeout",
+        "aeron.threading.mode",
+        "aeron.timer.interval",
+    ):
         assert prop in result.stdout

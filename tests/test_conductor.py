@@ -36,9 +36,13 @@ class Harness:
             pass
         return received
 
-    def add_counter(self, type_id: int = 1001, label: str = "test counter", key: bytes = b"k") -> tuple[int, int]:
+    def add_counter(
+        self, type_id: int = 1001, label: str = "test counter", key: bytes = b"k"
+    ) -> tuple[int, int]:
         correlation_id = self.ring.next_correlation_id()
-        self.send(cp.Command.ADD_COUNTER, cp.encode_counter(self.client_id, correlation_id, type_id, key, label))
+        self.send(
+            cp.Command.ADD_COUNTER, cp.encode_counter(self.client_id, correlation_id, type_id, key, label)
+        )
         events = self.run()
         assert events[0][0] == cp.Event.ON_COUNTER_READY, events
         update = cp.decode_counter_update(memoryview(events[0][1]))
@@ -80,7 +84,9 @@ def test_add_counter_allocates_client_heartbeat_and_counter(client: Harness, dri
 def test_remove_counter_answers_success_then_unavailable(client: Harness, driver: MediaDriver) -> None:
     registration_id, counter_id = client.add_counter()
     correlation_id = client.ring.next_correlation_id()
-    client.send(cp.Command.REMOVE_COUNTER, cp.encode_remove(client.client_id, correlation_id, registration_id))
+    client.send(
+        cp.Command.REMOVE_COUNTER, cp.encode_remove(client.client_id, correlation_id, registration_id)
+    )
     events = client.run()
     assert [t for t, _ in events] == [cp.Event.ON_OPERATION_SUCCESS, cp.Event.ON_UNAVAILABLE_COUNTER]
     assert cp.decode_operation_succeeded(memoryview(events[0][1])) == correlation_id
@@ -95,7 +101,10 @@ def test_remove_unknown_counter_is_an_error_with_code_5(client: Harness, driver:
     (event,) = client.run()
     assert event[0] == cp.Event.ON_ERROR
     error = cp.decode_error(memoryview(event[1]))
-    assert (error.offending_correlation_id, error.error_code) == (correlation_id, cp.ErrorCode.UNKNOWN_COUNTER)
+    assert (error.offending_correlation_id, error.error_code) == (
+        correlation_id,
+        cp.ErrorCode.UNKNOWN_COUNTER,
+    )
     assert "424242" in error.message
     assert client.counter_value(SC.ERRORS) == 1
 
@@ -143,8 +152,16 @@ def test_heartbeat_is_written_every_timer_interval(client: Harness, driver, cloc
     [
         (0x77, b"\x00" * 40, "unknown command type id 0x77"),
         (cp.Command.ADD_COUNTER, b"\x01" * 10, "malformed command"),
-        (cp.Command.ADD_COUNTER, cp.encode_correlated(1, 5) + b"\x00\x00\x00\x00\xff\xff\xff\x7f", "key length"),
-        (cp.Command.ADD_PUBLICATION, cp.encode_correlated(1, 5) + b"\x01\x00\x00\x00\xff\x00\x00\x00", "runs past"),
+        (
+            cp.Command.ADD_COUNTER,
+            cp.encode_correlated(1, 5) + b"\x00\x00\x00\x00\xff\xff\xff\x7f",
+            "key length",
+        ),
+        (
+            cp.Command.ADD_PUBLICATION,
+            cp.encode_correlated(1, 5) + b"\x01\x00\x00\x00\xff\x00\x00\x00",
+            "runs past",
+        ),
     ],
 )
 def test_garbage_commands_get_a_clear_error_and_the_driver_survives(

@@ -57,7 +57,9 @@ class AgentRunner:
     ) -> None:
         self.agent = agent
         self.idle_strategy = idle_strategy or BackoffIdleStrategy()
-        self.error_handler = error_handler or (lambda e: log.error("agent %s failed", agent.role_name, exc_info=e))
+        self.error_handler = error_handler or (
+            lambda e: log.error("agent %s failed", agent.role_name, exc_info=e)
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._parked = False
@@ -72,7 +74,11 @@ class AgentRunner:
         """Call ``on_start`` now and schedule the first duty cycle on the running loop."""
         self._loop = loop = asyncio.get_running_loop()
         self._closed = loop.create_future()
-        self.agent.on_start()
+        try:
+            self.agent.on_start()
+        except Exception:
+            self._close()  # as Agrona: on_close runs even when on_start fails, and join() returns
+            raise
         self._running = True
         self.idle_strategy.waker.bind(self._wake)
         self._handle = loop.call_soon(self._tick)
@@ -88,8 +94,10 @@ class AgentRunner:
             try:
                 work = agent.do_work()
             except Exception as e:
-                self.error_handler(e)
+                self._report(e)
                 work = 1
+            if not self._running:
+                return  # stop() was called during the duty cycle: no more cycles, no stale timer
             delay_ns = idle.next_delay_ns(work)
             if delay_ns != SPIN:
                 break
@@ -98,6 +106,12 @@ class AgentRunner:
         else:
             self._parked = True
             self._handle = loop.call_later(delay_ns / 1e9, self._tick)
+
+    def _report(self, error: Exception) -> None:
+        try:
+            self.error_handler(error)
+        except Exception:  # a broken error handler must not stop the duty cycle
+            log.exception("error handler of agent %s failed on %r", self.agent.role_name, error)
 
     def _wake(self) -> None:
         if self._parked and self._handle is not None and self._loop is not None:
@@ -121,7 +135,7 @@ class AgentRunner:
         try:
             self.agent.on_close()
         except Exception as e:
-            self.error_handler(e)
+            self._report(e)
         finally:
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)

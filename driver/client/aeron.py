@@ -75,7 +75,9 @@ class Aeron:
         self._thread: threading.Thread | None = None
         self.conductor.do_work()  # first keepalive at once
         if not use_conductor_invoker:
-            self._thread = threading.Thread(target=self._run, name=f"aeron-client-{self.client_id}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"aeron-client-{self.client_id}", daemon=True
+            )
             self._thread.start()
 
     @classmethod
@@ -144,7 +146,10 @@ class Aeron:
             lambda corr: cp.encode_counter(client_id, corr, type_id, key, label),
         )
         counter = Counter(
-            self, correlation_id, update.counter_id, AtomicCounter(self.cnc.counters_values_buffer, update.counter_id)
+            self,
+            correlation_id,
+            update.counter_id,
+            AtomicCounter(self.cnc.counters_values_buffer, update.counter_id),
         )
         self._counters[correlation_id] = counter
         return counter

@@ -64,14 +64,19 @@ class CncFile:
         self._mmap = mapping
         self.writable = writable
         self.buffer = AtomicBuffer(mapping)
+        problem = None
         if len(self.buffer) < END_OF_METADATA_OFFSET:
+            problem = f"{path} is {len(mapping)} bytes, too short for a CnC header"
+        else:
+            lengths = self.lengths()
+            if lengths.total() > len(self.buffer) or min(lengths.__dict__.values()) < 0:
+                problem = (
+                    f"{path}: header lengths need {lengths.total()} bytes but the file has {len(mapping)}"
+                )
+        if problem is not None:
             self.buffer.close()
-            raise CncError(f"{path} is {len(mapping)} bytes, too short for a CnC header")
-        lengths = self.lengths()
-        if lengths.total() > len(self.buffer) or min(lengths.__dict__.values()) < 0:
-            total = lengths.total()
-            self.buffer.close()
-            raise CncError(f"{path}: header lengths need {total} bytes but the file has {len(mapping)}")
+            mapping.close()
+            raise CncError(problem)
         offset = END_OF_METADATA_OFFSET
         regions = []
         for length in (

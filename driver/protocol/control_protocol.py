@@ -180,8 +180,14 @@ def decode_counter(body: memoryview) -> CounterMessage:
     client_id, correlation_id = _CORRELATED.unpack_from(body, 0)
     (type_id,) = _I32.unpack_from(body, 16)
     (key_length,) = _I32.unpack_from(body, 20)
-    if not 0 <= key_length <= MAX_KEY_LENGTH or 24 + key_length > len(body):
-        raise MalformedCommandError(f"counter message: key length {key_length} is invalid (0..{MAX_KEY_LENGTH})")
+    if not 0 <= key_length <= MAX_KEY_LENGTH:
+        raise MalformedCommandError(
+            f"counter message: key length {key_length} is outside 0..{MAX_KEY_LENGTH}"
+        )
+    if 24 + key_length > len(body):
+        raise MalformedCommandError(
+            f"counter message: key length {key_length} at offset 20 runs past the {len(body)}-byte record"
+        )
     key = bytes(body[24 : 24 + key_length])
     label_offset = 24 + align(key_length, 4)
     label, _ = _string(body, label_offset, "counter message label")
@@ -346,8 +352,13 @@ def encode_image_ready(
     name = _ascii(log_file_name)
     source = _ascii(source_identity)
     head = struct.pack(
-        "<qiiqii", correlation_id, session_id, stream_id, subscription_registration_id,
-        subscriber_position_id, len(name),
+        "<qiiqii",
+        correlation_id,
+        session_id,
+        stream_id,
+        subscription_registration_id,
+        subscriber_position_id,
+        len(name),
     )
     padded_name = name + bytes(align(len(name), 4) - len(name))
     return head + padded_name + _I32.pack(len(source)) + source

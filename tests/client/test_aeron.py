@@ -42,7 +42,11 @@ def test_connect_add_counter_and_close(driver_process) -> None:
         assert reader.get_counter_state(counter.id) != RECORD_ALLOCATED
     # After CLIENT_CLOSE the driver reaps the client at its next timer tick (1 s).
     with Aeron.connect(aeron_dir=driver.aeron_dir, timeout_s=5) as observer:
-        _wait(lambda: f"client-heartbeat: {aeron.client_id}" not in _labels(observer).values(), 3, "client reaped")
+        _wait(
+            lambda: f"client-heartbeat: {aeron.client_id}" not in _labels(observer).values(),
+            3,
+            "client reaped",
+        )
     assert driver.stop() == 0
 
 
