@@ -1,0 +1,1 @@
+"""The asyncio/socket edge: UDP transports, channel endpoints, address and interface lookup."""

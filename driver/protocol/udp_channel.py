@@ -1,0 +1,547 @@
+"""``aeron:udp`` channels: addresses, multicast, control, tags and the canonical form, as Aeron 1.15.1.
+
+Mirrors ``io.aeron.driver.media.UdpChannel`` with ``SocketAddressUtil``, ``InterfaceSearchAddress`` and
+``NetworkUtil`` (spec/uri.md §2, spec/logbuffer.md §3). The canonical form names the endpoint and the log
+files::
+
+    UDP-<localAddrHex>-<localPort>-<remoteAddrHex>-<remotePort>[-<n>]
+
+with addresses as their raw bytes in lower-case hex and ports in decimal; ``-<n>`` (a process-wide counter)
+only when the URI has nothing but ``control-mode`` to tell it apart. Which local/remote pair is used:
+
+- multicast endpoint: local = the address of the chosen interface, remote = the group (checked first, so a
+  ``control`` next to a multicast endpoint is ignored, as in 1.15.1);
+- explicit ``control``: local = control address, remote = endpoint (0.0.0.0:0 when absent);
+- otherwise: local = ``interface`` address (0.0.0.0:0 by default), remote = endpoint (0.0.0.0:0 when absent).
+
+This module is sans-IO (tests/test_imports.py forbids ``socket`` under ``driver/protocol``): name resolution
+and the list of local interfaces are arguments of :meth:`UdpChannel.parse`. Without them only numeric
+addresses resolve (:func:`resolve_numeric`) and a channel that needs the interface list (multicast, or a
+non-wildcard ``interface=``) raises TypeError; the driver passes a ``getaddrinfo`` resolver preferring IPv4
+and an interface lister from the media layer.
+
+Differences from 1.15.1, all on input Java accepts by accident or on things Python's stdlib cannot see:
+- ``control-mode`` other than ``manual``/``dynamic`` is rejected (1.15.1 accepts it and then silently runs an
+  explicit-control publication without any destinations);
+- an ``interface`` prefix length outside 0..32 (IPv4) / 0..128 (IPv6) is rejected (Java computes a
+  meaningless mask);
+- the IPv6 scope of an endpoint (``[fe80::1%eth0]:40123``) is kept in the host string so sockets can use it;
+  Java drops it. The canonical form is the same either way (raw address bytes);
+- candidate interfaces are ordered as Java does (non-loopback first, then longer prefix first) and ties keep
+  the order of the given list, so the lister decides among equally good interfaces (Java 11 on Linux lists
+  interfaces, and the IPv6 addresses of each, in reverse discovery order).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from driver.protocol.channel_uri import (
+    ENDPOINT_PARAM_NAME,
+    INTERFACE_PARAM_NAME,
+    MDC_CONTROL_MODE_DYNAMIC,
+    MDC_CONTROL_MODE_MANUAL,
+    MDC_CONTROL_MODE_PARAM_NAME,
+    MDC_CONTROL_PARAM_NAME,
+    TAGS_PARAM_NAME,
+    TTL_PARAM_NAME,
+    UDP_MEDIA,
+    ChannelUri,
+    InvalidChannelError,
+)
+from driver.protocol.control_protocol import ErrorCode
+from driver.util.bit_util import INT32_MAX, INT64_MAX, INT64_MIN
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Address = tuple[str, int]
+"""(host, port) as sockets take it: host is a numeric address; IPv6 may carry ``%scope``."""
+
+_IPV4_ANY = ipaddress.IPv4Address(0)
+_INT32_MIN = -(2**31)
+
+
+class AddressError(ValueError):
+    """An address, interface or UDP parameter that breaks a rule; ``UdpChannel.parse`` turns it into an
+    InvalidChannelError carrying the URI."""
+
+
+# --- local interfaces ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceAddress:
+    address: IpAddress
+    prefix_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkInterface:
+    """What ``java.net.NetworkInterface`` tells ``UdpChannel`` about a local interface."""
+
+    name: str
+    index: int
+    addresses: tuple[InterfaceAddress, ...]
+    is_loopback: bool = False
+    supports_multicast: bool = False
+
+
+Resolver = Callable[[str], IpAddress]
+"""Host name or literal → address; raises OSError or ValueError when it cannot resolve."""
+InterfaceLister = Callable[[], Sequence[NetworkInterface]]
+
+LOOPBACK_ONLY = (
+    NetworkInterface(
+        "lo",
+        1,
+        (
+            InterfaceAddress(ipaddress.IPv4Address("127.0.0.1"), 8),
+            InterfaceAddress(ipaddress.IPv6Address("::1"), 128),
+        ),
+        is_loopback=True,
+    ),
+)
+"""A minimal interface table (Linux ``lo``), e.g. for tests."""
+
+
+def resolve_numeric(host: str) -> IpAddress:
+    """The default resolver: numeric addresses only (IPv6 may carry ``%scope``), ``""`` = 127.0.0.1 as
+    ``InetAddress.getByName("")``. Host names need a real resolver (``getaddrinfo``, from the media layer)."""
+    if host == "":
+        return ipaddress.IPv4Address("127.0.0.1")
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError("not a numeric address, and no name resolver was given") from None
+
+
+# --- address grammar (SocketAddressUtil, InterfaceSearchAddress) -----------------------------------------
+
+
+def _ascii_digits(text: str) -> bool:
+    return text != "" and all("0" <= c <= "9" for c in text)
+
+
+def _port(name: str, value: str, text: str) -> int:
+    port = int(text)
+    if port > 65535:
+        raise AddressError(f"{name}={value}: port {text} is out of range (0..65535)")
+    return port
+
+
+_IPV6_HOST_CHARS = frozenset("0123456789abcdefABCDEF:")
+_IPV6_SCOPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~-")
+
+
+def parse_socket_address(name: str, value: str) -> tuple[str, int]:
+    """``SocketAddressUtil.parse``: ``host:port`` or ``[ipv6[%scope]]:port``; returns (host, port) unresolved.
+
+    As in Java the ``host:port`` form is tried first (host = everything before the first ``:``, port = digits
+    only); when the rest has another ``:`` or a non-digit the bracketed IPv6 form is tried.
+    """
+    if value == "":
+        raise AddressError(f"{name}= is empty: expected host:port or [ipv6]:port")
+    separator = value.find(":")
+    if separator < 0 or separator == len(value) - 1:
+        raise AddressError(f"{name}={value}: the port is missing: expected host:port or [ipv6]:port")
+    if _ascii_digits(value[separator + 1 :]):
+        return value[:separator], _port(name, value, value[separator + 1 :])
+
+    invalid = AddressError(
+        f"{name}={value}: invalid address format: expected host:port or [ipv6%scope]:port "
+        "(port in decimal digits)"
+    )
+    if not value.startswith("["):
+        raise invalid
+    close = value.find("]")
+    if close < 0:
+        raise invalid
+    inside = value[1:close]
+    host, percent, scope = inside.partition("%")
+    if not set(host) <= _IPV6_HOST_CHARS or (percent and not set(scope) <= _IPV6_SCOPE_CHARS):
+        raise invalid
+    rest = value[close + 1 :]
+    if rest in ("", ":"):
+        raise AddressError(f"{name}={value}: the port is missing: expected [ipv6]:port")
+    if not rest.startswith(":") or not _ascii_digits(rest[1:]):
+        raise invalid
+    return inside, _port(name, value, rest[1:])
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceSearchAddress:
+    """``interface=addr[:port][/prefix]``: which local interface to use and the port to bind."""
+
+    address: IpAddress
+    port: int
+    prefix_length: int
+
+    @property
+    def is_wildcard(self) -> bool:
+        return self.address.is_unspecified
+
+
+WILDCARD_SEARCH = InterfaceSearchAddress(_IPV4_ANY, 0, 0)
+
+
+def parse_interface(value: str, resolve: Resolver = resolve_numeric) -> InterfaceSearchAddress:
+    """``InterfaceSearchAddress.parse`` (the address may be a host name or a bracketed IPv6 literal)."""
+    name = INTERFACE_PARAM_NAME
+    if value == "":
+        raise AddressError(f"{name}= is empty: expected addr[:port][/prefix]")
+    slash, colon, bracket = value.rfind("/"), value.rfind(":"), value.rfind("]")
+    address_end = slash if slash >= 0 else len(value)
+    if colon >= 0 and colon > bracket:
+        address_end = colon
+    host = value[:address_end]
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        if ":" not in host:
+            raise AddressError(f"{name}={value}: only an IPv6 address may be in brackets")
+    address = _resolve(resolve, host, f"{name}={value}")
+
+    port = 0
+    if colon >= 0 and bracket <= colon:
+        port_text = value[colon + 1 : slash if slash > colon else len(value)]
+        if not _ascii_digits(port_text):
+            raise AddressError(f"{name}={value}: invalid port {port_text!r}: expected decimal digits")
+        port = _port(name, value, port_text)
+
+    width = address.max_prefixlen
+    prefix_length = width
+    if slash >= 0:
+        prefix_text = value[slash + 1 :]
+        if not _ascii_digits(prefix_text) or int(prefix_text) > width:
+            raise AddressError(
+                f"{name}={value}: invalid subnet prefix length {prefix_text!r}: expected 0..{width}"
+            )
+        prefix_length = int(prefix_text)
+    return InterfaceSearchAddress(address, port, prefix_length)
+
+
+def _resolve(resolve: Resolver, host: str, what: str) -> IpAddress:
+    try:
+        return resolve(host)
+    except (OSError, ValueError) as ex:
+        detail = f" ({ex})" if str(ex) else ""
+        raise AddressError(f"{what}: could not resolve host {host!r}{detail}") from None
+
+
+def _matches(candidate: IpAddress, expected: IpAddress, prefix_length: int) -> bool:
+    if candidate.version != expected.version:
+        return False
+    shift = candidate.max_prefixlen - prefix_length
+    return int(candidate) >> shift == int(expected) >> shift
+
+
+def _address_on(interface: NetworkInterface, search: InterfaceSearchAddress) -> InterfaceAddress | None:
+    for candidate in interface.addresses:
+        if _matches(candidate.address, search.address, search.prefix_length):
+            return candidate
+    return None
+
+
+def find_interface(
+    search: InterfaceSearchAddress, interfaces: Sequence[NetworkInterface], what: str = INTERFACE_PARAM_NAME
+) -> tuple[NetworkInterface, IpAddress]:
+    """``NetworkUtil.filterBySubnet`` + ``UdpChannel.findInterface``: the interface and its matching address.
+
+    Candidates with an address in the search subnet are ordered non-loopback first, then longer prefix
+    first (stable otherwise); the first that supports multicast or is loopback wins.
+    """
+    candidates = []
+    for interface in interfaces:
+        found = _address_on(interface, search)
+        if found is not None:
+            candidates.append((interface.is_loopback, -found.prefix_length, interface, found.address))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    for _, _, interface, address in candidates:
+        if interface.supports_multicast or interface.is_loopback:
+            return interface, address
+    seen = ", ".join(f"{c[2].name} ({c[3]})" for c in candidates) or "none"
+    raise AddressError(
+        f"{what}: no local interface that supports multicast or is loopback has an address in "
+        f"{search.address}/{search.prefix_length} (candidates: {seen})"
+    )
+
+
+# --- the channel -----------------------------------------------------------------------------------------
+
+_unique_canonical_form_values = itertools.count()
+
+
+def next_unique_canonical_form_value() -> int:
+    """The process-wide counter behind the ``-<n>`` canonical form suffix (0, 1, 2, ...)."""
+    return next(_unique_canonical_form_values)
+
+
+def canonicalise(local: IpAddress, local_port: int, remote: IpAddress, remote_port: int) -> str:
+    """``UdpChannel.canonicalise``: ``UDP-<localHex>-<localPort>-<remoteHex>-<remotePort>``."""
+    return f"UDP-{local.packed.hex()}-{local_port}-{remote.packed.hex()}-{remote_port}"
+
+
+def _host(address: IpAddress) -> str:
+    return str(address)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class UdpChannel:
+    """A parsed ``aeron:udp`` channel. Equal (and hashed) by canonical form, as in Java."""
+
+    channel_uri: ChannelUri
+    original_uri_string: str
+    canonical_form: str
+    remote_data: Address
+    local_data: Address
+    remote_control: Address
+    local_control: Address
+    is_multicast: bool
+    has_explicit_control: bool
+    tag: int | None
+    """The channel tag (first value of ``tags``), or None."""
+    multicast_ttl: int
+    """``ttl`` (or the driver default) for a multicast channel; 0 for unicast, as in 1.15.1."""
+    local_interface: NetworkInterface | None
+    """The interface chosen for multicast (or for a unicast ``interface=`` that is not a wildcard)."""
+    ip_version: int
+    """4 or 6: the family of the endpoint address (``protocolFamily``)."""
+
+    @classmethod
+    def parse(
+        cls,
+        uri_text: str,
+        *,
+        resolve: Resolver = resolve_numeric,
+        interfaces: InterfaceLister | None = None,
+        next_unique_value: Callable[[], int] = next_unique_canonical_form_value,
+        default_multicast_ttl: int = 0,
+    ) -> UdpChannel:
+        """Parse and resolve; any problem raises InvalidChannelError (error code INVALID_CHANNEL).
+
+        ``resolve`` turns host names into addresses (default: numeric addresses only); ``interfaces`` lists
+        the local interfaces and is only called when a multicast endpoint or a non-wildcard ``interface``
+        needs it (TypeError when that happens without one: a bug of the caller, not of the client);
+        ``next_unique_value`` only for a URI distinguished by nothing but ``control-mode``;
+        ``default_multicast_ttl`` is ``aeron.socket.multicast.ttl`` (``ttl`` is read for multicast only).
+        """
+        uri = ChannelUri.parse(uri_text)
+        try:
+            return cls._parse(uri, resolve, interfaces, next_unique_value, default_multicast_ttl)
+        except AddressError as ex:
+            raise InvalidChannelError(uri_text, str(ex)) from None
+
+    @classmethod
+    def _parse(
+        cls,
+        uri: ChannelUri,
+        resolve: Resolver,
+        interfaces: InterfaceLister | None,
+        next_unique_value: Callable[[], int],
+        default_multicast_ttl: int,
+    ) -> UdpChannel:
+        if uri.media != UDP_MEDIA:
+            raise AddressError(
+                f"media {uri.media!r} is not a UDP channel: use aeron:udp?endpoint=host:port (or aeron:ipc "
+                "for IPC, which is not parsed as UDP)"
+            )
+        params = uri.params
+        endpoint_text = params.get(ENDPOINT_PARAM_NAME)
+        control_text = params.get(MDC_CONTROL_PARAM_NAME)
+        endpoint = None if endpoint_text is None else parse_socket_address(ENDPOINT_PARAM_NAME, endpoint_text)
+        control = None if control_text is None else parse_socket_address(MDC_CONTROL_PARAM_NAME, control_text)
+        tag_text = uri.channel_tag
+        control_mode = params.get(MDC_CONTROL_MODE_PARAM_NAME)
+
+        has_no_distinguishing_characteristic = endpoint is None and control is None and tag_text is None
+        if has_no_distinguishing_characteristic and control_mode is None:
+            raise AddressError(
+                "a UDP channel must have at least one of endpoint=host:port, control=host:port, "
+                "tags=<channel tag> or control-mode=manual|dynamic"
+            )
+        if control_mode is not None and control_mode not in (
+            MDC_CONTROL_MODE_MANUAL,
+            MDC_CONTROL_MODE_DYNAMIC,
+        ):
+            raise AddressError(
+                f"{MDC_CONTROL_MODE_PARAM_NAME}={control_mode} is not supported: use "
+                f"{MDC_CONTROL_MODE_MANUAL} or {MDC_CONTROL_MODE_DYNAMIC}"
+            )
+
+        endpoint_address: IpAddress = _IPV4_ANY  # no endpoint (MDC, tag, control-mode): wildcard 0.0.0.0:0
+        endpoint_port = 0
+        if endpoint is not None:
+            endpoint_address = _resolve(resolve, endpoint[0], f"endpoint={endpoint_text}")
+            endpoint_port = endpoint[1]
+        explicit_control = None
+        if control is not None:
+            explicit_control = (_resolve(resolve, control[0], f"control={control_text}"), control[1])
+
+        tag = None
+        if tag_text is not None:
+            if not _java_long(tag_text):
+                raise AddressError(
+                    f"{TAGS_PARAM_NAME}={params[TAGS_PARAM_NAME]}: channel tag {tag_text!r} (the 1st tag) "
+                    "is not a 64-bit integer"
+                )
+            tag = int(tag_text)
+
+        local_interface = None
+        multicast_ttl = 0
+        has_explicit_control = False
+        suffix = ""
+        if endpoint_address.is_multicast:
+            packed = bytearray(endpoint_address.packed)
+            if packed[-1] % 2 == 0:
+                raise AddressError(
+                    f"endpoint={endpoint_text}: a multicast data address must be odd (its last byte): the "
+                    "control address is the next one up"
+                )
+            packed[-1] = (packed[-1] + 1) & 0xFF
+            remote_control_address = ipaddress.ip_address(bytes(packed))
+            search = _search_address(params, resolve)
+            local_interface, local_address = find_interface(
+                search, _list(interfaces), _interface_what(params)
+            )
+            local_port = search.port
+            multicast_ttl = default_multicast_ttl
+            ttl_text = params.get(TTL_PARAM_NAME)
+            if ttl_text is not None:
+                if not _java_int(ttl_text):
+                    raise AddressError(f"{TTL_PARAM_NAME}={ttl_text} is not a 32-bit integer")
+                multicast_ttl = int(ttl_text)
+            local_data = local_control = (_host(local_address), local_port)
+            remote_data = (_host(endpoint_address), endpoint_port)
+            remote_control = (_host(remote_control_address), endpoint_port)
+            is_multicast = True
+        else:
+            is_multicast = False
+            if explicit_control is not None:
+                has_explicit_control = True
+                local_address, local_port = explicit_control
+            else:
+                search = _search_address(params, resolve)
+                if search.is_wildcard:
+                    local_address, local_port = search.address, search.port
+                else:
+                    local_interface, local_address = find_interface(
+                        search, _list(interfaces), _interface_what(params)
+                    )
+                    local_port = search.port
+                if has_no_distinguishing_characteristic:
+                    suffix = f"-{next_unique_value()}"
+            local_data = local_control = (_host(local_address), local_port)
+            remote_data = remote_control = (_host(endpoint_address), endpoint_port)
+
+        return cls(
+            channel_uri=uri,
+            original_uri_string=uri.original,
+            canonical_form=canonicalise(local_address, local_port, endpoint_address, endpoint_port) + suffix,
+            remote_data=remote_data,
+            local_data=local_data,
+            remote_control=remote_control,
+            local_control=local_control,
+            is_multicast=is_multicast,
+            has_explicit_control=has_explicit_control,
+            tag=tag,
+            multicast_ttl=multicast_ttl,
+            local_interface=local_interface,
+            ip_version=endpoint_address.version,
+        )
+
+    # --- queries ---
+
+    @property
+    def has_tag(self) -> bool:
+        return self.tag is not None
+
+    @property
+    def control_mode(self) -> str | None:
+        return self.channel_uri.get(MDC_CONTROL_MODE_PARAM_NAME)
+
+    @property
+    def is_manual_control_mode(self) -> bool:
+        """``control-mode=manual``: destinations come from ADD_DESTINATION (pub) / ADD_RCV_DESTINATION (sub)."""
+        return self.control_mode == MDC_CONTROL_MODE_MANUAL
+
+    @property
+    def is_dynamic_control_mode(self) -> bool:
+        """A publication with explicit control that learns destinations from status messages: ``control-mode``
+        is ``dynamic`` or absent (SendChannelEndpoint of 1.15.1)."""
+        return self.has_explicit_control and self.control_mode in (None, MDC_CONTROL_MODE_DYNAMIC)
+
+    def does_tag_match(self, other: UdpChannel) -> bool:
+        """``UdpChannel.doesTagMatch``: ``other`` (a new request) reuses this endpoint by channel tag.
+
+        Raises InvalidChannelError when the tags match but ``other`` also sets endpoint or control addresses.
+        """
+        if self.tag is None or other.tag is None or self.tag != other.tag:
+            return False
+        if _is_wildcard(other.remote_data) and _is_wildcard(other.local_data):
+            return True
+        raise InvalidChannelError(
+            other.original_uri_string,
+            f"tags={other.channel_uri.get(TAGS_PARAM_NAME)} matches an existing channel by tag, so it must not "
+            "also set an endpoint, control or interface address",
+            error_code=ErrorCode.GENERIC_ERROR,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UdpChannel) and other.canonical_form == self.canonical_form
+
+    def __hash__(self) -> int:
+        return hash(self.canonical_form)
+
+    def __str__(self) -> str:
+        return self.canonical_form
+
+
+def _is_wildcard(address: Address) -> bool:
+    return address[1] == 0 and ipaddress.ip_address(address[0]).is_unspecified
+
+
+def _list(interfaces: InterfaceLister | None) -> Sequence[NetworkInterface]:
+    if interfaces is None:
+        raise TypeError("UdpChannel.parse: this channel needs the local interfaces: pass interfaces=<lister>")
+    return interfaces()
+
+
+def _interface_what(params: dict[str, str]) -> str:
+    value = params.get(INTERFACE_PARAM_NAME)
+    return "multicast interface (default 0.0.0.0/0)" if value is None else f"{INTERFACE_PARAM_NAME}={value}"
+
+
+def _search_address(params: dict[str, str], resolve: Resolver) -> InterfaceSearchAddress:
+    value = params.get(INTERFACE_PARAM_NAME)
+    return WILDCARD_SEARCH if value is None else parse_interface(value, resolve)
+
+
+def _java_int(text: str) -> bool:
+    return _signed_digits(text) and _INT32_MIN <= int(text) <= INT32_MAX
+
+
+def _java_long(text: str) -> bool:
+    return _signed_digits(text) and INT64_MIN <= int(text) <= INT64_MAX
+
+
+def _signed_digits(text: str) -> bool:
+    return _ascii_digits(text[1:] if text[:1] in ("+", "-") else text)
+
+
+def destination_address(uri: ChannelUri | str, *, resolve: Resolver = resolve_numeric) -> Address:
+    """``UdpChannel.destinationAddress``: the resolved ``endpoint`` of an ADD/REMOVE_DESTINATION channel."""
+    channel = uri if isinstance(uri, ChannelUri) else ChannelUri.parse(uri)
+    text = channel.original or str(channel)
+    try:
+        if channel.media != UDP_MEDIA:
+            raise AddressError(
+                f"media {channel.media!r} is not a UDP channel: a destination is aeron:udp?endpoint=host:port"
+            )
+        value = channel.get(ENDPOINT_PARAM_NAME)
+        if value is None:
+            raise AddressError("a destination needs endpoint=host:port")
+        host, port = parse_socket_address(ENDPOINT_PARAM_NAME, value)
+        return _host(_resolve(resolve, host, f"endpoint={value}")), port
+    except AddressError as ex:
+        raise InvalidChannelError(text, str(ex)) from None
