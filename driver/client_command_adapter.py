@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.protocol import control_protocol as cp
+from driver.protocol.channel_uri import InvalidChannelError
 
 if TYPE_CHECKING:
     from driver.client_proxy import ClientProxy
@@ -84,6 +85,9 @@ class ClientCommandAdapter:
         except ControlProtocolError as e:
             self._error_handler(e)
             self._client_proxy.on_error(correlation_id, e.code, str(e))
+        except InvalidChannelError as e:
+            self._error_handler(e)
+            self._client_proxy.on_error(correlation_id, e.error_code, str(e))
         except cp.MalformedCommandError as e:
             self._error_handler(e)
             self._client_proxy.on_error(correlation_id, cp.ErrorCode.GENERIC_ERROR, f"malformed command: {e}")

@@ -3,35 +3,52 @@ owns resources and counters, and heartbeats the to-driver ring buffer so clients
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
 from driver.client_proxy import ClientProxy
-from driver.concurrent.counters import AtomicCounter, CountersManager, client_heartbeat_key
+from driver.concurrent.counters import (
+    CLIENT_HEARTBEAT_TYPE_ID,
+    AtomicCounter,
+    CountersManager,
+    client_heartbeat_key,
+    client_heartbeat_label,
+)
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
+from driver.ipc_publication import IpcPublication
+from driver.ipc_publication import State as IpcState
+from driver.links import CounterLink, IpcSubscriptionLink, PublicationLink, SubscriptionLink
 from driver.protocol import control_protocol as cp
+from driver.protocol.channel_uri import IPC_CHANNEL, ChannelUri
+from driver.protocol.publication_params import (
+    ExistingPublication,
+    PublicationParams,
+    SubscriptionParams,
+    validate_shared_publication,
+)
+from driver.raw_log import new_ipc_publication_log
+from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+from driver.util.bit_util import to_int32
 
-CLIENT_HEARTBEAT_TYPE_ID = 11
-
-
-@dataclass
-class CounterLink:
-    registration_id: int
-    client_id: int
-    counter: AtomicCounter
+NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have no channel endpoint
 
 
-@dataclass
+def random_int32(rng: random.Random) -> int:
+    return rng.randrange(-(2**31), 2**31)
+
+
+@dataclass(eq=False)
 class AeronClient:
     client_id: int
     liveness_timeout_ms: int
     heartbeat: AtomicCounter
     time_of_last_keepalive_ms: int
-    counter_links: dict[int, CounterLink] = field(default_factory=dict)
 
     def keepalive(self, now_ms: int) -> None:
         self.time_of_last_keepalive_ms = now_ms
@@ -54,6 +71,7 @@ class DriverConductor:
         error_handler: Callable[[BaseException], None],
         epoch_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         nano_clock: Callable[[], int] = time.monotonic_ns,
+        rng: random.Random | None = None,
     ) -> None:
         self._ctx = ctx
         self._to_driver = to_driver
@@ -64,6 +82,13 @@ class DriverConductor:
         self._nano_clock = nano_clock
         self._command_adapter = ClientCommandAdapter(to_driver, self, client_proxy, error_handler)
         self._clients: dict[int, AeronClient] = {}
+        self._counter_links: dict[int, CounterLink] = {}
+        self._publication_links: dict[int, PublicationLink] = {}
+        self._subscription_links: dict[int, SubscriptionLink] = {}
+        self._ipc_publications: list[IpcPublication] = []
+        self._active_session_ids: set[int] = set()
+        self._rng = rng or random.Random()
+        self._next_session_id = random_int32(self._rng)
         self._timer_interval_ns = ctx.timer_interval_ns
         self._next_timer_ns = 0
         self._now_ms = epoch_clock_ms()
@@ -84,11 +109,17 @@ class DriverConductor:
         if now_ns >= self._next_timer_ns:
             self._next_timer_ns = now_ns + self._timer_interval_ns
             work += self._on_timer(now_ns)
+        for publication in self._ipc_publications:
+            if publication.state is IpcState.ACTIVE:
+                work += publication.update_publisher_limit()
         return work
 
     def on_close(self) -> None:
         for client in list(self._clients.values()):
             self._release_client(client)
+        for publication in self._ipc_publications:
+            publication.close()
+        self._ipc_publications.clear()
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -97,7 +128,30 @@ class DriverConductor:
         self._to_driver.set_consumer_heartbeat_time(now_ms)
         work = self._check_clients(now_ms)
         work += self._check_for_blocked_commands(now_ns)
+        work += self._check_ipc_publications(now_ns)
         return work
+
+    def _check_ipc_publications(self, now_ns: int) -> int:
+        ended = []
+        for publication in self._ipc_publications:
+            publication.on_time_event(now_ns, self)
+            if publication.reached_end_of_life:
+                ended.append(publication)
+        for publication in ended:
+            self._ipc_publications.remove(publication)
+            self._active_session_ids.discard(publication.session_id)
+            for link in self._subscription_links.values():
+                link.unlink(publication)
+            publication.close()
+        return len(ended)
+
+    def on_ipc_publication_drained(self, publication: IpcPublication) -> None:
+        """The last publisher left and every subscriber has read to the end: their images go away."""
+        for link in self._subscription_links.values():
+            if link.is_linked(publication):
+                self._client_proxy.on_unavailable_image(
+                    publication.registration_id, link.registration_id, publication.stream_id, IPC_CHANNEL
+                )
 
     def _check_clients(self, now_ms: int) -> int:
         expired = [c for c in self._clients.values() if c.has_timed_out(now_ms)]
@@ -136,7 +190,7 @@ class DriverConductor:
         if client is None:
             now_ms = self._epoch_clock_ms()
             heartbeat = self._counters.new_counter(
-                f"client-heartbeat: {client_id}", CLIENT_HEARTBEAT_TYPE_ID, client_heartbeat_key(client_id)
+                client_heartbeat_label(client_id), CLIENT_HEARTBEAT_TYPE_ID, client_heartbeat_key(client_id)
             )
             heartbeat.set(now_ms)
             client = AeronClient(client_id, self._client_liveness_timeout_ms, heartbeat, now_ms)
@@ -144,11 +198,13 @@ class DriverConductor:
         return client
 
     def _release_client(self, client: AeronClient) -> None:
-        for link in client.counter_links.values():
-            link.counter.close()
-        client.counter_links.clear()
+        """Everything the client held goes: publications are released, subscriptions and counters freed."""
+        client_id = client.client_id
+        for links in (self._publication_links, self._subscription_links, self._counter_links):
+            for registration_id in [r for r, link in links.items() if link.client_id == client_id]:
+                links.pop(registration_id).close()
         client.heartbeat.close()
-        self._clients.pop(client.client_id, None)
+        self._clients.pop(client_id, None)
 
     def on_client_keepalive(self, client_id: int) -> None:
         client = self._clients.get(client_id)
@@ -165,23 +221,23 @@ class DriverConductor:
     # --- counters ------------------------------------------------------------------------------
 
     def on_add_counter(self, msg: cp.CounterMessage) -> None:
-        client = self._get_or_add_client(msg.client_id)
+        self._get_or_add_client(msg.client_id)
         try:
             counter = self._counters.new_counter(msg.label, msg.type_id, msg.key)
         except Exception as e:
             raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, f"cannot allocate counter: {e}") from e
-        client.counter_links[msg.correlation_id] = CounterLink(msg.correlation_id, msg.client_id, counter)
+        self._counter_links[msg.correlation_id] = CounterLink(msg.correlation_id, msg.client_id, counter)
         self._client_proxy.on_counter_ready(msg.correlation_id, counter.id)
 
     def on_remove_counter(self, msg: cp.RemoveMessage) -> None:
-        client = self._clients.get(msg.client_id)
-        link = client.counter_links.pop(msg.registration_id, None) if client is not None else None
-        if link is None:
+        link = self._counter_links.get(msg.registration_id)
+        if link is None or link.client_id != msg.client_id:
             raise ControlProtocolError(
                 cp.ErrorCode.UNKNOWN_COUNTER, f"Unknown counter: {msg.registration_id}"
             )
+        del self._counter_links[msg.registration_id]
         counter_id = link.counter.id
-        link.counter.close()
+        link.close()
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
         self._client_proxy.on_unavailable_counter(msg.registration_id, counter_id)
 
@@ -191,22 +247,203 @@ class DriverConductor:
         raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, f"{what} is not supported by this driver yet")
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
-        self._get_or_add_client(msg.client_id)
-        self._not_yet("ADD_EXCLUSIVE_PUBLICATION" if exclusive else "ADD_PUBLICATION")
+        if not msg.channel.startswith("aeron:ipc"):
+            self._not_yet("publications on " + msg.channel.split("?")[0])
+        uri = ChannelUri.parse(msg.channel)
+        client = self._get_or_add_client(msg.client_id)
+        publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
+        self._publication_links[msg.correlation_id] = PublicationLink(
+            msg.correlation_id, client.client_id, publication
+        )
+        new_links = [
+            (link, self._link_ipc_subscription(publication, link))
+            for link in self._subscription_links.values()
+            if link.matches_ipc(publication) and not link.is_linked(publication)
+        ]
+        self._client_proxy.on_publication_ready(
+            msg.correlation_id,
+            publication.registration_id,
+            publication.session_id,
+            msg.stream_id,
+            publication.publisher_limit.id,
+            NO_ID_ALLOCATED,
+            publication.log_file_name,
+            exclusive,
+        )
+        for link, position in new_links:
+            self._client_proxy.on_available_image(
+                publication.registration_id,
+                publication.session_id,
+                publication.stream_id,
+                link.registration_id,
+                position.id,
+                publication.log_file_name,
+                msg.channel,
+            )
+
+    def _get_or_add_ipc_publication(
+        self, msg: cp.PublicationMessage, uri: ChannelUri, exclusive: bool
+    ) -> IpcPublication:
+        ctx = self._ctx
+        params = PublicationParams.from_uri(
+            uri,
+            is_exclusive=exclusive,
+            default_term_length=ctx.ipc_term_buffer_length,
+            default_mtu=ctx.ipc_mtu_length,
+            default_linger_ns=ctx.publication_linger_timeout_ns,
+            default_sparse=ctx.term_buffer_sparse_file,
+        )
+        if not exclusive:
+            for publication in self._ipc_publications:
+                if (
+                    publication.stream_id == msg.stream_id
+                    and not publication.is_exclusive
+                    and publication.state is IpcState.ACTIVE
+                ):
+                    validate_shared_publication(
+                        ExistingPublication(
+                            publication.session_id, publication.mtu_length, publication.term_length
+                        ),
+                        params,
+                    )
+                    return publication
+        if params.session_id is not None and not params.is_session_id_tagged:
+            self._confirm_session_id_not_in_use(params.session_id)
+        return self._add_ipc_publication(msg, params, exclusive)
+
+    def _add_ipc_publication(
+        self, msg: cp.PublicationMessage, params: PublicationParams, exclusive: bool
+    ) -> IpcPublication:
+        ctx = self._ctx
+        registration_id = msg.correlation_id
+        session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
+        initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
+        raw_log = new_ipc_publication_log(
+            ctx.aeron_path,
+            session_id,
+            msg.stream_id,
+            registration_id,
+            params.term_length,
+            ctx.file_page_size,
+            params.is_sparse,
+        )
+        lbd.initialise_publication_metadata(
+            raw_log.meta_data,
+            session_id=session_id,
+            stream_id=msg.stream_id,
+            initial_term_id=initial_term_id,
+            mtu_length=params.mtu_length,
+            term_length=params.term_length,
+            page_size=ctx.file_page_size,
+            correlation_id=registration_id,
+            term_id=params.term_id if params.is_replay else None,
+            term_offset=params.term_offset if params.is_replay else 0,
+        )
+        counters = self._counters
+        publisher_pos = stream_counters.publisher_pos(
+            counters, registration_id, session_id, msg.stream_id, msg.channel
+        )
+        publisher_limit = stream_counters.publisher_limit(
+            counters, registration_id, session_id, msg.stream_id, msg.channel
+        )
+        if params.is_replay:
+            bits = lbd.position_bits_to_shift(params.term_length)
+            position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
+            publisher_pos.set(position)
+            publisher_limit.set(position)
+        window = params.term_length
+        if ctx.ipc_publication_term_window_length:
+            window = min(window, ctx.ipc_publication_term_window_length)
+        publication = IpcPublication(
+            registration_id,
+            msg.channel,
+            session_id,
+            msg.stream_id,
+            params.entity_tag,
+            raw_log,
+            publisher_pos,
+            publisher_limit,
+            window,
+            params.linger_ns,
+            self._nano_clock(),
+            exclusive,
+        )
+        self._ipc_publications.append(publication)
+        self._active_session_ids.add(session_id)
+        return publication
+
+    def _next_available_session_id(self) -> int:
+        low = self._ctx.publication_reserved_session_id_low
+        high = self._ctx.publication_reserved_session_id_high
+        while True:
+            session_id = self._next_session_id
+            if low <= session_id <= high:
+                session_id = high + 1
+            self._next_session_id = to_int32(session_id + 1)
+            if session_id not in self._active_session_ids:
+                return session_id
+
+    def _confirm_session_id_not_in_use(self, session_id: int) -> None:
+        if session_id in self._active_session_ids:
+            raise ControlProtocolError(
+                cp.ErrorCode.GENERIC_ERROR, f"existing publication has same session id: {session_id}"
+            )
+
+    def _link_ipc_subscription(self, publication: IpcPublication, link: SubscriptionLink) -> AtomicCounter:
+        join_position = publication.join_position()
+        position = stream_counters.subscriber_pos(
+            self._counters,
+            link.registration_id,
+            publication.session_id,
+            link.stream_id,
+            link.channel,
+            join_position,
+        )
+        publication.add_subscriber(position)
+        link.link(publication, position)
+        return position
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:
-        raise ControlProtocolError(
-            cp.ErrorCode.UNKNOWN_PUBLICATION, f"Unknown publication: {msg.registration_id}"
-        )
+        link = self._publication_links.pop(msg.registration_id, None)
+        if link is None:
+            raise ControlProtocolError(
+                cp.ErrorCode.UNKNOWN_PUBLICATION, f"unknown publication: {msg.registration_id}"
+            )
+        link.close()
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
-        self._get_or_add_client(msg.client_id)
-        self._not_yet("ADD_SUBSCRIPTION")
+        if not msg.channel.startswith("aeron:ipc"):
+            self._not_yet("subscriptions on " + msg.channel.split("?")[0])
+        params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
+        client = self._get_or_add_client(msg.client_id)
+        link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
+        self._subscription_links[msg.correlation_id] = link
+        linked = [
+            (publication, self._link_ipc_subscription(publication, link))
+            for publication in self._ipc_publications
+            if publication.state is IpcState.ACTIVE and link.matches_ipc(publication)
+        ]
+        self._client_proxy.on_subscription_ready(msg.correlation_id, NO_ID_ALLOCATED)
+        for publication, position in linked:
+            self._client_proxy.on_available_image(
+                publication.registration_id,
+                publication.session_id,
+                msg.stream_id,
+                msg.correlation_id,
+                position.id,
+                publication.log_file_name,
+                msg.channel,
+            )
 
     def on_remove_subscription(self, msg: cp.RemoveMessage) -> None:
-        raise ControlProtocolError(
-            cp.ErrorCode.UNKNOWN_SUBSCRIPTION, f"Unknown subscription: {msg.registration_id}"
-        )
+        link = self._subscription_links.pop(msg.registration_id, None)
+        if link is None:
+            raise ControlProtocolError(
+                cp.ErrorCode.UNKNOWN_SUBSCRIPTION, f"unknown subscription: {msg.registration_id}"
+            )
+        link.close()
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_destination(self, msg: cp.DestinationMessage) -> None:
         raise ControlProtocolError(

@@ -152,6 +152,30 @@ class DriverContext:
         "ns",
         "closed publication linger",
     )
+    term_buffer_length: int = _setting(
+        "aeron.term.buffer.length", parse_size, 16 * MIB, "bytes", "term length of network publications"
+    )
+    ipc_term_buffer_length: int = _setting(
+        "aeron.ipc.term.buffer.length", parse_size, 64 * MIB, "bytes", "term length of IPC publications"
+    )
+    mtu_length: int = _setting("aeron.mtu.length", parse_size, 1408, "bytes", "MTU of network publications")
+    ipc_mtu_length: int = _setting("aeron.ipc.mtu.length", parse_size, 1408, "bytes", "MTU of IPC publications")
+    term_buffer_sparse_file: bool = _setting(
+        "aeron.term.buffer.sparse.file", parse_bool, False, "bool", "sparse log files (no pre-touching)"
+    )
+    ipc_publication_term_window_length: int = _setting(
+        "aeron.ipc.publication.term.window.length", parse_size, 0, "bytes", "IPC flow window (0 = term length)"
+    )
+    publication_unblock_timeout_ns: int = _setting(
+        "aeron.publication.unblock.timeout", parse_duration_ns, 10_000_000_000, "ns",
+        "a publication stuck on a dead publisher's claim is unblocked after this",
+    )
+    publication_reserved_session_id_low: int = _setting(
+        "aeron.publication.reserved.session.id.low", lambda n, v: int(v), -1, "int", "reserved session ids: low"
+    )
+    publication_reserved_session_id_high: int = _setting(
+        "aeron.publication.reserved.session.id.high", lambda n, v: int(v), 1000, "int", "reserved ids: high"
+    )
     threading_mode: str = _setting(
         "aeron.threading.mode", parse_threading_mode, "DEDICATED", "mode", "DEDICATED, SHARED or INVOKER"
     )

@@ -1,0 +1,176 @@
+"""IpcPublication: a publication whose log is read directly by local subscribers (``aeron:ipc``).
+
+The driver's part is small: keep the publisher limit at the slowest subscriber plus the term window,
+clean behind the slowest subscriber, sample the producer position, and manage the lifecycle
+ACTIVE -> INACTIVE (last client link gone, end of stream set) -> LINGER (drained) -> freed.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.raw_log import RawLog
+
+if TYPE_CHECKING:
+    from driver.conductor import DriverConductor
+
+
+class State(enum.Enum):
+    ACTIVE = "active"
+    INACTIVE = "inactive"
+    LINGER = "linger"
+
+
+class IpcPublication:
+    def __init__(
+        self,
+        registration_id: int,
+        channel: str,
+        session_id: int,
+        stream_id: int,
+        tag: int | None,
+        raw_log: RawLog,
+        publisher_pos: AtomicCounter,
+        publisher_limit: AtomicCounter,
+        term_window_length: int,
+        linger_timeout_ns: int,
+        now_ns: int,
+        is_exclusive: bool,
+    ) -> None:
+        self.registration_id = registration_id
+        self.channel = channel
+        self.session_id = session_id
+        self.stream_id = stream_id
+        self.tag = tag
+        self.raw_log = raw_log
+        self.publisher_pos = publisher_pos
+        self.publisher_limit = publisher_limit
+        self.is_exclusive = is_exclusive
+        self.state = State.ACTIVE
+        self.ref_count = 0
+        self.reached_end_of_life = False
+        meta = raw_log.meta_data
+        self._meta = meta
+        self._term_buffers = raw_log.term_buffers
+        self._term_length = raw_log.term_length
+        self._bits = lbd.position_bits_to_shift(self._term_length)
+        self._initial_term_id = lbd.initial_term_id(meta)
+        self._term_window_length = term_window_length
+        self._trip_gain = term_window_length // 8
+        self._trip_limit = 0
+        self._linger_timeout_ns = linger_timeout_ns
+        self._time_of_last_state_change_ns = now_ns
+        self.subscriber_positions: list[AtomicCounter] = []
+        self.consumer_position = self.producer_position()
+        self._clean_position = self.consumer_position
+
+    @property
+    def log_file_name(self) -> str:
+        return self.raw_log.file_name
+
+    @property
+    def mtu_length(self) -> int:
+        return lbd.mtu_length(self._meta)
+
+    @property
+    def term_length(self) -> int:
+        return self._term_length
+
+    def producer_position(self) -> int:
+        raw_tail = lbd.active_raw_tail_volatile(self._meta)
+        return lbd.compute_position(
+            lbd.term_id(raw_tail),
+            lbd.term_offset(raw_tail, self._term_length),
+            self._bits,
+            self._initial_term_id,
+        )
+
+    def join_position(self) -> int:
+        """Where a new subscriber starts: the furthest any subscriber has read (never cleaned data)."""
+        return self.consumer_position
+
+    # --- subscribers -------------------------------------------------------------------------
+
+    def add_subscriber(self, position: AtomicCounter) -> None:
+        lbd.set_is_connected(self._meta, True)
+        self.subscriber_positions.append(position)
+
+    def remove_subscriber(self, position: AtomicCounter) -> None:
+        self.consumer_position = max(self.consumer_position, position.get())
+        self.subscriber_positions.remove(position)
+        position.close()
+        if not self.subscriber_positions:
+            lbd.set_is_connected(self._meta, False)
+
+    # --- links from clients ------------------------------------------------------------------
+
+    def inc_ref(self) -> None:
+        self.ref_count += 1
+
+    def dec_ref(self) -> None:
+        self.ref_count -= 1
+        if self.ref_count == 0:
+            self.state = State.INACTIVE
+            producer_position = self.producer_position()
+            if self.publisher_limit.get() > producer_position:
+                self.publisher_limit.set(producer_position)
+            lbd.set_end_of_stream_position(self._meta, producer_position)
+
+    # --- duty cycle ----------------------------------------------------------------------------
+
+    def update_publisher_limit(self) -> int:
+        """Limit = slowest subscriber + term window, moved only in steps of window/8 (fewer writes)."""
+        positions = self.subscriber_positions
+        if positions:
+            values = [p.get() for p in positions]
+            min_position = min(values)
+            max_position = max(values)
+            if max_position > self.consumer_position:
+                self.consumer_position = max_position
+            proposed_limit = min_position + self._term_window_length
+            if proposed_limit > self._trip_limit:
+                self.publisher_limit.set(proposed_limit)
+                self._trip_limit = proposed_limit + self._trip_gain
+                self._clean_buffer(min_position)
+                return 1
+        elif self.publisher_limit.get() > self.consumer_position:
+            self._trip_limit = self.consumer_position
+            self.publisher_limit.set(self.consumer_position)
+        return 0
+
+    def _clean_buffer(self, min_consumer_position: int) -> None:
+        """Zero what every subscriber has read, up to one term per call, so the term can be reused."""
+        clean_position = self._clean_position
+        length = min_consumer_position - clean_position
+        term_length = self._term_length
+        term_offset = clean_position & (term_length - 1)
+        length = min(length, term_length - term_offset)
+        if length > 0:
+            index = lbd.index_by_position(clean_position, self._bits)
+            self._term_buffers[index].set_zero(term_offset, length)
+            self._clean_position = clean_position + length
+
+    def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
+        if self.state is State.ACTIVE:
+            self.publisher_pos.set(self.producer_position())
+        elif self.state is State.INACTIVE:
+            producer_position = self.producer_position()
+            self.publisher_pos.set(producer_position)
+            if all(p.get() >= producer_position for p in self.subscriber_positions):
+                self.state = State.LINGER
+                self._time_of_last_state_change_ns = now_ns
+                conductor.on_ipc_publication_drained(self)
+        elif now_ns - self._time_of_last_state_change_ns > self._linger_timeout_ns:
+            self.reached_end_of_life = True
+
+    def close(self) -> None:
+        """Free the counters (subscriber positions included) and delete the log file."""
+        self.publisher_pos.close()
+        self.publisher_limit.close()
+        for position in self.subscriber_positions:
+            position.close()
+        self.subscriber_positions.clear()
+        self.raw_log.free()

@@ -1,0 +1,124 @@
+"""Allocation of the per-stream position counters of Aeron 1.15.1 (spec/counters.md §3-4)."""
+
+from __future__ import annotations
+
+from driver.concurrent.counters import (
+    PUBLISHER_LIMIT_TYPE_ID,
+    PUBLISHER_POS_TYPE_ID,
+    RECEIVER_HWM_TYPE_ID,
+    RECEIVER_POS_TYPE_ID,
+    SENDER_LIMIT_TYPE_ID,
+    SENDER_POSITION_TYPE_ID,
+    SUBSCRIBER_POSITION_TYPE_ID,
+    AtomicCounter,
+    CountersManager,
+    stream_position_key,
+    stream_position_label,
+)
+
+PUBLISHER_POS_NAME = "pub-pos (sample)"
+PUBLISHER_LIMIT_NAME = "pub-lmt"
+SENDER_POSITION_NAME = "snd-pos"
+SENDER_LIMIT_NAME = "snd-lmt"
+SUBSCRIBER_POSITION_NAME = "sub-pos"
+RECEIVER_HWM_NAME = "rcv-hwm"
+RECEIVER_POS_NAME = "rcv-pos"
+
+
+def _allocate(
+    counters: CountersManager,
+    name: str,
+    type_id: int,
+    registration_id: int,
+    session_id: int,
+    stream_id: int,
+    channel: str,
+    join_position: int | None = None,
+) -> AtomicCounter:
+    return counters.new_counter(
+        stream_position_label(name, registration_id, session_id, stream_id, channel, join_position),
+        type_id,
+        stream_position_key(registration_id, session_id, stream_id, channel),
+    )
+
+
+def publisher_pos(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters, PUBLISHER_POS_NAME, PUBLISHER_POS_TYPE_ID, registration_id, session_id, stream_id, channel
+    )
+
+
+def publisher_limit(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters,
+        PUBLISHER_LIMIT_NAME,
+        PUBLISHER_LIMIT_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
+    )
+
+
+def sender_pos(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters,
+        SENDER_POSITION_NAME,
+        SENDER_POSITION_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
+    )
+
+
+def sender_limit(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters, SENDER_LIMIT_NAME, SENDER_LIMIT_TYPE_ID, registration_id, session_id, stream_id, channel
+    )
+
+
+def subscriber_pos(
+    counters: CountersManager,
+    registration_id: int,
+    session_id: int,
+    stream_id: int,
+    channel: str,
+    join_position: int,
+) -> AtomicCounter:
+    counter = _allocate(
+        counters,
+        SUBSCRIBER_POSITION_NAME,
+        SUBSCRIBER_POSITION_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
+        join_position,
+    )
+    counter.set(join_position)
+    return counter
+
+
+def receiver_hwm(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters, RECEIVER_HWM_NAME, RECEIVER_HWM_TYPE_ID, registration_id, session_id, stream_id, channel
+    )
+
+
+def receiver_pos(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters, RECEIVER_POS_NAME, RECEIVER_POS_TYPE_ID, registration_id, session_id, stream_id, channel
+    )
