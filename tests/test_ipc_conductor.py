@@ -26,7 +26,7 @@ class Client:
         self.events = CopyBroadcastReceiver(BroadcastReceiver(driver.cnc.to_clients_buffer))
         self.client_id = self.ring.next_correlation_id()
 
-    def command(self, msg_type_id: int, build) -> tuple[int, list[tuple[int, bytes]]]:  # noqa: ANN001
+    def command(self, msg_type_id: int, build) -> tuple[int, list[tuple[int, bytes]]]:
         correlation_id = self.ring.next_correlation_id()
         assert self.ring.write(msg_type_id, build(correlation_id))
         return correlation_id, self.run()
@@ -43,18 +43,18 @@ class Client:
         channel: str = f"aeron:ipc?term-length={TERM_LENGTH}",
         stream_id: int = 10,
         exclusive: bool = False,
-    ):  # noqa: ANN201
+    ):
         kind = cp.Command.ADD_EXCLUSIVE_PUBLICATION if exclusive else cp.Command.ADD_PUBLICATION
         return self.command(kind, lambda c: cp.encode_publication(self.client_id, c, stream_id, channel))
 
-    def add_subscription(self, channel: str = "aeron:ipc", stream_id: int = 10):  # noqa: ANN201
+    def add_subscription(self, channel: str = "aeron:ipc", stream_id: int = 10):
         return self.command(
             cp.Command.ADD_SUBSCRIPTION,
             lambda c: cp.encode_subscription(self.client_id, c, stream_id, channel),
         )
 
 
-def decode(events: list[tuple[int, bytes]], event: cp.Event):  # noqa: ANN201
+def decode(events: list[tuple[int, bytes]], event: cp.Event):
     decoders = {
         cp.Event.ON_PUBLICATION_READY: cp.decode_publication_ready,
         cp.Event.ON_EXCLUSIVE_PUBLICATION_READY: cp.decode_publication_ready,
@@ -147,7 +147,7 @@ def test_limit_follows_the_slowest_subscriber_and_cleans_behind_it(
     client: Client, driver: MediaDriver
 ) -> None:
     client.add_subscription()
-    _, events = client.add_subscription()
+    _, _events = client.add_subscription()
     client_events = client.add_publication()[1]
     images = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
     ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
