@@ -68,6 +68,20 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
             f"mediadriver: the previous driver's error log was saved to {driver.saved_error_log}",
             file=sys.stderr,
         )
+    metrics = None
+    if args.metrics_port is not None:
+        from driver.tools.commands import start_driver_metrics
+
+        try:
+            metrics = start_driver_metrics(
+                ctx.aeron_dir, args.metrics_port, args.metrics_host, ctx.driver_timeout_ms / 1000
+            )
+        except OSError as e:
+            driver.close()
+            return _fail(
+                f"cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e.strerror or e}"
+            )
+        print(f"mediadriver: metrics on {metrics.url}", flush=True)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -86,6 +100,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     try:
         _run_loop(main)
     finally:
+        if metrics is not None:
+            metrics.close()  # before the driver unmaps and maybe deletes its dir
         driver.close()
     print("mediadriver: stopped", flush=True)
     return 0
@@ -112,42 +128,48 @@ def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):
     return cnc
 
 
-def render_stat(cnc) -> str:
-    """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter."""
+def render_stat(cnc, counter_filter=None) -> str:
+    """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
     from driver.concurrent.counters import CountersReader
+    from driver.tools.counters import decode_counter
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
         f"{time.strftime('%H:%M:%S')} - Aeron Stat (CnC v{cnc.version}), pid {cnc.pid}",
         "=" * 70,
     ]
-    reader.for_each(
-        lambda counter_id, _type_id, _key, label: lines.append(
-            f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {label}"
-        )
-    )
+
+    def add(counter_id: int, type_id: int, key: bytes, label: str) -> None:
+        if counter_filter is None or counter_filter.matches(
+            decode_counter(counter_id, type_id, key, label, 0)
+        ):
+            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {label}")
+
+    reader.for_each(add)
     return "\n".join(lines)
 
 
 def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
+    from driver.tools.commands import counter_filter, live_stat
+    from driver.tools.counters import read_snapshot
+    from driver.tools.stat_view import render_table
 
     try:
-        cnc = _open_cnc(_aeron_dir(args, properties))
+        counters = counter_filter(args)
+    except ValueError as e:
+        return _fail(str(e), EXIT_USAGE)
+    aeron_dir = _aeron_dir(args, properties)
+    try:
+        cnc = _open_cnc(aeron_dir)
     except (CncError, OSError) as e:
         return _fail(str(e))
-    try:
-        if args.once:
-            print(render_stat(cnc), flush=True)
-            return 0
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                sys.stdout.write("\033[H\033[2J" + render_stat(cnc) + "\n--\n")
-                sys.stdout.flush()
-                time.sleep(args.interval)
-        return 0
-    finally:
-        cnc.close()
+    with contextlib.closing(cnc):
+        if args.once and args.table:
+            print(render_table(read_snapshot(cnc, with_errors=False), counters), flush=True)
+        elif args.once:
+            print(render_stat(cnc, counters if counters.active else None), flush=True)
+    return 0 if args.once else live_stat(aeron_dir, args, counters)
 
 
 def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
@@ -161,6 +183,21 @@ def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
     with contextlib.closing(cnc):
         print(format_error_log(cnc.error_log_buffer), flush=True)
     return 0
+
+
+# --- loss / analyze-loss --------------------------------------------------------------------------
+
+
+def cmd_loss(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    from driver.reports.loss_stat import run_loss_stat
+
+    return run_loss_stat(_aeron_dir(args, properties), args.format)
+
+
+def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    from driver.analysis.command import run
+
+    return run(args)
 
 
 # --- parser ----------------------------------------------------------------------------------------
@@ -181,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"
     )
+    run.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus metrics on this port (0: any free port)"
+    )
+    run.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address for --metrics-port (default 127.0.0.1)"
+    )
     settings = "\n".join(
         f"  {f.metadata['prop']:40s} {f.metadata['doc']} [{f.metadata['unit']}]"
         for f in DriverContext.settings()
@@ -193,11 +236,27 @@ def build_parser() -> argparse.ArgumentParser:
     stat.add_argument("--dir", help="aeron dir")
     stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
     stat.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
+    stat.add_argument("--table", action="store_true", help="with --once: print the live view's table instead")
+    from driver.tools.commands import add_filter_options, add_parsers
+
+    add_filter_options(stat)
     stat.set_defaults(handler=cmd_stat)
+    add_parsers(sub)  # streams, exporter
 
     errors = sub.add_parser("errors", help="print the driver's distinct error log, like ErrorStat")
     errors.add_argument("--dir", help="aeron dir")
     errors.set_defaults(handler=cmd_errors)
+
+    loss = sub.add_parser("loss", help="print the driver's loss-report.dat, like LossStat")
+    loss.add_argument("--dir", help="aeron dir (or the loss-report.dat file itself)")
+    loss.add_argument(
+        "--format", choices=("table", "csv"), default="table", help="table (default) or csv, exactly as LossStat"
+    )
+    loss.set_defaults(handler=cmd_loss)
+
+    from driver.analysis.command import add_parser as add_analyze_loss_parser
+
+    add_analyze_loss_parser(sub).set_defaults(handler=cmd_analyze_loss)
     return parser
 
 

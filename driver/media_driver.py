@@ -206,6 +206,9 @@ class MediaDriver:
         if self._closed:
             return
         self._closed = True
+        # A clean stop withdraws the heartbeat: clients learn at once that the driver is gone, and a new
+        # driver may start on the same dir without waiting out the driver timeout.
+        self.to_driver.set_consumer_heartbeat_time(0)
         self.cnc.close()
         if self.ctx.dir_delete_on_shutdown:
             shutil.rmtree(self.aeron_dir, ignore_errors=True)

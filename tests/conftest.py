@@ -58,10 +58,13 @@ def wait_for_cnc_ready(
             raise AssertionError(
                 f"driver exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
             )
-        if path.exists() and path.stat().st_size >= 4:
+        if path.exists() and path.stat().st_size >= 48:
             with open(path, "rb") as f:
-                if int.from_bytes(f.read(4), "little") == CNC_VERSION:
-                    return
+                header = f.read(48)
+            # A restarted driver's dir may still hold the old cnc.dat: the pid says whose it is.
+            pid_matches = proc is None or int.from_bytes(header[40:48], "little") == proc.pid
+            if int.from_bytes(header[:4], "little") == CNC_VERSION and pid_matches:
+                return
         time.sleep(0.01)
     raise AssertionError(f"{path} not ready within {timeout_s} s")
 

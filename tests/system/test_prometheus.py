@@ -1,0 +1,308 @@
+"""A real Prometheus scrapes ``mediadriver exporter`` for a live Aeron 1.15.1 Java driver carrying UDP traffic.
+
+One module-scoped setup (Java driver, a throttled Java publisher + subscriber, our exporter, Prometheus on
+loopback with a 1 s scrape interval built from tools/prometheus/prometheus.yml) serves every test here:
+
+- PromQL over Prometheus' HTTP API returns the expected series and positive byte rates;
+- every PromQL expression of the Grafana dashboard returns data;
+- with the driver and its client frozen (SIGSTOP, so no value moves), the exporter, ``mediadriver stat --once``
+  and the Java ``AeronStat`` agree on every counter, and ``mediadriver streams`` matches the Java ``StreamStat``.
+
+Everything started here is stopped by pid at teardown.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from driver.exporter.collector import SYSTEM_METRIC_NAMES
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+JAVA_SOURCES = Path(__file__).resolve().parent / "java"
+PROMETHEUS_YML = ROOT / "tools" / "prometheus" / "prometheus.yml"
+DASHBOARD = ROOT / "tools" / "grafana" / "aeron-media-driver.json"
+STREAM_ID = 1001
+RATE_WINDOW = "10s"
+
+
+def _load_interop_harness() -> Any:
+    """tests/interop/conftest.py's Java peer and driver helpers (its fixtures are only visible below it)."""
+    spec = importlib.util.spec_from_file_location(
+        "_aeron_interop_harness", ROOT / "tests/interop/conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+harness = _load_interop_harness()
+
+
+def free_port(kind: int) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 5.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode()
+
+
+@dataclass
+class Live:
+    driver: Any  # harness.DriverProcess (Java)
+    traffic: Any  # harness.Spawned
+    peers: Any  # harness.JavaPeers
+    exporter_url: str
+    prometheus_url: str
+    channel: str
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        url = f"{self.prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        try:
+            body = json.loads(http_get(url))
+        except urllib.error.HTTPError as e:
+            pytest.fail(f"{promql}: HTTP {e.code} {e.read().decode(errors='replace')}")
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def wait_for(self, promql: str, timeout: float = 20.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while not (result := self.query(promql)):
+            assert time.monotonic() < deadline, f"no data for {promql} within {timeout} s"
+            time.sleep(0.25)
+        return result
+
+
+def _start_prometheus(tmp: Path, exporter_address: str) -> tuple[subprocess.Popen[bytes], str, Path]:
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail(
+            "prometheus not found: `make system-deps` installs Debian's prometheus package", pytrace=False
+        )
+    config = (
+        PROMETHEUS_YML.read_text()
+        .replace("scrape_interval: 5s", "scrape_interval: 1s")
+        .replace("evaluation_interval: 5s", "evaluation_interval: 1s")
+        .replace("localhost:9300", exporter_address)
+    )
+    assert exporter_address in config and "scrape_interval: 1s" in config
+    (tmp / "prometheus.yml").write_text(config)
+    port = free_port(socket.SOCK_STREAM)
+    log = tmp / "prometheus.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={tmp / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if "Ready" in http_get(f"{url}/-/ready", timeout=1):
+                return proc, url, log
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"prometheus did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    try:
+        paths = harness.find_peer_paths()
+    except FileNotFoundError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    tmp = tmp_path_factory.mktemp("prometheus-system")
+    classes = harness.compile_java_sources(paths, tmp / "classes", JAVA_SOURCES)
+    peers = harness.JavaPeers(paths, classes, tmp)
+    pool = harness.DriverPool()
+    started: list[subprocess.Popen[Any]] = []
+    traffic = None
+    try:
+        driver = pool.java(None, peers=peers)
+        channel = f"aeron:udp?endpoint=localhost:{free_port(socket.SOCK_DGRAM)}"
+        # 2,000 messages/s of 200 bytes, for at most 90 s (normally stopped much sooner, below).
+        traffic = peers.spawn(
+            "ThrottledTraffic", channel, STREAM_ID, 2000, 200, 90, props={"aeron.dir": driver.aeron_dir}
+        )
+        traffic.read_until(r"^CONNECTED -?\d+", 20)
+        exporter = subprocess.Popen(
+            [sys.executable, "-m", "driver", "exporter", "--dir", str(driver.aeron_dir), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        )
+        started.append(exporter)
+        assert exporter.stdout is not None
+        line = exporter.stdout.readline()
+        match = re.search(r"serving (http://(127\.0\.0\.1:\d+)/metrics)", line)
+        assert match, f"exporter did not start: {line}"
+        prometheus, prometheus_url, _log = _start_prometheus(tmp, match[2])
+        started.append(prometheus)
+        yield Live(driver, traffic, peers, match[1], prometheus_url, channel)
+    finally:
+        for proc in reversed(started):
+            _stop(proc)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if traffic is not None:
+            traffic.stop()
+        pool.close()
+
+
+def test_prometheus_scrapes_the_expected_series(live: Live) -> None:
+    up = live.wait_for('up{job="aeron-media-driver"} == 1')
+    assert len(up) == 1
+    assert [r["value"][1] for r in live.wait_for("aeron_up")] == ["1"]
+    assert int(live.query("aeron_driver_pid")[0]["value"][1]) == live.driver.pid
+    assert float(live.wait_for("aeron_bytes_sent_total > 0")[0]["value"][1]) > 0
+    positions = live.wait_for(f'aeron_stream_position_bytes{{stream_id="{STREAM_ID}"}}')
+    assert {r["metric"]["type"] for r in positions} == {
+        "pub-pos",
+        "pub-lmt",
+        "snd-pos",
+        "snd-lmt",
+        "sub-pos",
+        "rcv-hwm",
+        "rcv-pos",
+    }
+    assert {r["metric"]["channel"] for r in positions} == {live.channel}
+    assert len({r["metric"]["session_id"] for r in positions}) == 1
+    channels = live.query("aeron_channel_status == 1")
+    assert sorted(r["metric"]["type"] for r in channels) == ["rcv-channel", "snd-channel"]
+    assert all(r["metric"]["channel"] == live.channel for r in channels)
+    assert live.query("aeron_client_heartbeat_age_seconds < 5")
+    for derived in ("receive_gap", "subscriber_lag", "sender_backlog", "publisher_headroom"):
+        series = live.query(f'aeron_{derived}_bytes{{stream_id="{STREAM_ID}"}}')
+        assert len(series) == 1, derived
+    assert float(live.query("aeron_publisher_headroom_bytes")[0]["value"][1]) > 0
+
+
+def test_rates_of_bytes_sent_and_received_are_above_zero(live: Live) -> None:
+    for name in ("aeron_bytes_sent_total", "aeron_bytes_received_total"):
+        result = live.wait_for(f"rate({name}[{RATE_WINDOW}]) > 0")
+        assert float(result[0]["value"][1]) > 10_000, result  # ~2,000 x 224-byte frames per second
+    snd = live.wait_for(f'rate(aeron_stream_position_bytes{{type="snd-pos"}}[{RATE_WINDOW}]) > 0')
+    assert snd[0]["metric"]["stream_id"] == str(STREAM_ID)
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    data = json.loads(DASHBOARD.read_text())
+    return [(panel["title"], t["expr"]) for panel in data["panels"] for t in panel.get("targets", [])]
+
+
+def test_every_dashboard_expression_returns_data(live: Live) -> None:
+    live.wait_for(f"rate(aeron_bytes_received_total[{RATE_WINDOW}]) > 0")
+    queries = dashboard_queries()
+    assert len(queries) > 20
+    empty = []
+    for title, expr in queries:
+        promql = expr.replace("$__rate_interval", RATE_WINDOW).replace('"$instance"', '".+"')
+        assert "$" not in promql, promql
+        if not live.query(promql):
+            empty.append(f"{title}: {promql}")
+    assert not empty, "dashboard queries without data:\n" + "\n".join(empty)
+
+
+# --- exact comparison with the Java tools --------------------------------------------------------------
+
+
+def exporter_counter_values(text: str) -> dict[int, int]:
+    by_name = {name: cid for cid, name in SYSTEM_METRIC_NAMES.items()}
+    values: dict[int, int] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name in by_name:
+                values[by_name[s.name]] = int(s.value)
+            elif "counter_id" in s.labels:
+                scale = 1000 if s.name == "aeron_client_heartbeat_timestamp_seconds" else 1
+                values[int(s.labels["counter_id"])] = round(s.value * scale)
+    return values
+
+
+def test_exporter_equals_stat_once_and_aeron_stat_and_streams_equals_stream_stat(live: Live) -> None:
+    frozen = [live.driver.pid, live.traffic.pid]
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)  # no counter moves until SIGCONT
+    try:
+        time.sleep(0.1)
+        exported = exporter_counter_values(http_get(live.exporter_url))
+        stat = subprocess.run(
+            [sys.executable, "-m", "driver", "stat", "--dir", str(live.driver.aeron_dir), "--once"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+        ours = harness.parse_stat(stat.stdout)
+        java = live.peers.aeron_stat(live.driver.aeron_dir)
+        streams = subprocess.run(
+            [sys.executable, "-m", "driver", "streams", "--dir", str(live.driver.aeron_dir), "--once"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+        stream_stat = live.peers.run(
+            "io.aeron.samples.StreamStat", props={"aeron.dir": live.driver.aeron_dir}, timeout=20, check=True
+        )
+        again = exporter_counter_values(http_get(live.exporter_url))
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    assert again == exported  # really frozen
+    java_values = {cid: line.value for cid, line in java.counters.items()}
+    our_values = {cid: line.value for cid, line in ours.counters.items()}
+    assert len(java_values) >= 25 + 7 + 3  # system, 7 stream positions, 2 channel status, client heartbeat
+    assert our_values == java_values
+    assert exported == java_values
+    assert [line.raw for line in ours.counters.values()] == [line.raw for line in java.counters.values()]
+    assert sorted(streams.stdout.splitlines()) == sorted(stream_stat.stdout.splitlines())
+    assert len(streams.stdout.splitlines()) == 2
