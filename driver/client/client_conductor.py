@@ -49,6 +49,9 @@ class ClientConductor:
         self._response: tuple[int, Any] | None = None
         self.on_available_counter = on_available_counter
         self.on_unavailable_counter = on_unavailable_counter
+        self.on_available_image: Callable[[cp.ImageBuffersReady], None] | None = None
+        self.on_unavailable_image: Callable[[cp.ImageMessage], None] | None = None
+        self.on_duty_cycle: Callable[[int], int] | None = None
         self.closed = False
         self.failure: AeronError | None = None
 
@@ -67,17 +70,28 @@ class ClientConductor:
     def next_correlation_id(self) -> int:
         return self._to_driver.next_correlation_id()
 
-    def request(self, msg_type_id: int, build: Callable[[int], bytes]) -> tuple[int, int, Any]:
+    def request(
+        self,
+        msg_type_id: int,
+        build: Callable[[int], bytes],
+        before_send: Callable[[int], None] | None = None,
+        on_failure: Callable[[int], None] | None = None,
+    ) -> tuple[int, int, Any]:
         """Send a command built for a fresh correlation id and wait for its response.
 
+        ``before_send(correlation_id)`` runs under the lock first, so events that follow the response
+        (images of a new subscription) find what they belong to; ``on_failure`` undoes it.
         Returns (correlation_id, event type, decoded response); raises RegistrationError on ON_ERROR.
         """
         with self.lock:
             self._check_open()
             correlation_id = self.next_correlation_id()
             self._awaiting, self._response = correlation_id, None
+            if before_send is not None:
+                before_send(correlation_id)
             self._send(msg_type_id, build(correlation_id))
             deadline_ms = epoch_ms() + self._driver_timeout_ms
+            succeeded = False
             try:
                 while True:
                     self._duty_cycle()
@@ -85,6 +99,7 @@ class ClientConductor:
                         event, payload = self._response
                         if event == cp.Event.ON_ERROR:
                             raise RegistrationError(correlation_id, payload.error_code, payload.message)
+                        succeeded = True
                         return correlation_id, event, payload
                     self._check_open()
                     if epoch_ms() > deadline_ms:
@@ -95,6 +110,8 @@ class ClientConductor:
                     time.sleep(0.001)
             finally:
                 self._awaiting = None
+                if not succeeded and on_failure is not None:
+                    on_failure(correlation_id)
 
     def send_close(self) -> None:
         with self.lock:
@@ -131,6 +148,8 @@ class ClientConductor:
             self._send(cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(self.client_id, 0))
             self._time_of_last_keepalive_ms = now_ms
             work += 1
+        if self.on_duty_cycle is not None:
+            work += self.on_duty_cycle(now_ms)
         return work
 
     def _on_event(self, msg_type_id: int, body: memoryview) -> None:
@@ -149,6 +168,20 @@ class ClientConductor:
             update = cp.decode_counter_update(body)
             if self.on_unavailable_counter is not None:
                 self.on_unavailable_counter(update.correlation_id, update.counter_id)
+        elif msg_type_id in (cp.Event.ON_PUBLICATION_READY, cp.Event.ON_EXCLUSIVE_PUBLICATION_READY):
+            ready = cp.decode_publication_ready(body)
+            if ready.correlation_id == self._awaiting:
+                self._response = (msg_type_id, ready)
+        elif msg_type_id == cp.Event.ON_SUBSCRIPTION_READY:
+            ready = cp.decode_subscription_ready(body)
+            if ready.correlation_id == self._awaiting:
+                self._response = (msg_type_id, ready)
+        elif msg_type_id == cp.Event.ON_AVAILABLE_IMAGE:
+            if self.on_available_image is not None:
+                self.on_available_image(cp.decode_image_ready(body))
+        elif msg_type_id == cp.Event.ON_UNAVAILABLE_IMAGE:
+            if self.on_unavailable_image is not None:
+                self.on_unavailable_image(cp.decode_image_message(body))
         elif msg_type_id == cp.Event.ON_OPERATION_SUCCESS:
             correlation_id = cp.decode_operation_succeeded(body)
             if correlation_id == self._awaiting:

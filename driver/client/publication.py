@@ -1,0 +1,282 @@
+"""Publications: append messages to a driver-made log buffer, as Aeron 1.15.1's ConcurrentPublication and
+ExclusivePublication do. ``offer`` returns the new stream position, or one of the negative codes below."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.logbuffer.buffer_claim import BufferClaim
+from driver.concurrent.logbuffer.exclusive_term_appender import ExclusiveTermAppender
+from driver.concurrent.logbuffer.log_buffers import LogBuffers
+from driver.concurrent.logbuffer.term_appender import FAILED, TRIPPED, TermAppender
+from driver.protocol.frames import HEADER_LENGTH
+from driver.util.bit_util import to_int32
+
+if TYPE_CHECKING:
+    from driver.client.aeron import Aeron
+
+NOT_CONNECTED = -1
+"""No subscriber is connected to the publication."""
+BACK_PRESSURED = -2
+"""Subscribers are too far behind: try again later."""
+ADMIN_ACTION = -3
+"""The log was rotating to a new term: try again at once."""
+CLOSED = -4
+"""The publication is closed."""
+MAX_POSITION_EXCEEDED = -5
+"""The stream reached the end of what its term length can address (term length x 2^31)."""
+
+OFFER_RESULT_NAMES = {
+    NOT_CONNECTED: "NOT_CONNECTED",
+    BACK_PRESSURED: "BACK_PRESSURED",
+    ADMIN_ACTION: "ADMIN_ACTION",
+    CLOSED: "CLOSED",
+    MAX_POSITION_EXCEEDED: "MAX_POSITION_EXCEEDED",
+}
+
+
+def _length(data: Any) -> int:
+    return len(data) if type(data) is bytes else memoryview(data).nbytes
+
+
+class _PublicationBase:
+    def __init__(
+        self,
+        conductor: Aeron,
+        channel: str,
+        stream_id: int,
+        session_id: int,
+        registration_id: int,
+        original_registration_id: int,
+        log_buffers: LogBuffers,
+        publication_limit: AtomicCounter,
+    ) -> None:
+        self._conductor = conductor
+        self.channel = channel
+        self.stream_id = stream_id
+        self.session_id = session_id
+        self.registration_id = registration_id
+        """This add's correlation id (what REMOVE_PUBLICATION names)."""
+        self.original_registration_id = original_registration_id
+        """The driver publication's id (shared publications share it)."""
+        self.log_buffers = log_buffers
+        meta = log_buffers.meta_data_buffer
+        self._meta = meta
+        self._publication_limit = publication_limit
+        self.term_buffer_length = log_buffers.term_length
+        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_buffer_length)
+        self.initial_term_id = lbd.initial_term_id(meta)
+        self.mtu_length = lbd.mtu_length(meta)
+        self.max_payload_length = self.mtu_length - HEADER_LENGTH
+        self.max_message_length = lbd.compute_max_message_length(self.term_buffer_length)
+        self.max_possible_position = self.term_buffer_length * (1 << 31)
+        self._header_template = lbd.default_frame_header(meta)
+        self.is_closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(channel={self.channel!r}, stream_id={self.stream_id}, "
+            f"session_id={self.session_id}, registration_id={self.registration_id})"
+        )
+
+    @property
+    def is_connected(self) -> bool:
+        return not self.is_closed and lbd.is_connected(self._meta)
+
+    @property
+    def position_limit(self) -> int:
+        return CLOSED if self.is_closed else self._publication_limit.get()
+
+    def _check_length(self, length: int) -> None:
+        if length > self.max_message_length:
+            raise ValueError(
+                f"message of {length} bytes exceeds the maximum of {self.max_message_length} for "
+                f"a term length of {self.term_buffer_length}"
+            )
+
+    def _back_pressure_status(self, position: int, length: int) -> int:
+        if position + length >= self.max_possible_position:
+            return MAX_POSITION_EXCEEDED
+        return BACK_PRESSURED if lbd.is_connected(self._meta) else NOT_CONNECTED
+
+    def close(self) -> None:
+        """Release this publication (REMOVE_PUBLICATION); idempotent."""
+        if not self.is_closed:
+            self.is_closed = True
+            self._conductor.release_publication(self)
+
+    def __enter__(self) -> _PublicationBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Publication(_PublicationBase):
+    """A publication that several publishers (in any processes) may share."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        meta = self._meta
+        self._appenders = tuple(
+            TermAppender(term_buffer, meta, index)
+            for index, term_buffer in enumerate(self.log_buffers.term_buffers)
+        )
+        self._get_limit = self._publication_limit.get
+
+    @property
+    def position(self) -> int:
+        if self.is_closed:
+            return CLOSED
+        raw_tail = lbd.active_raw_tail_volatile(self._meta)
+        return lbd.compute_position(
+            lbd.term_id(raw_tail),
+            lbd.term_offset(raw_tail, self.term_buffer_length),
+            self.position_bits_to_shift,
+            self.initial_term_id,
+        )
+
+    def offer(self, data: Any, reserved_value: int = 0) -> int:
+        """Append ``data`` (bytes or any contiguous buffer) as one message; the new position or a code."""
+        if self.is_closed:
+            return CLOSED
+        limit = self._get_limit()
+        meta = self._meta
+        term_count = lbd.active_term_count(meta)
+        appender = self._appenders[term_count % 3]
+        raw_tail = appender.raw_tail_volatile()
+        term_offset = raw_tail & 0xFFFF_FFFF
+        term_id = raw_tail >> 32
+        if term_count != ((term_id - self.initial_term_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000:
+            return ADMIN_ACTION  # another publisher is rotating the log
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        length = _length(data)
+        if position >= limit:
+            return self._back_pressure_status(position, length)
+        if length <= self.max_payload_length:
+            result = appender.append_unfragmented(term_id, self._header_template, data, reserved_value)
+        else:
+            self._check_length(length)
+            result = appender.append_fragmented(
+                term_id, self._header_template, data, self.max_payload_length, reserved_value
+            )
+        return self._new_position(term_count, term_offset, term_id, position, result)
+
+    def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
+        """Claim space for one unfragmented message of ``length`` bytes to fill in place, then
+        ``buffer_claim.commit()`` (or ``abort()``); the new position or a code."""
+        if length > self.max_payload_length:
+            raise ValueError(
+                f"claim of {length} bytes exceeds the max payload length {self.max_payload_length}"
+            )
+        if self.is_closed:
+            return CLOSED
+        limit = self._get_limit()
+        term_count = lbd.active_term_count(self._meta)
+        appender = self._appenders[term_count % 3]
+        raw_tail = appender.raw_tail_volatile()
+        term_offset = raw_tail & 0xFFFF_FFFF
+        term_id = raw_tail >> 32
+        if term_count != ((term_id - self.initial_term_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000:
+            return ADMIN_ACTION
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        if position >= limit:
+            return self._back_pressure_status(position, length)
+        result = appender.claim(term_id, self._header_template, length, buffer_claim)
+        return self._new_position(term_count, term_offset, term_id, position, result)
+
+    def _new_position(
+        self, term_count: int, term_offset: int, term_id: int, position: int, result: int
+    ) -> int:
+        if result > 0:
+            return position - term_offset + result
+        if position + term_offset > self.max_possible_position:
+            return MAX_POSITION_EXCEEDED
+        if result in (TRIPPED, FAILED):
+            lbd.rotate_log(self._meta, term_count, term_id)
+        return ADMIN_ACTION
+
+
+class ExclusivePublication(_PublicationBase):
+    """A publication with one publisher only: no contention, so it keeps its tail to itself."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        meta = self._meta
+        self._appenders = tuple(
+            ExclusiveTermAppender(term_buffer, meta, index)
+            for index, term_buffer in enumerate(self.log_buffers.term_buffers)
+        )
+        term_count = lbd.active_term_count(meta)
+        index = term_count % 3
+        raw_tail = lbd.raw_tail_volatile(meta, index)
+        self._term_id = lbd.term_id(raw_tail)
+        self._term_offset = lbd.term_offset(raw_tail, self.term_buffer_length)
+        self._active_partition_index = index
+        self._term_begin_position = lbd.compute_term_begin_position(
+            self._term_id, self.position_bits_to_shift, self.initial_term_id
+        )
+        self._get_limit = self._publication_limit.get
+
+    @property
+    def position(self) -> int:
+        return CLOSED if self.is_closed else self._term_begin_position + self._term_offset
+
+    def offer(self, data: Any, reserved_value: int = 0) -> int:
+        if self.is_closed:
+            return CLOSED
+        position = self._term_begin_position + self._term_offset
+        length = _length(data)
+        if position >= self._get_limit():
+            return self._back_pressure_status(position, length)
+        appender = self._appenders[self._active_partition_index]
+        if length <= self.max_payload_length:
+            result = appender.append_unfragmented(
+                self._term_id, self._term_offset, self._header_template, data, reserved_value
+            )
+        else:
+            self._check_length(length)
+            result = appender.append_fragmented(
+                self._term_id,
+                self._term_offset,
+                self._header_template,
+                data,
+                self.max_payload_length,
+                reserved_value,
+            )
+        return self._new_position(result)
+
+    def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
+        if length > self.max_payload_length:
+            raise ValueError(
+                f"claim of {length} bytes exceeds the max payload length {self.max_payload_length}"
+            )
+        if self.is_closed:
+            return CLOSED
+        position = self._term_begin_position + self._term_offset
+        if position >= self._get_limit():
+            return self._back_pressure_status(position, length)
+        result = self._appenders[self._active_partition_index].claim(
+            self._term_id, self._term_offset, self._header_template, length, buffer_claim
+        )
+        return self._new_position(result)
+
+    def _new_position(self, result: int) -> int:
+        if result > 0:
+            self._term_offset = result
+            return self._term_begin_position + result
+        if self._term_begin_position + self.term_buffer_length >= self.max_possible_position:
+            return MAX_POSITION_EXCEEDED
+        # The term is full (padding written): move to the next one ourselves, no contention to handle.
+        next_index = (self._active_partition_index + 1) % 3
+        next_term_id = self._term_id + 1
+        term_count = to_int32(next_term_id - self.initial_term_id)
+        lbd.initialise_tail_with_term_id(self._meta, next_index, next_term_id)
+        lbd.set_active_term_count_ordered(self._meta, term_count)
+        self._active_partition_index = next_index
+        self._term_id = next_term_id
+        self._term_offset = 0
+        self._term_begin_position += self.term_buffer_length
+        return ADMIN_ACTION

@@ -1,0 +1,105 @@
+"""Subscription: the images of every publisher session that matches a channel and stream id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from driver.client.image import ControlledFragmentHandler, Image
+from driver.concurrent.logbuffer.term_reader import FragmentHandler
+
+if TYPE_CHECKING:
+    from driver.client.aeron import Aeron
+
+ImageHandler = Callable[[Image], None]
+
+
+class Subscription:
+    def __init__(
+        self,
+        conductor: Aeron,
+        channel: str,
+        stream_id: int,
+        registration_id: int,
+        on_available_image: ImageHandler | None = None,
+        on_unavailable_image: ImageHandler | None = None,
+    ) -> None:
+        self._conductor = conductor
+        self.channel = channel
+        self.stream_id = stream_id
+        self.registration_id = registration_id
+        self.on_available_image = on_available_image
+        self.on_unavailable_image = on_unavailable_image
+        # Replaced, never mutated: the client thread swaps it while the user's thread polls.
+        self._images: tuple[Image, ...] = ()
+        self._round_robin_index = 0
+        self.channel_status_id = -1
+        self.is_closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Subscription(channel={self.channel!r}, stream_id={self.stream_id}, "
+            f"registration_id={self.registration_id}, images={len(self._images)})"
+        )
+
+    @property
+    def images(self) -> tuple[Image, ...]:
+        return self._images
+
+    @property
+    def is_connected(self) -> bool:
+        return any(not image.is_closed for image in self._images)
+
+    def image_by_session_id(self, session_id: int) -> Image | None:
+        return next((image for image in self._images if image.session_id == session_id), None)
+
+    def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """Deliver up to ``fragment_limit`` fragments from the images in turn (fair across sessions)."""
+        images = self._images
+        count = len(images)
+        if count == 0:
+            return 0
+        start = self._round_robin_index = (self._round_robin_index + 1) % count
+        fragments = 0
+        for i in range(count):
+            if fragments >= fragment_limit:
+                break
+            fragments += images[(start + i) % count].poll(handler, fragment_limit - fragments)
+        return fragments
+
+    def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
+        images = self._images
+        count = len(images)
+        if count == 0:
+            return 0
+        start = self._round_robin_index = (self._round_robin_index + 1) % count
+        fragments = 0
+        for i in range(count):
+            if fragments >= fragment_limit:
+                break
+            fragments += images[(start + i) % count].controlled_poll(handler, fragment_limit - fragments)
+        return fragments
+
+    # --- driven by the client conductor ----------------------------------------------------------
+
+    def _add_image(self, image: Image) -> None:
+        self._images = (*self._images, image)
+
+    def _remove_image(self, correlation_id: int) -> Image | None:
+        image = next((i for i in self._images if i.correlation_id == correlation_id), None)
+        if image is not None:
+            self._images = tuple(i for i in self._images if i is not image)
+            image.close()
+        return image
+
+    def close(self) -> None:
+        """Remove the subscription from the driver (REMOVE_SUBSCRIPTION); idempotent."""
+        if not self.is_closed:
+            self.is_closed = True
+            self._conductor.release_subscription(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
