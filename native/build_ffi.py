@@ -8,8 +8,8 @@ from pathlib import Path
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
-HEADERS = ["amd_atomic.h"]
-SOURCES = ["amd_atomic.c"]
+HEADERS = ["amd_atomic.h", "amd_term.h"]
+SOURCES = ["amd_atomic.c", "amd_term.c"]
 
 
 def _cdef(header: Path) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from driver._native import ffi, lib
 
+_CLOSED = object()  # stands in for the pointer of a closed buffer
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
 
@@ -60,7 +61,7 @@ class AtomicBuffer:
         if self._owner is not None:
             ffi.release(self._owner)
             self._owner = None
-        self._ptr = None
+        self._ptr = _CLOSED  # cffi raises TypeError on use after close, instead of passing NULL to C
 
     def __len__(self) -> int:
         return self._length
@@ -148,6 +149,134 @@ class AtomicBuffer:
     def set_zero(self, offset: int, length: int) -> None:
         lib.amd_zero(self._ptr, offset, length)
 
+    # Frames of a term (spec/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
+    # the 32-byte default data header as ``bytes`` (cffi passes it without a copy); callers check its length.
+    def write_frame(
+        self,
+        offset: int,
+        frame_length: int,
+        header_template: bytes,
+        term_id: int,
+        flags: int,
+        reserved_value: int,
+        src: Any,
+        src_offset: int = 0,
+    ) -> None:
+        """Write and commit one DATA frame: header, reserved value, ``frame_length - 32`` bytes of ``src``
+        from ``src_offset``, then a release store of the length. ``flags`` < 0 keeps the template's flags."""
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        lib.amd_frame_write(
+            self._ptr, offset, frame_length, header_template, term_id, flags, reserved_value, src, src_offset
+        )
+
+    def write_frame_header(
+        self, offset: int, frame_length: int, header_template: bytes, term_id: int
+    ) -> None:
+        """The header of a claimed frame, its length left at ``-frame_length`` until the claim commits."""
+        lib.amd_frame_header_write(self._ptr, offset, frame_length, header_template, term_id)
+
+    def write_padding_frame(
+        self, offset: int, frame_length: int, header_template: bytes, term_id: int
+    ) -> None:
+        """Write and commit a PAD frame of ``frame_length`` bytes (only its header is written)."""
+        lib.amd_frame_write_padding(self._ptr, offset, frame_length, header_template, term_id)
+
+    def write_fragments(
+        self,
+        offset: int,
+        header_template: bytes,
+        term_id: int,
+        src: Any,
+        max_payload_length: int,
+        reserved_value: int,
+    ) -> None:
+        """Write and commit ``src`` as consecutive frames of at most ``max_payload_length`` bytes flagged
+        BEGIN, 0, ..., END, each committed before the next is written."""
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        lib.amd_frame_write_fragments(
+            self._ptr, offset, header_template, term_id, src, len(src), max_payload_length, reserved_value
+        )
+
+    # Concurrent appends to this term: ONE fetch-and-add on the int64 tail counter at ``tail_offset`` of
+    # ``tail_buffer`` reserves the space. Result: the new term offset, or AMD_APPEND_* (< 0).
+    def term_append_unfragmented(
+        self,
+        tail_buffer: AtomicBuffer,
+        tail_offset: int,
+        term_id: int,
+        header_template: bytes,
+        src: Any,
+        reserved_value: int,
+    ) -> int:
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        return lib.amd_term_append_unfragmented(
+            self._ptr,
+            self._length,
+            tail_buffer._ptr,
+            tail_offset,
+            term_id,
+            header_template,
+            src,
+            len(src),
+            reserved_value,
+        )
+
+    def term_append_fragmented(
+        self,
+        tail_buffer: AtomicBuffer,
+        tail_offset: int,
+        term_id: int,
+        header_template: bytes,
+        src: Any,
+        max_payload_length: int,
+        reserved_value: int,
+    ) -> int:
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        return lib.amd_term_append_fragmented(
+            self._ptr,
+            self._length,
+            tail_buffer._ptr,
+            tail_offset,
+            term_id,
+            header_template,
+            src,
+            len(src),
+            max_payload_length,
+            reserved_value,
+        )
+
+    def term_claim(
+        self, tail_buffer: AtomicBuffer, tail_offset: int, term_id: int, header_template: bytes, length: int
+    ) -> int:
+        """Reserve and write the header of a frame of ``length`` payload bytes, its length left negative."""
+        return lib.amd_term_claim(
+            self._ptr, self._length, tail_buffer._ptr, tail_offset, term_id, header_template, length
+        )
+
+    def scan_frames(self, offset: int, max_frames: int, batch: FrameBatch) -> tuple[int, int]:
+        """Walk committed frames from ``offset`` as TermReader does; (non-padding frames found, next offset).
+
+        Their (offset, length) pairs are in ``batch.pairs(count)``. Padding is stepped over, not reported."""
+        if max_frames > batch.capacity:
+            max_frames = batch.capacity
+        result = lib.amd_term_scan_frames(self._ptr, self._length, offset, max_frames, batch._frames)
+        return result & 0xFFFFFFFF, result >> 32
+
+    def scan_for_availability(self, offset: int, max_length: int) -> tuple[int, int]:
+        """TermScanner.scanForAvailability: (available bytes, padding bytes to skip after them)."""
+        result = lib.amd_term_scan_for_availability(self._ptr, self._length, offset, max_length)
+        return result & 0xFFFFFFFF, result >> 32
+
+    def scan_block(self, offset: int, limit_offset: int) -> int:
+        """TermBlockScanner.scan: the offset after the last whole committed frame before ``limit_offset``."""
+        if limit_offset > self._length:
+            limit_offset = self._length
+        return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
+
     def get_string_ascii(self, offset: int) -> str:
         """An int32 length-prefixed string, as Agrona's getStringAscii reads it."""
         length = self.get_int32(offset)
@@ -163,3 +292,25 @@ class AtomicBuffer:
         self.put_int32(offset, len(data))
         self.put_bytes(offset + 4, data)
         return 4 + len(data)
+
+
+class FrameBatch:
+    """Scratch for ``AtomicBuffer.scan_frames``: room for ``capacity`` (offset, length) int32 pairs.
+
+    Its owner (a term reader) allocates it once and reuses it every poll, so a scan allocates nothing.
+    This is memory cffi owns, not a pointer into a mapping, so it outlives any buffer it is used with.
+    """
+
+    __slots__ = ("_frames", "_view", "capacity")
+
+    def __init__(self, capacity: int = 256) -> None:
+        if capacity < 1:
+            raise ValueError(f"a frame batch needs room for at least one frame, capacity={capacity}")
+        self.capacity = capacity
+        self._frames = ffi.new("int32_t[]", 2 * capacity)
+        self._view = memoryview(ffi.buffer(self._frames)).cast("i")
+
+    def pairs(self, count: int) -> list[int]:
+        """[offset0, length0, offset1, length1, ...] of the last scan's first ``count`` frames, as a list:
+        a copy, so a handler that scans again (re-entrantly) cannot overwrite what is being delivered."""
+        return self._view[: 2 * count].tolist()
