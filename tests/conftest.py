@@ -116,3 +116,47 @@ def driver_process(aeron_dir: Path) -> Iterator[Callable[..., DriverProcess]]:
         for stream in (driver.proc.stdout, driver.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+class EmbeddedDriver:
+    """A MediaDriver running on its own event loop in a background thread (fast to start, same process)."""
+
+    def __init__(self, aeron_dir: Path, **settings: object) -> None:
+        import asyncio
+        import threading
+
+        from driver.context import DriverContext
+        from driver.media_driver import MediaDriver
+
+        self.aeron_dir = aeron_dir
+        self.driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), **settings))
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self.driver.run(),), daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        deadline = time.monotonic() + 5
+        while self.driver._stop_requested is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self._loop.call_soon_threadsafe(self.driver.request_stop)
+        self._thread.join(10)
+        assert not self._thread.is_alive(), "embedded driver did not stop"
+        self._loop.close()
+        self.driver.close()
+
+
+@pytest.fixture
+def embedded_driver(aeron_dir: Path) -> Iterator[Callable[..., EmbeddedDriver]]:
+    """Start an in-process driver (settings as DriverContext fields); stopped at teardown."""
+    started: list[EmbeddedDriver] = []
+
+    def start(**settings: object) -> EmbeddedDriver:
+        driver = EmbeddedDriver(aeron_dir, **settings)
+        started.append(driver)
+        return driver
+
+    yield start
+    for driver in started:
+        driver.close()

@@ -1,6 +1,7 @@
 """Python Aeron client (Aeron 1.15.1 protocol)."""
 
 from driver.client.aeron import Aeron
+from driver.client.aio import Message, PublicationClosedError
 from driver.client.counter import Counter
 from driver.client.exceptions import (
     AeronError,
@@ -10,14 +11,40 @@ from driver.client.exceptions import (
     DriverTimeoutError,
     RegistrationError,
 )
+from driver.client.fragment_assembler import FragmentAssembler
+from driver.client.image import Image
+from driver.client.publication import (
+    ADMIN_ACTION,
+    BACK_PRESSURED,
+    CLOSED,
+    MAX_POSITION_EXCEEDED,
+    NOT_CONNECTED,
+    ExclusivePublication,
+    Publication,
+)
+from driver.client.subscription import Subscription
+from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 
 __all__ = [
+    "ADMIN_ACTION",
+    "BACK_PRESSURED",
+    "CLOSED",
+    "MAX_POSITION_EXCEEDED",
+    "NOT_CONNECTED",
     "Aeron",
     "AeronError",
+    "BufferClaim",
     "ClientClosedError",
     "ClientTimeoutError",
     "CncVersionError",
     "Counter",
     "DriverTimeoutError",
+    "ExclusivePublication",
+    "FragmentAssembler",
+    "Image",
+    "Message",
+    "Publication",
+    "PublicationClosedError",
     "RegistrationError",
+    "Subscription",
 ]

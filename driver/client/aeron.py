@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import threading
@@ -222,6 +223,24 @@ class Aeron:
             )
             self._publications[correlation_id] = publication
             return publication
+
+    async def add_publication_async(self, channel: str, stream_id: int) -> Publication:
+        """``add_publication`` without blocking the event loop while the driver answers."""
+        return await asyncio.to_thread(self.add_publication, channel, stream_id)
+
+    async def add_exclusive_publication_async(self, channel: str, stream_id: int) -> ExclusivePublication:
+        return await asyncio.to_thread(self.add_exclusive_publication, channel, stream_id)
+
+    async def add_subscription_async(
+        self,
+        channel: str,
+        stream_id: int,
+        on_available_image: ImageHandler | None = None,
+        on_unavailable_image: ImageHandler | None = None,
+    ) -> Subscription:
+        return await asyncio.to_thread(
+            self.add_subscription, channel, stream_id, on_available_image, on_unavailable_image
+        )
 
     def release_publication(self, publication: Publication | ExclusivePublication) -> None:
         with self.conductor.lock:

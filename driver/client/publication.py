@@ -101,6 +101,12 @@ class _PublicationBase:
             return MAX_POSITION_EXCEEDED
         return BACK_PRESSURED if lbd.is_connected(self._meta) else NOT_CONNECTED
 
+    async def offer_async(self, data: Any, *, timeout_s: float | None = None) -> int:
+        """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``)."""
+        from driver.client.aio import offer
+
+        return await offer(self, data, timeout_s=timeout_s)
+
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""
         if not self.is_closed:

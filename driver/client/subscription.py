@@ -9,7 +9,10 @@ from driver.client.image import ControlledFragmentHandler, Image
 from driver.concurrent.logbuffer.term_reader import FragmentHandler
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from driver.client.aeron import Aeron
+    from driver.client.aio import Message
 
 ImageHandler = Callable[[Image], None]
 
@@ -79,6 +82,12 @@ class Subscription:
                 break
             fragments += images[(start + i) % count].controlled_poll(handler, fragment_limit - fragments)
         return fragments
+
+    def messages(self, fragment_limit: int = 64) -> AsyncIterator[Message]:
+        """``async for message in subscription.messages()``: whole messages, until the subscription closes."""
+        from driver.client.aio import messages
+
+        return messages(self, fragment_limit)
 
     # --- driven by the client conductor ----------------------------------------------------------
 
