@@ -8,8 +8,8 @@ from pathlib import Path
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
-HEADERS = ["amd_atomic.h", "amd_term.h"]
-SOURCES = ["amd_atomic.c", "amd_term.c"]
+HEADERS = ["amd_atomic.h", "amd_term.h", "amd_publication.h"]
+SOURCES = ["amd_atomic.c", "amd_term.c", "amd_publication.c"]
 
 
 def _cdef(header: Path) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.counters import AtomicCounter, counter_offset
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 from driver.concurrent.logbuffer.exclusive_term_appender import ExclusiveTermAppender
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
-from driver.concurrent.logbuffer.term_appender import FAILED, TRIPPED, TermAppender
+from driver.concurrent.logbuffer.publication_offer import MESSAGE_TOO_LONG, NativeOffer
+from driver.concurrent.logbuffer.term_appender import FAILED, TRIPPED, TermAppender, TermIdMismatchError
 from driver.protocol.frames import HEADER_LENGTH
 from driver.util.bit_util import to_int32
 
@@ -131,6 +132,17 @@ class Publication(_PublicationBase):
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
         self._get_limit = self._publication_limit.get
+        self._native_offer = NativeOffer(
+            self.log_buffers,
+            self._publication_limit.values_buffer,
+            counter_offset(self._publication_limit.id),
+            self._header_template,
+            self.position_bits_to_shift,
+            self.initial_term_id,
+            self.max_payload_length,
+            self.max_message_length,
+            self.max_possible_position,
+        ).offer
 
     @property
     def position(self) -> int:
@@ -148,27 +160,17 @@ class Publication(_PublicationBase):
         """Append ``data`` (bytes or any contiguous buffer) as one message; the new position or a code."""
         if self.is_closed:
             return CLOSED
-        limit = self._get_limit()
-        meta = self._meta
-        term_count = lbd.active_term_count(meta)
-        appender = self._appenders[term_count % 3]
-        raw_tail = appender.raw_tail_volatile()
-        term_offset = raw_tail & 0xFFFF_FFFF
-        term_id = raw_tail >> 32
-        if term_count != ((term_id - self.initial_term_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000:
-            return ADMIN_ACTION  # another publisher is rotating the log
-        position = (term_count << self.position_bits_to_shift) + term_offset
-        length = _length(data)
-        if position >= limit:
-            return self._back_pressure_status(position, length)
-        if length <= self.max_payload_length:
-            result = appender.append_unfragmented(term_id, self._header_template, data, reserved_value)
-        else:
-            self._check_length(length)
-            result = appender.append_fragmented(
-                term_id, self._header_template, data, self.max_payload_length, reserved_value
-            )
-        return self._new_position(term_count, term_offset, term_id, position, result)
+        result = self._native_offer(data, reserved_value)
+        if result < MAX_POSITION_EXCEEDED:
+            self._raise_offer_error(result, data)
+        return result
+
+    def _raise_offer_error(self, result: int, data: Any) -> None:
+        if result == MESSAGE_TOO_LONG:
+            self._check_length(_length(data))
+        raise TermIdMismatchError(
+            "action possibly delayed: the log moved on more than a whole term while this offer ran"
+        )
 
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         """Claim space for one unfragmented message of ``length`` bytes to fill in place, then

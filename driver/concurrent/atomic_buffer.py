@@ -44,6 +44,15 @@ class AtomicBuffer:
         parent._children.append(child)
         return child
 
+    def address(self, offset: int = 0) -> Any:
+        """The cffi pointer to ``offset``, for native structs built in driver/concurrent/ only.
+
+        Whoever stores it must stop using it before this buffer (and its mapping) is closed.
+        """
+        if not 0 <= offset <= self._length:
+            raise ValueError(f"offset {offset} is outside a buffer of {self._length} bytes")
+        return self._ptr + offset
+
     def slice(self, offset: int, length: int) -> AtomicBuffer:
         """A child view of ``length`` bytes at ``offset`` sharing this buffer's memory."""
         if offset < 0 or length < 0 or offset + length > self._length:

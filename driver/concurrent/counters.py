@@ -282,6 +282,10 @@ class AtomicCounter:
         return self._id
 
     @property
+    def values_buffer(self) -> AtomicBuffer:
+        return self._values
+
+    @property
     def is_closed(self) -> bool:
         return self._closed
 

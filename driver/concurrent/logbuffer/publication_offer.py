@@ -1,0 +1,53 @@
+"""A shared publication's offer as ONE native call (native/src/amd_publication.c).
+
+The Python publisher's throughput is bounded by how many Python-to-C crossings an offer makes; doing
+the limit check, the append and the rotation in one call keeps an offer to about one crossing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from driver._native import ffi, lib
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer.log_buffers import LogBuffers
+
+MESSAGE_TOO_LONG = lib.AMD_OFFER_MESSAGE_TOO_LONG
+TERM_ID_MISMATCH = lib.AMD_OFFER_TERM_ID_MISMATCH
+
+
+class NativeOffer:
+    """Holds the per-publication constants of the native offer; ``offer`` is the hot path."""
+
+    __slots__ = ("_struct",)
+
+    def __init__(
+        self,
+        log_buffers: LogBuffers,
+        limit_values: AtomicBuffer,
+        limit_offset: int,
+        header_template: bytes,
+        position_bits_to_shift: int,
+        initial_term_id: int,
+        max_payload_length: int,
+        max_message_length: int,
+        max_possible_position: int,
+    ) -> None:
+        s = ffi.new("amd_publication_t *")
+        s.log = log_buffers.term_buffers[0].address()
+        s.meta = log_buffers.meta_data_buffer.address()
+        s.limit = limit_values.address(limit_offset)
+        s.term_length = log_buffers.term_length
+        s.position_bits_to_shift = position_bits_to_shift
+        s.initial_term_id = initial_term_id
+        s.max_payload_length = max_payload_length
+        s.max_message_length = max_message_length
+        s.max_possible_position = max_possible_position
+        s.header_template = header_template
+        self._struct = s
+
+    def offer(self, src: Any, reserved_value: int = 0) -> int:
+        """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        return lib.amd_publication_offer(self._struct, src, len(src), reserved_value)

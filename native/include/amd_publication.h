@@ -1,0 +1,37 @@
+/* The whole of a shared (concurrent) publication's offer in one call: limit check, term checks, the
+ * append (unfragmented or fragmented) and log rotation, as Aeron 1.15.1's ConcurrentPublication.offer.
+ * This header is also the cffi cdef (preprocessor lines are dropped). */
+#ifndef AMD_PUBLICATION_H
+#define AMD_PUBLICATION_H
+#include <stdint.h>
+
+/* Results other than a new position (> 0); the first five are Publication's public codes. */
+enum
+{
+    AMD_OFFER_NOT_CONNECTED = -1,
+    AMD_OFFER_BACK_PRESSURED = -2,
+    AMD_OFFER_ADMIN_ACTION = -3,
+    AMD_OFFER_MAX_POSITION_EXCEEDED = -5,
+    AMD_OFFER_MESSAGE_TOO_LONG = -100,
+    AMD_OFFER_TERM_ID_MISMATCH = -101
+};
+
+/* Everything an offer needs that does not change between offers; filled once per publication. The
+ * pointers are into mappings owned by the caller, which must outlive every offer. */
+typedef struct
+{
+    uint8_t *log;               /* term 0; terms are contiguous, term i at log + i * term_length */
+    uint8_t *meta;              /* the log's metadata section */
+    const uint8_t *limit;       /* the publisher-limit counter's int64 value */
+    int32_t term_length;
+    int32_t position_bits_to_shift;
+    int32_t initial_term_id;
+    int32_t max_payload_length;
+    int32_t max_message_length;
+    int64_t max_possible_position;
+    uint8_t header_template[32];
+} amd_publication_t;
+
+int64_t amd_publication_offer(
+    const amd_publication_t *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
+#endif

@@ -1,0 +1,96 @@
+/* See native/README.md for the memory-ordering contract. Log metadata offsets: spec/logbuffer.md §2. */
+#include "amd_publication.h"
+#include "amd_term.h"
+
+#define TAIL_COUNTERS_OFFSET 0
+#define ACTIVE_TERM_COUNT_OFFSET 24
+#define IS_CONNECTED_OFFSET 136
+#define PARTITION_COUNT 3
+
+/* LogBufferDescriptor.rotateLog: move the next partition's tail to the next term (unless another
+ * publisher already did), then advance the active term count from the one this offer saw. */
+static void rotate_log(uint8_t *meta, int32_t term_count, int32_t term_id)
+{
+    const int32_t next_term_id = (int32_t)((uint32_t)term_id + 1);
+    const int32_t next_term_count = (int32_t)((uint32_t)term_count + 1);
+    const int next_index = (int)((uint32_t)next_term_count % PARTITION_COUNT);
+    const int32_t expected_term_id = (int32_t)((uint32_t)next_term_id - PARTITION_COUNT);
+    int64_t *tail = (int64_t *)(meta + TAIL_COUNTERS_OFFSET + next_index * 8);
+    int64_t raw_tail = __atomic_load_n(tail, __ATOMIC_SEQ_CST);
+    while ((int32_t)(raw_tail >> 32) == expected_term_id)
+    {
+        const int64_t new_tail = (int64_t)((uint64_t)(uint32_t)next_term_id << 32);
+        if (__atomic_compare_exchange_n(tail, &raw_tail, new_tail, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        {
+            break;
+        }
+    }
+    int32_t expected = term_count;
+    __atomic_compare_exchange_n(
+        (int32_t *)(meta + ACTIVE_TERM_COUNT_OFFSET), &expected, next_term_count, 0, __ATOMIC_SEQ_CST,
+        __ATOMIC_SEQ_CST);
+}
+
+int64_t amd_publication_offer(
+    const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    uint8_t *meta = p->meta;
+    const int64_t limit = __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE);
+    const int32_t term_count = __atomic_load_n((const int32_t *)(meta + ACTIVE_TERM_COUNT_OFFSET), __ATOMIC_ACQUIRE);
+    const int index = (int)((uint32_t)term_count % PARTITION_COUNT);
+    const int64_t raw_tail =
+        __atomic_load_n((const int64_t *)(meta + TAIL_COUNTERS_OFFSET + index * 8), __ATOMIC_ACQUIRE);
+    const int32_t term_offset = (int32_t)(raw_tail & 0xFFFFFFFFLL);
+    const int32_t term_id = (int32_t)(raw_tail >> 32);
+
+    if (term_count != (int32_t)((uint32_t)term_id - (uint32_t)p->initial_term_id))
+    {
+        return AMD_OFFER_ADMIN_ACTION; /* another publisher is between the tail and the term count */
+    }
+
+    const int64_t position = ((int64_t)term_count << p->position_bits_to_shift) + term_offset;
+    if (position < limit)
+    {
+        uint8_t *term = p->log + (int64_t)index * p->term_length;
+        const int64_t tail_offset = TAIL_COUNTERS_OFFSET + index * 8;
+        int64_t result;
+        if (length <= p->max_payload_length)
+        {
+            result = amd_term_append_unfragmented(
+                term, p->term_length, meta, tail_offset, term_id, p->header_template, src, length, reserved_value);
+        }
+        else
+        {
+            if (length > p->max_message_length)
+            {
+                return AMD_OFFER_MESSAGE_TOO_LONG;
+            }
+            result = amd_term_append_fragmented(
+                term, p->term_length, meta, tail_offset, term_id, p->header_template, src, length,
+                p->max_payload_length, reserved_value);
+        }
+
+        if (result > 0)
+        {
+            return position - term_offset + result;
+        }
+        if (result == AMD_APPEND_TERM_ID_MISMATCH)
+        {
+            return AMD_OFFER_TERM_ID_MISMATCH;
+        }
+        if (position + term_offset > p->max_possible_position)
+        {
+            return AMD_OFFER_MAX_POSITION_EXCEEDED;
+        }
+        rotate_log(meta, term_count, term_id);
+        return AMD_OFFER_ADMIN_ACTION;
+    }
+
+    if (position + length >= p->max_possible_position)
+    {
+        return AMD_OFFER_MAX_POSITION_EXCEEDED;
+    }
+    return __atomic_load_n((const int32_t *)(meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
+        ? AMD_OFFER_BACK_PRESSURED
+        : AMD_OFFER_NOT_CONNECTED;
+}
