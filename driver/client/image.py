@@ -74,7 +74,9 @@ class Image:
     @property
     def is_end_of_stream(self) -> bool:
         """The publisher has gone and everything it published has been consumed."""
-        return self.is_closed or self._position >= lbd.end_of_stream_position(self._meta)
+        if self.is_closed:
+            return self._is_eos_at_close
+        return self._position >= lbd.end_of_stream_position(self._meta)
 
     def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """Deliver up to ``fragment_limit`` fragments to ``handler(buffer, offset, length, header)``."""
@@ -136,7 +138,10 @@ class Image:
             self._subscriber_position.set_ordered(position)
 
     def close(self) -> None:
-        self.is_closed = True
+        if not self.is_closed:
+            # As 1.15.1: decided once, from where this subscriber got to (a closed image may be unmapped).
+            self._is_eos_at_close = self._position >= lbd.end_of_stream_position(self._meta)
+            self.is_closed = True
 
 
 class _Stop(Exception):
