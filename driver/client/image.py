@@ -56,6 +56,7 @@ class Image:
         self._header = Header(self.initial_term_id, self.position_bits_to_shift, self)
         self._reader = reader
         self.is_closed = False
+        self._is_eos_at_close = False
 
     def __repr__(self) -> str:
         return (
