@@ -7,35 +7,66 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
 from driver.client_proxy import ClientProxy
 from driver.concurrent.counters import (
     CLIENT_HEARTBEAT_TYPE_ID,
+    RECEIVE_CHANNEL_STATUS_NAME,
+    RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    SEND_CHANNEL_STATUS_NAME,
+    SEND_CHANNEL_STATUS_TYPE_ID,
     AtomicCounter,
     CountersManager,
+    channel_status_key,
+    channel_status_label,
     client_heartbeat_key,
     client_heartbeat_label,
 )
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
+from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.ipc_publication import IpcPublication
 from driver.ipc_publication import State as IpcState
-from driver.links import CounterLink, IpcSubscriptionLink, PublicationLink, SubscriptionLink
+from driver.links import (
+    CounterLink,
+    IpcSubscriptionLink,
+    NetworkSubscriptionLink,
+    PublicationLink,
+    SubscriptionLink,
+)
+from driver.media.network_lookup import resolve_host, system_interfaces
+from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.media.send_channel_endpoint import SendChannelEndpoint
+from driver.media.udp_transport import UdpTransport
+from driver.network_publication import NetworkPublication
+from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
+from driver.protocol import frames
 from driver.protocol.channel_uri import IPC_CHANNEL, ChannelUri
+from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
+from driver.protocol.flow_control import MaxMulticastFlowControl, UnicastFlowControl
 from driver.protocol.publication_params import (
     ExistingPublication,
     PublicationParams,
     SubscriptionParams,
     validate_shared_publication,
 )
-from driver.raw_log import new_ipc_publication_log
+from driver.protocol.retransmit_handler import RetransmitHandler
+from driver.protocol.udp_channel import UdpChannel
+from driver.publication_image import PublicationImage
+from driver.publication_image import State as ImageState
+from driver.raw_log import IMAGES_DIR, PUBLICATIONS_DIR, RawLog, log_file_name, new_ipc_publication_log
+from driver.reports.loss_report import LossReport
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.bit_util import to_int32
 
+CHANNEL_STATUS_ERRORED = -1
+NAK_UNICAST_DELAY_NS = 60_000_000
 NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have no channel endpoint
 
 
@@ -72,6 +103,11 @@ class DriverConductor:
         epoch_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         nano_clock: Callable[[], int] = time.monotonic_ns,
         rng: random.Random | None = None,
+        sender_commands: CommandQueue | None = None,
+        receiver_commands: CommandQueue | None = None,
+        sender: Any = None,
+        receiver: Any = None,
+        loss_report: LossReport | None = None,
     ) -> None:
         self._ctx = ctx
         self._to_driver = to_driver
@@ -89,6 +125,18 @@ class DriverConductor:
         self._active_session_ids: set[int] = set()
         self._rng = rng or random.Random()
         self._next_session_id = random_int32(self._rng)
+        self.commands = CommandQueue()
+        # Not `or`: an empty queue is falsy.
+        self._sender_commands = sender_commands if sender_commands is not None else CommandQueue()
+        self._receiver_commands = receiver_commands if receiver_commands is not None else CommandQueue()
+        self._sender = sender
+        self._receiver = receiver
+        self._loss_report = loss_report
+        self._network_publications: list[NetworkPublication] = []
+        self._images: list[PublicationImage] = []
+        self._send_endpoints: dict[str, SendChannelEndpoint] = {}
+        self._receive_endpoints: dict[str, tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = {}
+        self._interfaces = None
         self._timer_interval_ns = ctx.timer_interval_ns
         self._next_timer_ns = 0
         self._now_ms = epoch_clock_ms()
@@ -106,9 +154,17 @@ class DriverConductor:
     def do_work(self) -> int:
         now_ns = self._nano_clock()
         work = self._command_adapter.receive()
+        work += self.commands.drain()
         if now_ns >= self._next_timer_ns:
             self._next_timer_ns = now_ns + self._timer_interval_ns
             work += self._on_timer(now_ns)
+        sm_timeout_ns = self._ctx.status_message_timeout_ns
+        for image in self._images:
+            if image.is_tracking_rebuild:
+                work += image.track_rebuild(now_ns, sm_timeout_ns)
+        for network_publication in self._network_publications:
+            if network_publication.state is NetState.ACTIVE:
+                work += network_publication.update_publisher_limit()
         for publication in self._ipc_publications:
             if publication.state is IpcState.ACTIVE:
                 work += publication.update_publisher_limit()
@@ -120,6 +176,18 @@ class DriverConductor:
         for publication in self._ipc_publications:
             publication.close()
         self._ipc_publications.clear()
+        for network_publication in self._network_publications:
+            network_publication.close()
+        self._network_publications.clear()
+        for image in self._images:
+            image.close()
+        self._images.clear()
+        for endpoint in self._send_endpoints.values():
+            endpoint.close()
+        for endpoint, _ in self._receive_endpoints.values():
+            endpoint.close()
+        self._send_endpoints.clear()
+        self._receive_endpoints.clear()
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -129,6 +197,8 @@ class DriverConductor:
         work = self._check_clients(now_ms)
         work += self._check_for_blocked_commands(now_ns)
         work += self._check_ipc_publications(now_ns)
+        work += self._check_network_publications(now_ns)
+        work += self._check_images(now_ns)
         return work
 
     def _check_ipc_publications(self, now_ns: int) -> int:
@@ -200,9 +270,12 @@ class DriverConductor:
     def _release_client(self, client: AeronClient) -> None:
         """Everything the client held goes: publications are released, subscriptions and counters freed."""
         client_id = client.client_id
-        for links in (self._publication_links, self._subscription_links, self._counter_links):
-            for registration_id in [r for r, link in links.items() if link.client_id == client_id]:
-                links.pop(registration_id).close()
+        for registration_id in [r for r, link in self._publication_links.items() if link.client_id == client_id]:
+            self._publication_links.pop(registration_id).close()
+        for registration_id in [r for r, link in self._subscription_links.items() if link.client_id == client_id]:
+            self._close_subscription_link(self._subscription_links.pop(registration_id))
+        for registration_id in [r for r, link in self._counter_links.items() if link.client_id == client_id]:
+            self._counter_links.pop(registration_id).close()
         client.heartbeat.close()
         self._clients.pop(client_id, None)
 
@@ -248,7 +321,8 @@ class DriverConductor:
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         if not msg.channel.startswith("aeron:ipc"):
-            self._not_yet("publications on " + msg.channel.split("?")[0])
+            self._on_add_network_publication(msg, exclusive)
+            return
         uri = ChannelUri.parse(msg.channel)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
@@ -413,8 +487,11 @@ class DriverConductor:
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
+        if msg.channel.startswith("aeron-spy:"):
+            self._not_yet("spy subscriptions")
         if not msg.channel.startswith("aeron:ipc"):
-            self._not_yet("subscriptions on " + msg.channel.split("?")[0])
+            self._on_add_network_subscription(msg)
+            return
         params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
@@ -442,7 +519,7 @@ class DriverConductor:
             raise ControlProtocolError(
                 cp.ErrorCode.UNKNOWN_SUBSCRIPTION, f"unknown subscription: {msg.registration_id}"
             )
-        link.close()
+        self._close_subscription_link(link)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_destination(self, msg: cp.DestinationMessage) -> None:
@@ -460,3 +537,389 @@ class DriverConductor:
 
     def on_remove_rcv_destination(self, msg: cp.DestinationMessage) -> None:
         self.on_add_rcv_destination(msg)
+
+    # --- UDP: send side -----------------------------------------------------------------------------
+
+    def _parse_udp_channel(self, channel: str) -> UdpChannel:
+        if self._interfaces is None:
+            self._interfaces = system_interfaces()
+        return UdpChannel.parse(
+            channel,
+            resolve=resolve_host,
+            interfaces=self._interfaces,
+            default_multicast_ttl=self._ctx.socket_multicast_ttl,
+        )
+
+    def _get_or_create_send_endpoint(self, udp_channel: UdpChannel) -> SendChannelEndpoint:
+        endpoint = self._send_endpoints.get(udp_channel.canonical_form)
+        if endpoint is None:
+            status = self._counters.new_counter(
+                channel_status_label(SEND_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
+                SEND_CHANNEL_STATUS_TYPE_ID,
+                channel_status_key(udp_channel.original_uri_string),
+            )
+            try:
+                transport = UdpTransport.open_send(
+                    udp_channel,
+                    so_sndbuf=self._ctx.socket_so_sndbuf,
+                    so_rcvbuf=self._ctx.socket_so_rcvbuf,
+                    ttl=self._ctx.socket_multicast_ttl,
+                )
+            except Exception as e:
+                status.set(CHANNEL_STATUS_ERRORED)
+                status.close()
+                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+            endpoint = SendChannelEndpoint(udp_channel, transport, status)
+            self._send_endpoints[udp_channel.canonical_form] = endpoint
+            self._sender_commands.offer(self._sender.register_endpoint, endpoint)
+        return endpoint
+
+    def _on_add_network_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
+        ctx = self._ctx
+        udp_channel = self._parse_udp_channel(msg.channel)
+        params = PublicationParams.from_uri(
+            udp_channel.channel_uri,
+            is_exclusive=exclusive,
+            default_term_length=ctx.term_buffer_length,
+            default_mtu=ctx.mtu_length,
+            default_linger_ns=ctx.publication_linger_timeout_ns,
+            default_sparse=ctx.term_buffer_sparse_file,
+        )
+        client = self._get_or_add_client(msg.client_id)
+        endpoint = self._get_or_create_send_endpoint(udp_channel)
+        publication = None
+        if not exclusive:
+            for candidate in self._network_publications:
+                if (
+                    candidate.stream_id == msg.stream_id
+                    and candidate.channel_endpoint is endpoint
+                    and candidate.state is NetState.ACTIVE
+                    and not candidate.is_exclusive
+                ):
+                    validate_shared_publication(
+                        ExistingPublication(candidate.session_id, candidate.mtu_length, candidate.term_buffer_length),
+                        params,
+                    )
+                    publication = candidate
+                    break
+        if publication is None:
+            if params.session_id is not None and not params.is_session_id_tagged:
+                self._confirm_session_id_not_in_use(params.session_id)
+            publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+        self._publication_links[msg.correlation_id] = PublicationLink(msg.correlation_id, client.client_id, publication)
+        self._client_proxy.on_publication_ready(
+            msg.correlation_id,
+            publication.registration_id,
+            publication.session_id,
+            msg.stream_id,
+            publication.publisher_limit.id,
+            endpoint.status.id,
+            publication.log_file_name,
+            exclusive,
+        )
+
+    def _add_network_publication(
+        self,
+        msg: cp.PublicationMessage,
+        params: PublicationParams,
+        udp_channel: UdpChannel,
+        endpoint: SendChannelEndpoint,
+        exclusive: bool,
+    ) -> NetworkPublication:
+        ctx = self._ctx
+        registration_id = msg.correlation_id
+        session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
+        initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
+        path = ctx.aeron_path / PUBLICATIONS_DIR / log_file_name(
+            udp_channel.canonical_form, session_id, msg.stream_id, registration_id
+        )
+        raw_log = RawLog(path, params.term_length, ctx.file_page_size, params.is_sparse)
+        lbd.initialise_publication_metadata(
+            raw_log.meta_data,
+            session_id=session_id,
+            stream_id=msg.stream_id,
+            initial_term_id=initial_term_id,
+            mtu_length=params.mtu_length,
+            term_length=params.term_length,
+            page_size=ctx.file_page_size,
+            correlation_id=registration_id,
+            term_id=params.term_id if params.is_replay else None,
+            term_offset=params.term_offset if params.is_replay else 0,
+        )
+        counters = self._counters
+        channel = msg.channel
+        publisher_pos = stream_counters.publisher_pos(counters, registration_id, session_id, msg.stream_id, channel)
+        publisher_limit = stream_counters.publisher_limit(counters, registration_id, session_id, msg.stream_id, channel)
+        sender_pos = stream_counters.sender_pos(counters, registration_id, session_id, msg.stream_id, channel)
+        sender_limit = stream_counters.sender_limit(counters, registration_id, session_id, msg.stream_id, channel)
+        if params.is_replay:
+            bits = lbd.position_bits_to_shift(params.term_length)
+            position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
+            for counter in (publisher_pos, publisher_limit, sender_pos, sender_limit):
+                counter.set(position)
+        window = params.term_length // 2
+        if ctx.publication_term_window_length:
+            window = min(window, ctx.publication_term_window_length)
+        flow_control = MaxMulticastFlowControl() if udp_channel.is_multicast else UnicastFlowControl()
+        publication = NetworkPublication(
+            registration_id,
+            channel,
+            session_id,
+            msg.stream_id,
+            params.entity_tag,
+            raw_log,
+            endpoint,
+            publisher_pos,
+            publisher_limit,
+            sender_pos,
+            sender_limit,
+            flow_control,
+            RetransmitHandler(StaticDelayGenerator(0, immediate_first=True)),
+            self._system_counters,
+            window,
+            params.linger_ns,
+            ctx.publication_connection_timeout_ns,
+            ctx.publication_unblock_timeout_ns,
+            self._nano_clock,
+            exclusive,
+        )
+        endpoint.ref_count += 1
+        self._network_publications.append(publication)
+        self._active_session_ids.add(session_id)
+        self._sender_commands.offer(self._sender.add_publication, publication)
+        return publication
+
+    def cleanup_network_publication(self, publication: NetworkPublication) -> None:
+        self._active_session_ids.discard(publication.session_id)
+        self._sender_commands.offer(self._sender.remove_publication, publication)
+        endpoint = publication.channel_endpoint
+        if endpoint.ref_count <= 0 and self._send_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint:
+            del self._send_endpoints[endpoint.udp_channel.canonical_form]
+            self._sender_commands.offer(self._sender.close_endpoint, endpoint)
+
+    def _check_network_publications(self, now_ns: int) -> int:
+        ended = []
+        for publication in self._network_publications:
+            publication.on_time_event(now_ns, self)
+            if publication.has_sender_released:
+                ended.append(publication)
+        for publication in ended:
+            self._network_publications.remove(publication)
+            publication.close()
+        return len(ended)
+
+    # --- UDP: receive side --------------------------------------------------------------------------
+
+    def _get_or_create_receive_endpoint(
+        self, udp_channel: UdpChannel
+    ) -> tuple[ReceiveChannelEndpoint, DataPacketDispatcher]:
+        entry = self._receive_endpoints.get(udp_channel.canonical_form)
+        if entry is None:
+            status = self._counters.new_counter(
+                channel_status_label(RECEIVE_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
+                RECEIVE_CHANNEL_STATUS_TYPE_ID,
+                channel_status_key(udp_channel.original_uri_string),
+            )
+            try:
+                transport = UdpTransport.open_receive(
+                    udp_channel, so_rcvbuf=self._ctx.socket_so_rcvbuf, so_sndbuf=self._ctx.socket_so_sndbuf
+                )
+            except Exception as e:
+                status.set(CHANNEL_STATUS_ERRORED)
+                status.close()
+                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+            endpoint = ReceiveChannelEndpoint(
+                udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
+            )
+            dispatcher = DataPacketDispatcher(self._queue_create_image, self._receiver.on_pending_setup)
+            entry = self._receive_endpoints[udp_channel.canonical_form] = (endpoint, dispatcher)
+            self._receiver_commands.offer(self._receiver.register_endpoint, endpoint, dispatcher)
+        return entry
+
+    def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
+        udp_channel = self._parse_udp_channel(msg.channel)
+        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        client = self._get_or_add_client(msg.client_id)
+        endpoint, dispatcher = self._get_or_create_receive_endpoint(udp_channel)
+        for other in self._subscription_links.values():
+            if (
+                isinstance(other, NetworkSubscriptionLink)
+                and other.endpoint is endpoint
+                and other.stream_id == msg.stream_id
+                and other.params.session_id == params.session_id
+                and other.params.is_reliable != params.is_reliable
+            ):
+                raise ControlProtocolError(
+                    cp.ErrorCode.GENERIC_ERROR,
+                    f"option conflicts with existing subscriptions: reliable={params.is_reliable} on {msg.channel}",
+                )
+        if params.session_id is not None:
+            if endpoint.inc_ref_to_stream_and_session(msg.stream_id, params.session_id) == 1:
+                self._receiver_commands.offer(dispatcher.add_subscription, msg.stream_id, params.session_id)
+        elif endpoint.inc_ref_to_stream(msg.stream_id) == 1:
+            self._receiver_commands.offer(dispatcher.add_subscription, msg.stream_id, None)
+        link = NetworkSubscriptionLink(
+            msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params, endpoint=endpoint
+        )
+        self._subscription_links[msg.correlation_id] = link
+        self._client_proxy.on_subscription_ready(msg.correlation_id, endpoint.status.id)
+        for image in self._images:
+            if link.matches_image(image) and image.is_accepting_subscriptions():
+                join_position = image.rebuild_position.get()
+                position = stream_counters.subscriber_pos(
+                    self._counters, link.registration_id, image.session_id, image.stream_id, link.channel, join_position
+                )
+                image.add_subscriber(position)
+                link.link(image, position)
+                self._client_proxy.on_available_image(
+                    image.correlation_id,
+                    image.session_id,
+                    image.stream_id,
+                    link.registration_id,
+                    position.id,
+                    image.log_file_name,
+                    image.source_identity,
+                )
+
+    def _close_subscription_link(self, link: SubscriptionLink) -> None:
+        link.close()
+        if not isinstance(link, NetworkSubscriptionLink) or link.endpoint is None:
+            return
+        endpoint = link.endpoint
+        entry = self._receive_endpoints.get(endpoint.udp_channel.canonical_form)
+        if entry is None:
+            return
+        dispatcher = entry[1]
+        session_id = link.params.session_id
+        if session_id is not None:
+            if endpoint.dec_ref_to_stream_and_session(link.stream_id, session_id) == 0:
+                self._receiver_commands.offer(dispatcher.remove_subscription, link.stream_id, session_id)
+        elif endpoint.dec_ref_to_stream(link.stream_id) == 0:
+            self._receiver_commands.offer(dispatcher.remove_subscription, link.stream_id, None)
+        if endpoint.should_be_closed():
+            del self._receive_endpoints[endpoint.udp_channel.canonical_form]
+            self._receiver_commands.offer(self._receiver.close_endpoint, endpoint)
+
+    def _queue_create_image(self, setup, endpoint, transport_index, control_address, source) -> None:
+        self.commands.offer(self.on_create_publication_image, setup, endpoint, transport_index, control_address, source)
+
+    def on_create_publication_image(
+        self,
+        setup: frames.SetupFrame,
+        endpoint: ReceiveChannelEndpoint,
+        transport_index: int,
+        control_address: tuple[str, int],
+        source: tuple[str, int],
+    ) -> None:
+        ctx = self._ctx
+        entry = self._receive_endpoints.get(endpoint.udp_channel.canonical_form)
+        if entry is None or entry[0] is not endpoint:
+            return
+        dispatcher = entry[1]
+        bits = lbd.position_bits_to_shift(setup.term_length)
+        join_position = lbd.compute_position(setup.active_term_id, setup.term_offset, bits, setup.initial_term_id)
+        registration_id = self._to_driver.next_correlation_id()
+        links = [
+            link
+            for link in self._subscription_links.values()
+            if link.matches_endpoint(endpoint, setup.stream_id, setup.session_id)
+        ]
+        if not links:
+            self._receiver_commands.offer(dispatcher.remove_pending_setup, setup.session_id, setup.stream_id)
+            return
+        positions = [
+            stream_counters.subscriber_pos(
+                self._counters, link.registration_id, setup.session_id, setup.stream_id, link.channel, join_position
+            )
+            for link in links
+        ]
+        channel = endpoint.channel
+        hwm = stream_counters.receiver_hwm(self._counters, registration_id, setup.session_id, setup.stream_id, channel)
+        rebuild = stream_counters.receiver_pos(
+            self._counters, registration_id, setup.session_id, setup.stream_id, channel
+        )
+        path = ctx.aeron_path / IMAGES_DIR / log_file_name(
+            endpoint.udp_channel.canonical_form, setup.session_id, setup.stream_id, registration_id
+        )
+        raw_log = RawLog(path, setup.term_length, ctx.file_page_size, ctx.term_buffer_sparse_file)
+        lbd.initialise_image_metadata(
+            raw_log.meta_data,
+            session_id=setup.session_id,
+            stream_id=setup.stream_id,
+            initial_term_id=setup.initial_term_id,
+            mtu_length=setup.mtu_length,
+            term_length=setup.term_length,
+            page_size=ctx.file_page_size,
+            correlation_id=registration_id,
+        )
+        is_reliable = all(link.params.is_reliable for link in links)
+        delay_generator = (
+            OptimalMulticastDelayGenerator(rng=self._rng)
+            if endpoint.is_multicast
+            else StaticDelayGenerator(NAK_UNICAST_DELAY_NS, immediate_first=True)
+        )
+        image = PublicationImage(
+            registration_id,
+            ctx.image_liveness_timeout_ns,
+            endpoint,
+            control_address,
+            setup.session_id,
+            setup.stream_id,
+            setup.initial_term_id,
+            setup.active_term_id,
+            setup.term_offset,
+            raw_log,
+            delay_generator,
+            positions,
+            hwm,
+            rebuild,
+            source,
+            ctx.initial_window_length,
+            self._loss_report,
+            is_reliable,
+            self._system_counters,
+            self._nano_clock(),
+            self._epoch_clock_ms,
+        )
+        for link, position in zip(links, positions, strict=True):
+            link.link(image, position)
+        self._images.append(image)
+        self._receiver_commands.offer(self._receiver.add_image, image, dispatcher)
+        for link, position in zip(links, positions, strict=True):
+            self._client_proxy.on_available_image(
+                registration_id,
+                setup.session_id,
+                setup.stream_id,
+                link.registration_id,
+                position.id,
+                image.log_file_name,
+                image.source_identity,
+            )
+
+    def _check_images(self, now_ns: int) -> int:
+        ended = []
+        for image in self._images:
+            if image.state is ImageState.ACTIVE and not image.has_activity_and_not_end_of_stream(now_ns):
+                image.if_active_go_inactive(now_ns)
+                entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
+                if entry is not None:
+                    self._receiver_commands.offer(self._receiver.remove_image, image, entry[1])
+            image.on_time_event(now_ns, self)
+            if image.has_reached_end_of_life:
+                ended.append(image)
+        for image in ended:
+            self._images.remove(image)
+            for link in self._subscription_links.values():
+                link.unlink(image)
+            image.close()
+        return len(ended)
+
+    def on_image_linger(self, image: PublicationImage) -> None:
+        for link in self._subscription_links.values():
+            if link.is_linked(image):
+                self._client_proxy.on_unavailable_image(
+                    image.correlation_id, link.registration_id, image.stream_id, image.channel_endpoint.channel
+                )
+        entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
+        if entry is not None:
+            self._receiver_commands.offer(entry[1].remove_cool_down, image.session_id, image.stream_id)

@@ -13,7 +13,10 @@ from driver.concurrent.counters import AtomicCounter
 
 if TYPE_CHECKING:
     from driver.ipc_publication import IpcPublication
+    from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+    from driver.network_publication import NetworkPublication
     from driver.protocol.publication_params import SubscriptionParams
+    from driver.publication_image import PublicationImage
 
 
 @dataclass(eq=False)
@@ -30,7 +33,7 @@ class CounterLink:
 class PublicationLink:
     registration_id: int
     client_id: int
-    publication: IpcPublication
+    publication: IpcPublication | NetworkPublication
 
     def __post_init__(self) -> None:
         self.publication.inc_ref()
@@ -50,6 +53,12 @@ class SubscriptionLink:
     positions: dict[Any, AtomicCounter] = field(default_factory=dict)
 
     def matches_ipc(self, publication: IpcPublication) -> bool:
+        return False
+
+    def matches_image(self, image: PublicationImage) -> bool:
+        return False
+
+    def matches_endpoint(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> bool:
         return False
 
     def is_linked(self, subscribable: Any) -> bool:
@@ -74,3 +83,15 @@ class IpcSubscriptionLink(SubscriptionLink):
         return publication.stream_id == self.stream_id and (
             session_id is None or session_id == publication.session_id
         )
+
+
+@dataclass(eq=False)
+class NetworkSubscriptionLink(SubscriptionLink):
+    endpoint: ReceiveChannelEndpoint | None = None
+
+    def matches_endpoint(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> bool:
+        session = self.params.session_id
+        return endpoint is self.endpoint and stream_id == self.stream_id and (session is None or session == session_id)
+
+    def matches_image(self, image: PublicationImage) -> bool:
+        return self.matches_endpoint(image.channel_endpoint, image.stream_id, image.session_id)

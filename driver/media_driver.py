@@ -14,9 +14,10 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from driver.agent.idle_strategy import BackoffIdleStrategy
-from driver.agent.runner import AgentRunner
+from driver.agent.runner import AgentRunner, CompositeAgent
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile, CncLengths
@@ -25,7 +26,11 @@ from driver.concurrent.error_log import DistinctErrorLog, ErrorLogReader, format
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.conductor import DriverConductor
 from driver.context import DriverContext
-from driver.reports.loss_report import create_loss_report_file
+from driver.media.loss_generator import LossGenerator
+from driver.protocol.frames import HDR_TYPE_DATA, HDR_TYPE_PAD
+from driver.receiver import Receiver
+from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
+from driver.sender import Sender
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 
 
@@ -120,9 +125,17 @@ class MediaDriver:
         )
         self.system_counters = SystemCounters(self.counters)
         self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_clock_ms)
-        create_loss_report_file(self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size)
+        loss_report_path = create_loss_report_file(self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size)
+        self.loss_report_file = LossReportFile.map_existing(loss_report_path, writable=True)
         self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
         self.client_proxy = ClientProxy(BroadcastTransmitter(self.cnc.to_clients_buffer))
+        loss_generator = None
+        if ctx.receive_data_loss_rate > 0:
+            loss_generator = LossGenerator(
+                ctx.receive_data_loss_rate, ctx.receive_data_loss_seed, {HDR_TYPE_DATA, HDR_TYPE_PAD}
+            )
+        self.sender = Sender(self.system_counters, nano_clock)
+        self.receiver = Receiver(self.system_counters, loss_generator, nano_clock)
         self.conductor = DriverConductor(
             ctx,
             self.to_driver,
@@ -132,6 +145,11 @@ class MediaDriver:
             self.on_error,
             epoch_clock_ms,
             nano_clock,
+            sender_commands=self.sender.commands,
+            receiver_commands=self.receiver.commands,
+            sender=self.sender,
+            receiver=self.receiver,
+            loss_report=LossReport(self.loss_report_file.buffer),
         )
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         self.cnc.signal_ready()
@@ -174,8 +192,12 @@ class MediaDriver:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def _agents(self) -> list[object]:
-        return [self.conductor]
+    def _agents(self) -> list[Any]:
+        """DEDICATED: one runner per agent; SHARED (default): one runner over all of them."""
+        agents = [self.conductor, self.sender, self.receiver]
+        if self.ctx.threading_mode == "DEDICATED":
+            return agents
+        return [CompositeAgent(agents)]
 
     async def run(self) -> None:
         """Run every agent until ``request_stop()``; then shut down in two phases."""
@@ -189,6 +211,12 @@ class MediaDriver:
             )
             for agent in self._agents()
         ]
+        # Socket readiness wakes the runner that polls the socket (sender: control, receiver: data).
+        for runner in self._runners:
+            members = runner.agent.agents if isinstance(runner.agent, CompositeAgent) else [runner.agent]
+            for agent in members:
+                if isinstance(agent, Sender | Receiver):
+                    agent.waker = runner.waker
         for runner in self._runners:
             runner.start()
         try:
@@ -209,6 +237,7 @@ class MediaDriver:
         # A clean stop withdraws the heartbeat: clients learn at once that the driver is gone, and a new
         # driver may start on the same dir without waiting out the driver timeout.
         self.to_driver.set_consumer_heartbeat_time(0)
+        self.loss_report_file.close()
         self.cnc.close()
         if self.ctx.dir_delete_on_shutdown:
             shutil.rmtree(self.aeron_dir, ignore_errors=True)

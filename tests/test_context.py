@@ -47,7 +47,7 @@ def test_defaults_are_aeron_1_15_1s() -> None:
     assert ctx.timer_interval_ns == 1_000_000_000
     assert ctx.publication_linger_timeout_ns == 5_000_000_000
     assert ctx.counter_free_to_reuse_timeout_ns == 1_000_000_000
-    assert ctx.threading_mode == "DEDICATED"
+    assert ctx.threading_mode == "SHARED"  # ours: all agents share one loop (see context.py)
     assert ctx.dir_delete_on_start is False
     assert ctx.dir_delete_on_shutdown is False
     assert ctx.unknown_properties == []

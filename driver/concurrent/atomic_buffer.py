@@ -286,6 +286,44 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
+    # Receiver-side rebuild (spec/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
+    def term_rebuild_insert(self, term_offset: int, src: Any, src_offset: int, length: int) -> int:
+        """TermRebuilder.insert of the datagram ``src[src_offset : src_offset + length]`` at ``term_offset``.
+
+        Result: frames inserted (0 for a duplicate or a heartbeat), or AMD_REBUILD_OUT_OF_TERM /
+        AMD_REBUILD_MALFORMED (< 0, nothing written). Every frame header is checked before anything is
+        written; each absent frame goes in body first, its first 8 bytes last with a release store."""
+        if src_offset < 0 or length < 0 or src_offset + length > len(src):
+            raise ValueError(f"packet {src_offset}+{length} is outside a source of {len(src)} bytes")
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        return lib.amd_term_rebuild_insert(self._ptr, self._length, term_offset, src, src_offset, length)
+
+    def scan_for_gap(self, rebuild_offset: int, limit_offset: int) -> tuple[int, int]:
+        """TermGapScanner.scanForGap: (gap offset == new rebuild offset, gap length; 0 when no gap)."""
+        if not 0 <= rebuild_offset <= self._length or rebuild_offset & 31:
+            raise ValueError(f"rebuild offset {rebuild_offset} is not a frame offset in {self._length} bytes")
+        result = lib.amd_term_scan_for_gap(self._ptr, self._length, rebuild_offset, limit_offset)
+        return result >> 32, result & 0xFFFFFFFF
+
+    def scan_for_gaps(
+        self, rebuild_offset: int, limit_offset: int, max_gaps: int, batch: FrameBatch
+    ) -> tuple[int, int]:
+        """Every gap below ``limit_offset``, at most ``max_gaps``: (new rebuild offset, gap count); the
+        (offset, length) pairs are in ``batch.pairs(count)``."""
+        if not 0 <= rebuild_offset <= self._length or rebuild_offset & 31:
+            raise ValueError(f"rebuild offset {rebuild_offset} is not a frame offset in {self._length} bytes")
+        if max_gaps > batch.capacity:
+            max_gaps = batch.capacity
+        result = lib.amd_term_scan_for_gaps(
+            self._ptr, self._length, rebuild_offset, limit_offset, max_gaps, batch._frames
+        )
+        return result >> 32, result & 0xFFFFFFFF
+
+    def term_gap_fill(self, gap_offset: int, gap_length: int, header_template: bytes, term_id: int) -> bool:
+        """TermGapFiller.tryFillGap: a committed PAD frame over the gap if every 32-byte slot is still 0."""
+        return bool(lib.amd_term_gap_fill(self._ptr, self._length, gap_offset, gap_length, header_template, term_id))
+
     def get_string_ascii(self, offset: int) -> str:
         """An int32 length-prefixed string, as Agrona's getStringAscii reads it."""
         length = self.get_int32(offset)

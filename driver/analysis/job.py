@@ -1,0 +1,322 @@
+"""The Spark job behind ``mediadriver analyze-loss``: many drivers' loss-report.dat -> Parquet + a report.
+
+Files are read with ``SparkContext.binaryFiles`` (paths, globs, or any URI Spark can read) and each file is
+decoded by one Python call (``decode.decode_file_for_spark``) in a flatMap; corrupt files are collected in a
+set accumulator and skipped. The decoded entries are written to ``<out>/entries.parquet``, read back for the
+aggregates, and ``report.write_report`` draws the charts and writes report.md and summary.json.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark import cloudpickle
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from driver.analysis import decode
+from driver.analysis.report import Aggregates, write_report
+
+APP_NAME = "mediadriver analyze-loss"
+PARQUET_DIR = "entries.parquet"
+TOP = 20
+# "Nice" bucket sizes for loss over time; the smallest giving at most MAX_BUCKETS buckets is used.
+BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000)
+MAX_BUCKETS = 200
+
+RAW_SCHEMA = T.StructType(
+    [
+        T.StructField("file", T.StringType(), False),
+        T.StructField("host", T.StringType(), False),
+        T.StructField("channel", T.StringType(), False),
+        T.StructField("source", T.StringType(), False),
+        T.StructField("stream_id", T.IntegerType(), False),
+        T.StructField("session_id", T.IntegerType(), False),
+        T.StructField("observation_count", T.LongType(), False),
+        T.StructField("total_bytes_lost", T.LongType(), False),
+        T.StructField("first_observation_ms", T.LongType(), False),
+        T.StructField("last_observation_ms", T.LongType(), False),
+    ]
+)
+assert tuple(RAW_SCHEMA.names) == decode.ROW_FIELDS
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(f"analyze-loss: {message}", file=sys.stderr, flush=True)
+
+
+def create_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
+    """A SparkSession for the job: no UI, UTC session time zone, quiet logs, executors on this Python."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(APP_NAME)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.log.level", "ERROR")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    # Executors then need pyspark but not this package (see decode.py).
+    cloudpickle.register_pickle_by_value(decode)
+    return spark
+
+
+@dataclass
+class DecodeCounters:
+    """Accumulators filled while the files are decoded (valid once an action over the rows has run)."""
+
+    skipped: Any
+    files: Any
+    entries: Any
+
+    def skipped_files(self) -> list[tuple[str, str]]:
+        return sorted(self.skipped.value)
+
+
+def decode_files(
+    spark: SparkSession, inputs: Sequence[str], min_partitions: int | None = None
+) -> tuple[DataFrame, DecodeCounters]:
+    """A lazy DataFrame of every entry in ``inputs`` (timestamps as TimestampType) and its counters."""
+    sc = spark.sparkContext
+    counters = DecodeCounters(
+        skipped=sc.accumulator(set(), decode.SetAccumulatorParam()),
+        files=sc.accumulator(0),
+        entries=sc.accumulator(0),
+    )
+    partitions = min_partitions or max(2, sc.defaultParallelism * 4)
+    rows = sc.binaryFiles(",".join(inputs), minPartitions=partitions).flatMap(
+        functools.partial(
+            decode.decode_file_for_spark,
+            skipped=counters.skipped,
+            files=counters.files,
+            entries=counters.entries,
+        )
+    )
+    raw = spark.createDataFrame(rows, RAW_SCHEMA)
+    df = raw.select(
+        *[c for c in RAW_SCHEMA.names if not c.endswith("_ms")],
+        F.timestamp_millis("first_observation_ms").alias("first_observation"),
+        F.timestamp_millis("last_observation_ms").alias("last_observation"),
+    )
+    return df, counters
+
+
+class StageMonitor:
+    """Prints the running stage's task progress (and entries decoded so far) every ``interval_s`` seconds."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        progress: Progress,
+        what: str,
+        counters: DecodeCounters | None = None,
+        interval_s: float = 2.0,
+    ) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._progress = progress
+        self._what = what
+        self._counters = counters
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="analyze-loss-progress", daemon=True)
+        self._last = ""
+
+    def __enter__(self) -> StageMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
+            except Exception:  # the context is stopping; progress is best effort
+                return
+            done = sum(s.numCompletedTasks for s in stages if s)
+            total = sum(s.numTasks for s in stages if s)
+            message = f"{self._what}: {done}/{total} tasks done" if total else f"{self._what}: starting"
+            if self._counters is not None:
+                message += f", {self._counters.entries.value:,d} entries from {self._counters.files.value:,d} files so far"
+            if message != self._last:
+                self._last = message
+                self._progress(message)
+
+
+@dataclass
+class AnalysisResult:
+    out_dir: Path
+    parquet: Path
+    report: Path
+    summary: Path
+    charts: list[Path]
+    files_read: int
+    entries: int
+    skipped: list[tuple[str, str]]
+    decode_seconds: float
+    aggregates: Aggregates = field(repr=False)
+
+    @property
+    def entries_per_second(self) -> float:
+        return self.entries / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]
+
+
+def _bucket_ms(span_ms: int) -> int:
+    for bucket in BUCKETS_MS:
+        if span_ms // bucket < MAX_BUCKETS:
+            return bucket
+    return max(BUCKETS_MS[-1], span_ms // MAX_BUCKETS + 1)
+
+
+def aggregate(entries: DataFrame, top: int = TOP) -> Aggregates:
+    """Everything the report shows, computed in Spark and collected (small results only)."""
+    loss = [
+        F.sum("total_bytes_lost").alias("bytes_lost"),
+        F.sum("observation_count").alias("observations"),
+        F.count(F.lit(1)).alias("images"),
+    ]
+    order = [F.desc("bytes_lost"), F.desc("observations")]
+    totals = entries.agg(
+        F.count(F.lit(1)).alias("entries"),
+        F.coalesce(F.sum("total_bytes_lost"), F.lit(0)).alias("bytes_lost"),
+        F.coalesce(F.sum("observation_count"), F.lit(0)).alias("observations"),
+        F.countDistinct("file").alias("files_with_loss"),
+        F.countDistinct("channel", "stream_id").alias("streams"),
+        F.min(F.unix_millis("first_observation")).alias("first_ms"),
+        F.max(F.unix_millis("last_observation")).alias("last_ms"),
+    ).first()
+    assert totals is not None
+    by = {
+        "channel": _rows(
+            entries.groupBy("channel")
+            .agg(*loss, F.countDistinct("host").alias("hosts"))
+            .orderBy(*order, "channel")
+            .limit(top)
+        ),
+        "source": _rows(
+            entries.groupBy("source")
+            .agg(*loss, F.countDistinct("host").alias("hosts"))
+            .orderBy(*order, "source")
+            .limit(top)
+        ),
+        "host": _rows(
+            entries.groupBy("host")
+            .agg(*loss, F.countDistinct("channel").alias("channels"))
+            .orderBy(*order, "host")
+            .limit(top)
+        ),
+    }
+    offenders = _rows(
+        entries.groupBy("channel", "stream_id")
+        .agg(*loss, F.countDistinct("host").alias("hosts"), F.countDistinct("source").alias("sources"))
+        .orderBy(*order, "channel", "stream_id")
+        .limit(top)
+    )
+    images = _rows(
+        entries.select(
+            "host",
+            "channel",
+            "stream_id",
+            "session_id",
+            "source",
+            "observation_count",
+            "total_bytes_lost",
+            F.unix_millis("first_observation").alias("first_ms"),
+            F.unix_millis("last_observation").alias("last_ms"),
+        )
+        .orderBy(
+            F.desc("total_bytes_lost"),
+            F.desc("observation_count"),
+            "host",
+            "channel",
+            "stream_id",
+            "session_id",
+        )
+        .limit(top)
+    )
+    over_time: list[dict[str, Any]] = []
+    bucket_ms = 0
+    if totals["entries"]:
+        bucket_ms = _bucket_ms(totals["last_ms"] - totals["first_ms"])
+        lost = entries.groupBy(
+            (F.floor(F.unix_millis("last_observation") / bucket_ms) * bucket_ms).alias("bucket_ms")
+        ).agg(F.sum("total_bytes_lost").alias("bytes_lost"))
+        new = entries.groupBy(
+            (F.floor(F.unix_millis("first_observation") / bucket_ms) * bucket_ms).alias("bucket_ms")
+        ).agg(F.count(F.lit(1)).alias("new_images"))
+        over_time = _rows(lost.join(new, "bucket_ms", "full_outer").na.fill(0).orderBy("bucket_ms"))
+    return Aggregates(
+        totals=totals.asDict(),
+        by_channel=by["channel"],
+        by_source=by["source"],
+        by_host=by["host"],
+        top_offenders=offenders,
+        top_images=images,
+        over_time=over_time,
+        bucket_ms=bucket_ms,
+    )
+
+
+def analyze(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    out_dir: Path | str,
+    progress: Progress = stderr_progress,
+    top: int = TOP,
+    min_partitions: int | None = None,
+) -> AnalysisResult:
+    """Decode ``inputs``, write ``<out>/entries.parquet``, aggregate and write the report."""
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    parquet = out / PARQUET_DIR
+    df, counters = decode_files(spark, inputs, min_partitions)
+    progress(f"decoding {len(inputs)} input path(s) on {spark.sparkContext.master} into {parquet}")
+    started = time.perf_counter()
+    with StageMonitor(spark, progress, "decoding", counters):
+        df.write.mode("overwrite").parquet(parquet.as_uri())
+    decode_seconds = time.perf_counter() - started
+    skipped = counters.skipped_files()
+    for path, reason in skipped:
+        progress(f"skipped {path}: {reason}")
+    files_read, entries = counters.files.value, counters.entries.value
+    progress(
+        f"decoded {entries:,d} entries from {files_read:,d} files in {decode_seconds:.1f} s "
+        f"({entries / max(decode_seconds, 1e-9):,.0f} entries/s); {len(skipped)} file(s) skipped"
+    )
+    progress("aggregating")
+    stored = spark.read.parquet(parquet.as_uri()).cache()
+    try:
+        with StageMonitor(spark, progress, "aggregating"):
+            aggregates = aggregate(stored, top)
+    finally:
+        stored.unpersist()
+    aggregates.files_read = files_read
+    aggregates.skipped = skipped
+    aggregates.inputs = list(inputs)
+    report, summary, charts = write_report(aggregates, out)
+    progress(f"wrote {report} and {len(charts)} chart(s)")
+    return AnalysisResult(
+        out, parquet, report, summary, charts, files_read, entries, skipped, decode_seconds, aggregates
+    )

@@ -1,0 +1,109 @@
+"""ReceiveChannelEndpoint: the UDP socket of one receive channel; it sends SMs, NAKs and setup requests."""
+
+from __future__ import annotations
+
+import random
+
+from driver.concurrent.counters import AtomicCounter
+from driver.media.udp_transport import UdpTransport
+from driver.protocol import frames
+from driver.protocol.udp_channel import UdpChannel
+
+CHANNEL_STATUS_ACTIVE = 1
+CHANNEL_STATUS_CLOSING = 2
+
+
+class ReceiveChannelEndpoint:
+    def __init__(
+        self,
+        udp_channel: UdpChannel,
+        transport: UdpTransport,
+        status: AtomicCounter,
+        short_sends: AtomicCounter,
+        receiver_id: int | None = None,
+    ) -> None:
+        self.udp_channel = udp_channel
+        self.channel = udp_channel.original_uri_string
+        self.transport = transport
+        self.status = status
+        self._short_sends = short_sends
+        self.receiver_id = receiver_id if receiver_id is not None else random.getrandbits(63)
+        self.ref_count_by_stream: dict[int, int] = {}
+        self.ref_count_by_stream_and_session: dict[tuple[int, int], int] = {}
+        status.set(CHANNEL_STATUS_ACTIVE)
+
+    @property
+    def is_multicast(self) -> bool:
+        return self.udp_channel.is_multicast
+
+    def control_address_for(self, source: tuple[str, int]) -> tuple[str, int]:
+        """Where SMs and NAKs go: the sender's address (unicast) or the control group (multicast)."""
+        return self.udp_channel.remote_control if self.udp_channel.is_multicast else source
+
+    def _send(self, data: bytes, addresses: list[tuple[str, int]]) -> None:
+        for address in addresses:
+            if self.transport.send_to(data, address) != len(data):
+                self._short_sends.increment()
+
+    def send_status_message(
+        self,
+        addresses: list[tuple[str, int]],
+        session_id: int,
+        stream_id: int,
+        term_id: int,
+        term_offset: int,
+        window: int,
+        flags: int,
+    ) -> None:
+        sm = frames.encode_status_message(
+            session_id, stream_id, term_id, term_offset, window, self.receiver_id, flags
+        )
+        self._send(sm, addresses)
+
+    def send_setup_eliciting_status_message(self, address: tuple[str, int], session_id: int, stream_id: int) -> None:
+        self.send_status_message([address], session_id, stream_id, 0, 0, 0, frames.SEND_SETUP_FLAG)
+
+    def send_nak(
+        self, addresses: list[tuple[str, int]], session_id: int, stream_id: int, term_id: int, term_offset: int,
+        length: int,
+    ) -> None:
+        self._send(frames.encode_nak(session_id, stream_id, term_id, term_offset, length), addresses)
+
+    def send_rttm_reply(self, address: tuple[str, int], session_id: int, stream_id: int, echo_timestamp_ns: int) -> None:
+        self._send(frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id), [address])
+
+    def inc_ref_to_stream(self, stream_id: int) -> int:
+        count = self.ref_count_by_stream.get(stream_id, 0) + 1
+        self.ref_count_by_stream[stream_id] = count
+        return count
+
+    def dec_ref_to_stream(self, stream_id: int) -> int:
+        count = self.ref_count_by_stream.get(stream_id, 0) - 1
+        if count <= 0:
+            self.ref_count_by_stream.pop(stream_id, None)
+            return 0
+        self.ref_count_by_stream[stream_id] = count
+        return count
+
+    def inc_ref_to_stream_and_session(self, stream_id: int, session_id: int) -> int:
+        key = (stream_id, session_id)
+        count = self.ref_count_by_stream_and_session.get(key, 0) + 1
+        self.ref_count_by_stream_and_session[key] = count
+        return count
+
+    def dec_ref_to_stream_and_session(self, stream_id: int, session_id: int) -> int:
+        key = (stream_id, session_id)
+        count = self.ref_count_by_stream_and_session.get(key, 0) - 1
+        if count <= 0:
+            self.ref_count_by_stream_and_session.pop(key, None)
+            return 0
+        self.ref_count_by_stream_and_session[key] = count
+        return count
+
+    def should_be_closed(self) -> bool:
+        return not self.ref_count_by_stream and not self.ref_count_by_stream_and_session
+
+    def close(self) -> None:
+        self.status.set(CHANNEL_STATUS_CLOSING)
+        self.transport.close()
+        self.status.close()

@@ -1,0 +1,472 @@
+"""The socket under a send or receive channel endpoint, as Aeron 1.15.1's ``UdpChannelTransport`` opens it.
+
+One transport holds one non-blocking UDP socket, or two for a multicast send endpoint (a send socket
+connected to the data group and a receive socket joined to the control group)::
+
+    open_send(channel)     unicast:   bind local_control (``interface``/``control``, default 0.0.0.0:0) and,
+                                      without explicit ``control``, connect to remote_data (the endpoint)
+                           multicast: send socket with IP_MULTICAST_IF / TTL / LOOP, connected to the data
+                                      group; receive socket bound to the control group:port (SO_REUSEADDR)
+                                      and joined to it on the channel's interface
+    open_receive(channel)  unicast:   bind remote_data (the endpoint)
+                           multicast: bind the data group:port (SO_REUSEADDR), join it on the interface;
+                                      the same socket sends SM/NAK to the control group (IP_MULTICAST_IF)
+
+Differences from 1.15.1: an IPv4 multicast socket binds the group address instead of the wildcard (Linux
+then delivers only that group's datagrams to it, so on one host a sender's control socket does not also
+get every DATA datagram of a receiver on the same port; IPv6 binds the wildcard as Java does); ECONNREFUSED (ICMP port unreachable on a connected
+socket) is ignored on receive and counted as a short send on send, as Java ignores PortUnreachableException.
+
+Reading is batched (:class:`driver.concurrent.udp_batch.ReceiveBatch`, one recvmmsg); the event loop only
+wakes the agent that owns the transport (:meth:`UdpTransport.register_reader`, design.md section 6 rule 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import socket
+import struct
+from typing import Any
+
+from driver.agent.idle_strategy import Waker
+from driver.concurrent import udp_batch
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.udp_batch import ReceiveBatch, SendBatch
+from driver.protocol.control_protocol import ErrorCode
+from driver.protocol.udp_channel import Address, UdpChannel
+
+DEFAULT_SO_RCVBUF = 128 * 1024
+"""``aeron.socket.so_rcvbuf`` default; ``aeron.socket.so_sndbuf`` defaults to 0 (= the OS default)."""
+
+if (socket.AF_INET, socket.AF_INET6) != (udp_batch.AF_INET, udp_batch.AF_INET6):  # pragma: no cover
+    raise ImportError("udp_batch's address family numbers do not match this platform's socket module")
+
+_SHORT_SEND_ERRNOS = frozenset(
+    {errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.ECONNREFUSED, errno.EDESTADDRREQ, errno.ENOTCONN}
+)
+"""Send failures that are a short send to count, not an error: a full socket buffer, an ICMP port
+unreachable left on a connected socket, or a send before any destination is known (Java ignores
+PortUnreachableException and NotYetConnectedException in SendChannelEndpoint.send)."""
+
+
+class ChannelEndpointError(Exception):
+    """A channel's socket could not be opened or set up (ON_ERROR ``CHANNEL_ENDPOINT_ERROR`` to the client).
+
+    ``channel`` is the original URI; ``address`` the (host, port) being bound, connected or joined; ``errno``
+    that of the OSError underneath (None when the request itself is impossible).
+    """
+
+    error_code = ErrorCode.CHANNEL_ENDPOINT_ERROR
+
+    def __init__(self, channel: str, address: Address | None, action: str, cause: OSError | str) -> None:
+        self.channel = channel
+        self.address = address
+        self.action = action
+        self.errno = cause.errno if isinstance(cause, OSError) else None
+        where = "" if address is None else f" {format_address(address)}"
+        if isinstance(cause, OSError):
+            reason = cause.strerror or str(cause)
+            if cause.errno is not None:
+                reason = f"{reason} (errno {cause.errno})"
+        else:
+            reason = cause
+        hint = _HINTS.get(self.errno, "")
+        super().__init__(f"channel error - cannot {action}{where}: {reason}{hint}: {channel}")
+
+
+_HINTS = {
+    errno.EADDRINUSE: "; another socket holds this address: use another port or close the other endpoint",
+    errno.EADDRNOTAVAIL: "; no local interface has this address: check interface=/endpoint= of the channel",
+    errno.EACCES: "; not permitted (a port below 1024 needs privileges, broadcast needs SO_BROADCAST)",
+    errno.ENODEV: "; no such interface for multicast: check interface= of the channel",
+}
+
+
+def format_address(address: Address) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.ip_address(host.partition("%")[0])
+
+
+def _family_of(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if _ip(host).version == 6 else socket.AF_INET
+
+
+def _sock_address(family: socket.AddressFamily, address: Address) -> Any:
+    """``address`` in the form a socket of ``family`` takes; the IPv4 wildcard becomes ``::`` for IPv6."""
+    host, port = address
+    if family == socket.AF_INET6 and _ip(host).version == 4:
+        if not _ip(host).is_unspecified:
+            raise ValueError(f"{format_address(address)} is IPv4 but the channel's socket is IPv6")
+        host = "::"
+    return (host, port)
+
+
+def _scope_id(host: str) -> int:
+    _, percent, scope = host.partition("%")
+    if not percent:
+        return 0
+    return int(scope) if scope.isdigit() else socket.if_nametoindex(scope)
+
+
+class _Hybrid:
+    """``UdpTransport.open_send(channel)`` makes a new transport; ``transport.open_send(channel)`` opens
+    that (unopened) instance. Both return the opened transport."""
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        self.__doc__ = function.__doc__
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        target = instance if instance is not None else owner()
+
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return self.function(target, *args, **kwargs)
+
+        bound.__doc__ = self.function.__doc__
+        return bound
+
+
+class UdpTransport:
+    """A non-blocking UDP socket (or two, multicast send) for one channel endpoint. Not thread safe."""
+
+    def __init__(self) -> None:
+        self.channel: UdpChannel | None = None
+        self._send_sock: socket.socket | None = None
+        self._recv_sock: socket.socket | None = None
+        self._send_fd = -1
+        self._recv_fd = -1
+        self.connected_address: Address | None = None
+        """Where :meth:`send` goes: the endpoint of a unicast/multicast send channel, else None."""
+        self.multicast_ttl = 0
+        """The TTL set on a multicast send socket (0: the OS default was kept)."""
+        self.short_sends = 0
+        """Sends that did not go whole (counted here; the agent adds them to the SHORT_SENDS counter)."""
+        self._reader_loop: asyncio.AbstractEventLoop | None = None
+
+    # --- opening ---
+
+    @_Hybrid
+    def open_send(
+        self,
+        channel: UdpChannel,
+        so_sndbuf: int = 0,
+        so_rcvbuf: int = DEFAULT_SO_RCVBUF,
+        ttl: int = 0,
+    ) -> UdpTransport:
+        """Open for a send channel endpoint (publications): see the module doc. ``ttl`` (0 = the channel's
+        ``multicast_ttl``, itself 0 = OS default) applies to multicast only. Raises ChannelEndpointError."""
+        self._check_unopened(channel)
+        uri = channel.original_uri_string
+        try:
+            if channel.is_multicast:
+                family = _family_of(channel.remote_data[0])
+                self._send_sock = send_sock = self._socket(family, uri)
+                self._set_multicast_send_options(send_sock, channel, ttl or channel.multicast_ttl)
+                self._recv_sock = self._socket(family, uri)
+                self._bind_multicast(self._recv_sock, channel, channel.remote_control)
+                self._connect(send_sock, channel.remote_data, uri)
+            else:
+                bind_host = channel.local_control[0]
+                family = _family_of(
+                    bind_host
+                    if channel.has_explicit_control or not _ip(bind_host).is_unspecified
+                    else channel.remote_data[0]
+                )
+                self._send_sock = self._recv_sock = sock = self._socket(family, uri)
+                self._bind(sock, channel.local_control, uri)
+                if not channel.has_explicit_control:
+                    self._connect(sock, channel.remote_data, uri)
+            self._set_buffers(so_sndbuf, so_rcvbuf, uri)
+        except BaseException:
+            self.close()
+            raise
+        self._send_fd = self._send_sock.fileno()
+        self._recv_fd = self._recv_sock.fileno()
+        return self
+
+    @_Hybrid
+    def open_receive(
+        self,
+        channel: UdpChannel,
+        so_rcvbuf: int = DEFAULT_SO_RCVBUF,
+        so_sndbuf: int = 0,
+        ttl: int = 0,
+    ) -> UdpTransport:
+        """Open for a receive channel endpoint (subscriptions): see the module doc. Raises
+        ChannelEndpointError."""
+        self._check_unopened(channel)
+        uri = channel.original_uri_string
+        try:
+            family = _family_of(channel.remote_data[0])
+            self._send_sock = self._recv_sock = sock = self._socket(family, uri)
+            if channel.is_multicast:
+                self._set_multicast_send_options(sock, channel, ttl or channel.multicast_ttl)
+                self._bind_multicast(sock, channel, channel.remote_data)
+            else:
+                self._bind(sock, channel.remote_data, uri)
+            self._set_buffers(so_sndbuf, so_rcvbuf, uri)
+        except BaseException:
+            self.close()
+            raise
+        self._send_fd = self._send_sock.fileno()
+        self._recv_fd = self._recv_sock.fileno()
+        return self
+
+    def _check_unopened(self, channel: UdpChannel) -> None:
+        if self.channel is not None:
+            raise RuntimeError(f"this transport is already open for {self.channel.original_uri_string}")
+        self.channel = channel
+
+    def _socket(self, family: socket.AddressFamily, uri: str) -> socket.socket:
+        try:
+            sock = socket.socket(family, socket.SOCK_DGRAM)
+        except OSError as ex:
+            raise ChannelEndpointError(uri, None, "open a UDP socket", ex) from ex
+        sock.setblocking(False)
+        return sock
+
+    @staticmethod
+    def _bind(sock: socket.socket, address: Address, uri: str) -> None:
+        try:
+            sock.bind(_sock_address(sock.family, address))
+        except (OSError, ValueError) as ex:
+            cause = ex if isinstance(ex, OSError) else str(ex)
+            raise ChannelEndpointError(uri, address, "bind", cause) from ex
+
+    def _connect(self, sock: socket.socket, address: Address, uri: str) -> None:
+        try:
+            sock.connect(_sock_address(sock.family, address))
+        except (OSError, ValueError) as ex:
+            cause = ex if isinstance(ex, OSError) else str(ex)
+            raise ChannelEndpointError(uri, address, "connect to", cause) from ex
+        self.connected_address = address
+
+    def _set_buffers(self, so_sndbuf: int, so_rcvbuf: int, uri: str) -> None:
+        try:
+            if so_sndbuf:
+                self._send_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, so_sndbuf)
+            if so_rcvbuf:
+                self._recv_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, so_rcvbuf)
+        except OSError as ex:
+            raise ChannelEndpointError(
+                uri, None, f"set SO_SNDBUF={so_sndbuf} / SO_RCVBUF={so_rcvbuf}", ex
+            ) from ex
+
+    def _interface_index(self, channel: UdpChannel) -> int:
+        interface = channel.local_interface
+        return 0 if interface is None else interface.index
+
+    def _set_multicast_send_options(self, sock: socket.socket, channel: UdpChannel, ttl: int) -> None:
+        uri = channel.original_uri_string
+        interface_host = channel.local_data[0]
+        try:
+            if sock.family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, self._interface_index(channel))
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 1)
+                if ttl:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, ttl)
+                    self.multicast_ttl = sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS)
+            else:
+                # struct ip_mreqn (Linux): the interface by index, its address as a fallback
+                mreqn = struct.pack(
+                    "=4s4si", bytes(4), _ip(interface_host).packed, self._interface_index(channel)
+                )
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, mreqn)
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+                if ttl:
+                    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, ttl)
+                    self.multicast_ttl = sock.getsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL)
+        except OSError as ex:
+            raise ChannelEndpointError(
+                uri, channel.local_data, f"set the multicast interface/TTL {ttl} on", ex
+            ) from ex
+
+    def _bind_multicast(self, sock: socket.socket, channel: UdpChannel, group: Address) -> None:
+        """SO_REUSEADDR, bind group:port (IPv6: [::]:port, as Linux refuses a multicast bind without a
+        scope), join the group on the channel's interface."""
+        uri = channel.original_uri_string
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        group_ip = _ip(group[0])
+        self._bind(sock, ("::", group[1]) if group_ip.version == 6 else group, uri)
+        index = self._interface_index(channel)
+        try:
+            if sock.family == socket.AF_INET6:
+                sock.setsockopt(
+                    socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, struct.pack("=16sI", group_ip.packed, index)
+                )
+            else:
+                mreqn = struct.pack("=4s4si", group_ip.packed, _ip(channel.local_data[0]).packed, index)
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreqn)
+        except OSError as ex:
+            interface = channel.local_interface.name if channel.local_interface else "?"
+            raise ChannelEndpointError(
+                uri, group, f"join multicast group on interface {interface} ({channel.local_data[0]})", ex
+            ) from ex
+
+    # --- I/O ---
+
+    def fileno(self) -> int:
+        """The descriptor to read (the control socket of a multicast send endpoint); -1 once closed."""
+        return self._recv_fd
+
+    @property
+    def send_fileno(self) -> int:
+        return self._send_fd
+
+    @property
+    def is_open(self) -> bool:
+        return self._recv_sock is not None
+
+    @property
+    def local_address(self) -> Address:
+        """The bound (host, port) of the socket that reads, e.g. to learn the port of a ``:0`` bind."""
+        return self._recv_sock.getsockname()[:2]
+
+    @property
+    def send_local_address(self) -> Address:
+        return self._send_sock.getsockname()[:2]
+
+    def send(self, data: Any) -> int:
+        """One datagram to the connected destination; returns bytes sent (0 when it could not go).
+
+        Anything short of the whole datagram is counted in :attr:`short_sends`. Raises OSError (naming
+        the destination) for failures other than a full buffer, port unreachable or no destination."""
+        sock = self._send_sock
+        if sock is None:
+            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+        try:
+            sent = sock.send(data)
+        except OSError as ex:
+            if ex.errno not in _SHORT_SEND_ERRNOS:
+                raise OSError(
+                    ex.errno, f"failed to send {len(data)} bytes to {self._destination()}: {ex.strerror}"
+                ) from ex
+            sent = 0
+        if sent != len(data):
+            self.short_sends += 1
+        return sent
+
+    def send_to(self, data: Any, address: Address | bytes) -> int:
+        """One datagram to ``address``: (host, port), or raw sockaddr bytes (``ReceiveBatch.raw_address``,
+        :func:`encode_address`) which skip the address parsing. Returns bytes sent; short sends counted."""
+        sock = self._send_sock
+        if sock is None:
+            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+        if isinstance(address, bytes):
+            sent = udp_batch.sendto(self._send_fd, data, address)
+            if sent < 0:
+                if -sent not in _SHORT_SEND_ERRNOS:
+                    where = format_address(udp_batch.decode_sockaddr(address))
+                    raise OSError(
+                        -sent, f"failed to send {len(data)} bytes to {where}: {errno.errorcode[-sent]}"
+                    )
+                sent = 0
+        else:
+            try:
+                sent = sock.sendto(data, _sock_address(sock.family, address))
+            except OSError as ex:
+                if ex.errno not in _SHORT_SEND_ERRNOS:
+                    raise OSError(
+                        ex.errno,
+                        f"failed to send {len(data)} bytes to {format_address(address)}: {ex.strerror}",
+                    ) from ex
+                sent = 0
+        if sent != len(data):
+            self.short_sends += 1
+        return sent
+
+    def send_batch(
+        self, batch: SendBatch, buffer: AtomicBuffer, address: Address | bytes | None = None
+    ) -> int:
+        """The datagrams queued in ``batch`` (regions of ``buffer``) in one sendmmsg, to ``address`` or the
+        connected destination. Returns how many went; a batch that did not go whole is one short send."""
+        if self._send_sock is None:
+            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+        raw = address if address is None or isinstance(address, bytes) else self.encode_address(address)
+        sent = batch.send(self._send_fd, buffer, raw)
+        if sent < 0:
+            if -sent not in _SHORT_SEND_ERRNOS:
+                raise OSError(
+                    -sent,
+                    f"failed to send {batch.count} datagrams to {self._destination(address)}: "
+                    f"{errno.errorcode.get(-sent, -sent)}",
+                )
+            sent = 0
+        if sent != batch.count:
+            self.short_sends += 1
+        return sent
+
+    def encode_address(self, address: Address) -> bytes:
+        """(host, port) as raw sockaddr bytes for this transport's family (an IPv6 scope name resolved)."""
+        family = self._send_sock.family if self._send_sock is not None else _family_of(address[0])
+        host, port = _sock_address(family, address)
+        if family == socket.AF_INET6:
+            return udp_batch.encode_sockaddr(host.partition("%")[0], port, _scope_id(host))
+        return udp_batch.encode_sockaddr(host, port)
+
+    def receive_batch(self, batch: ReceiveBatch) -> int:
+        """Drain up to ``batch.max_messages`` datagrams into ``batch`` (one recvmmsg); 0 when none waits.
+
+        ECONNREFUSED (an ICMP port unreachable reported on a connected socket) is skipped, as Java does."""
+        try:
+            return batch.receive(self._recv_fd)
+        except ConnectionRefusedError:
+            return batch.receive(self._recv_fd)
+
+    # --- the event loop edge ---
+
+    def register_reader(self, loop: asyncio.AbstractEventLoop, waker: Waker) -> None:
+        """Wake ``waker`` when the socket becomes readable. The callback only wakes: the agent reads
+        (``receive_batch``) and decodes in its duty cycle (design.md section 6 rule 3)."""
+        if self._recv_sock is None:
+            raise RuntimeError(f"register_reader on a closed transport for {self._uri()}")
+        if self._reader_loop is not None:
+            self._reader_loop.remove_reader(self._recv_fd)
+        loop.add_reader(self._recv_fd, waker.wake)
+        self._reader_loop = loop
+
+    def unregister_reader(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        loop = loop or self._reader_loop
+        if loop is not None and self._recv_fd >= 0 and not loop.is_closed():
+            loop.remove_reader(self._recv_fd)
+        self._reader_loop = None
+
+    def close(self) -> None:
+        """Stop the reader (if registered) and close the socket(s). Idempotent."""
+        if self._reader_loop is not None:
+            self.unregister_reader(self._reader_loop)
+        send_sock, recv_sock = self._send_sock, self._recv_sock
+        self._send_sock = self._recv_sock = None
+        self._send_fd = self._recv_fd = -1
+        if send_sock is not None:
+            send_sock.close()
+        if recv_sock is not None and recv_sock is not send_sock:
+            recv_sock.close()
+
+    def __enter__(self) -> UdpTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"UdpTransport({self._uri()}, {state})"
+
+    def _uri(self) -> str:
+        return "<unopened>" if self.channel is None else self.channel.original_uri_string
+
+    def _destination(self, address: Address | bytes | None = None) -> str:
+        if isinstance(address, bytes):
+            return format_address(udp_batch.decode_sockaddr(address))
+        if address is not None:
+            return format_address(address)
+        if self.connected_address is not None:
+            return format_address(self.connected_address)
+        return "(no destination)"

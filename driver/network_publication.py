@@ -1,0 +1,324 @@
+"""NetworkPublication: a publication sent over UDP by the sender agent (Aeron 1.15.1 semantics).
+
+The sender side (send, resend, on_status_message, on_nak, on_rttm) runs in the sender's duty cycle; the
+conductor side (update_publisher_limit, on_time_event, inc_ref/dec_ref) in the conductor's. Shared
+state between them is limited to counters and plain fields, as the Java driver's volatile fields.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.logbuffer.term_scanner import scan_for_availability
+from driver.protocol import frames
+from driver.protocol.retransmit_handler import RetransmitHandler
+from driver.raw_log import RawLog
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from driver.status.system_counters import SystemCounters
+
+if TYPE_CHECKING:
+    from driver.conductor import DriverConductor
+    from driver.media.send_channel_endpoint import SendChannelEndpoint
+
+PUBLICATION_SETUP_TIMEOUT_NS = 100_000_000
+PUBLICATION_HEARTBEAT_TIMEOUT_NS = 100_000_000
+
+
+class State(enum.Enum):
+    ACTIVE = "active"
+    DRAINING = "draining"
+    LINGER = "linger"
+    CLOSING = "closing"
+
+
+class NetworkPublication:
+    def __init__(
+        self,
+        registration_id: int,
+        channel: str,
+        session_id: int,
+        stream_id: int,
+        tag: int | None,
+        raw_log: RawLog,
+        channel_endpoint: SendChannelEndpoint,
+        publisher_pos: AtomicCounter,
+        publisher_limit: AtomicCounter,
+        sender_position: AtomicCounter,
+        sender_limit: AtomicCounter,
+        flow_control,
+        retransmit_handler: RetransmitHandler,
+        system_counters: SystemCounters,
+        term_window_length: int,
+        linger_timeout_ns: int,
+        connection_timeout_ns: int,
+        unblock_timeout_ns: int,
+        nano_clock: Callable[[], int],
+        is_exclusive: bool,
+    ) -> None:
+        now_ns = nano_clock()
+        self._nano_clock = nano_clock
+        self.registration_id = registration_id
+        self.channel = channel
+        self.session_id = session_id
+        self.stream_id = stream_id
+        self.tag = tag
+        self.raw_log = raw_log
+        self.channel_endpoint = channel_endpoint
+        self.publisher_pos = publisher_pos
+        self.publisher_limit = publisher_limit
+        self.sender_position = sender_position
+        self.sender_limit = sender_limit
+        self.flow_control = flow_control
+        self.retransmit_handler = retransmit_handler
+        self.is_exclusive = is_exclusive
+        meta = raw_log.meta_data
+        self._meta = meta
+        self._term_buffers = raw_log.term_buffers
+        self.term_buffer_length = raw_log.term_length
+        self._term_length_mask = self.term_buffer_length - 1
+        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_buffer_length)
+        self.initial_term_id = lbd.initial_term_id(meta)
+        self.mtu_length = lbd.mtu_length(meta)
+        self._term_window_length = term_window_length
+        self._linger_timeout_ns = linger_timeout_ns
+        self._connection_timeout_ns = connection_timeout_ns
+        self._unblock_timeout_ns = unblock_timeout_ns
+        self._heartbeats_sent = system_counters.get(SC.HEARTBEATS_SENT)
+        self._retransmits_sent = system_counters.get(SC.RETRANSMITS_SENT)
+        self._short_sends = system_counters.get(SC.SHORT_SENDS)
+        self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
+        self._bytes_sent = system_counters.get(SC.BYTES_SENT)
+        self.state = State.ACTIVE
+        self.ref_count = 0
+        self.has_receivers = False
+        self.is_connected = False
+        self.is_end_of_stream = False
+        self.has_sender_released = False
+        self.should_send_setup_frame = True
+        self._track_sender_limits = False
+        self._time_of_last_setup_ns = now_ns - PUBLICATION_SETUP_TIMEOUT_NS - 1
+        self._time_of_last_send_or_heartbeat_ns = now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1
+        self._status_message_deadline_ns = now_ns + connection_timeout_ns
+        self._time_of_last_activity_ns = now_ns
+        self._last_sender_position = 0
+        self.spy_positions: list[AtomicCounter] = []
+        position = self.producer_position()
+        self._clean_position = position
+        self.flow_control.initialize(self.initial_term_id, self.term_buffer_length)
+
+    @property
+    def log_file_name(self) -> str:
+        return self.raw_log.file_name
+
+    def producer_position(self) -> int:
+        raw_tail = lbd.active_raw_tail_volatile(self._meta)
+        return lbd.compute_position(
+            lbd.term_id(raw_tail),
+            lbd.term_offset(raw_tail, self.term_buffer_length),
+            self.position_bits_to_shift,
+            self.initial_term_id,
+        )
+
+    def consumer_position(self) -> int:
+        return self.sender_position.get()
+
+    # --- sender duty cycle ---------------------------------------------------------------------
+
+    def send(self, now_ns: int) -> int:
+        sender_position = self.sender_position.get()
+        bits = self.position_bits_to_shift
+        active_term_id = lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id)
+        term_offset = sender_position & self._term_length_mask
+        if self.should_send_setup_frame:
+            self._setup_message_check(now_ns, active_term_id, term_offset)
+        bytes_sent = self._send_data(now_ns, sender_position, term_offset)
+        if bytes_sent == 0:
+            bytes_sent = self._heartbeat_message_check(now_ns, active_term_id, term_offset)
+            self.sender_limit.set(
+                self.flow_control.on_idle(now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream)
+            )
+        if self._status_message_deadline_ns - now_ns < 0 and self.has_receivers:
+            self.has_receivers = False
+        self.retransmit_handler.process_timeouts(now_ns, self.resend)
+        return bytes_sent
+
+    def _send_data(self, now_ns: int, sender_position: int, term_offset: int) -> int:
+        available_window = self.sender_limit.get() - sender_position
+        if available_window <= 0:
+            if self._track_sender_limits:
+                self._track_sender_limits = False
+                self._sender_flow_control_limits.increment()
+            return 0
+        term_buffer = self._term_buffers[(sender_position >> self.position_bits_to_shift) % 3]
+        available, padding = scan_for_availability(term_buffer, term_offset, min(available_window, self.mtu_length))
+        if available <= 0:
+            return 0
+        if self.channel_endpoint.send(term_buffer.view[term_offset : term_offset + available]) != available:
+            self._short_sends.increment()
+            return 0
+        self._time_of_last_send_or_heartbeat_ns = now_ns
+        self._track_sender_limits = True
+        self._bytes_sent.get_and_add(available)
+        self.sender_position.set(sender_position + available + padding)
+        return available
+
+    def _setup_message_check(self, now_ns: int, active_term_id: int, term_offset: int) -> None:
+        if now_ns - (self._time_of_last_setup_ns + PUBLICATION_SETUP_TIMEOUT_NS) > 0:
+            self._time_of_last_setup_ns = now_ns
+            self._time_of_last_send_or_heartbeat_ns = now_ns
+            setup = frames.encode_setup(
+                term_offset,
+                self.session_id,
+                self.stream_id,
+                self.initial_term_id,
+                active_term_id,
+                self.term_buffer_length,
+                self.mtu_length,
+                self.channel_endpoint.multicast_ttl,
+            )
+            if self.channel_endpoint.send(setup) != len(setup):
+                self._short_sends.increment()
+            if self.has_receivers:
+                self.should_send_setup_frame = False
+
+    def _heartbeat_message_check(self, now_ns: int, active_term_id: int, term_offset: int) -> int:
+        if now_ns - (self._time_of_last_send_or_heartbeat_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) <= 0:
+            return 0
+        heartbeat = frames.encode_heartbeat(
+            self.session_id, self.stream_id, active_term_id, term_offset, self.is_end_of_stream
+        )
+        bytes_sent = self.channel_endpoint.send(heartbeat)
+        if bytes_sent != len(heartbeat):
+            self._short_sends.increment()
+        self._time_of_last_send_or_heartbeat_ns = now_ns
+        self._heartbeats_sent.increment()
+        return bytes_sent
+
+    def resend(self, term_id: int, term_offset: int, length: int) -> None:
+        """Retransmit what a NAK asked for, if it is still in the term behind the sender position."""
+        sender_position = self.sender_position.get()
+        resend_position = lbd.compute_position(term_id, term_offset, self.position_bits_to_shift, self.initial_term_id)
+        if not sender_position - self.term_buffer_length <= resend_position < sender_position:
+            return
+        term_buffer = self._term_buffers[(resend_position >> self.position_bits_to_shift) % 3]
+        remaining = length
+        offset = term_offset
+        while remaining > 0:
+            available, padding = scan_for_availability(term_buffer, offset, min(self.mtu_length, remaining))
+            if available <= 0:
+                break
+            if self.channel_endpoint.send(term_buffer.view[offset : offset + available]) != available:
+                self._short_sends.increment()
+                break
+            offset += available + padding
+            remaining -= available + padding
+        self._retransmits_sent.increment()
+
+    def trigger_send_setup_frame(self) -> None:
+        if not self.is_end_of_stream:
+            self.should_send_setup_frame = True
+
+    def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
+        self.retransmit_handler.on_nak(term_id, term_offset, length, self.term_buffer_length, now_ns, self.resend)
+
+    def on_status_message(self, sm: frames.StatusMessageFrame, now_ns: int) -> None:
+        self.has_receivers = True
+        self._status_message_deadline_ns = now_ns + self._connection_timeout_ns
+        self.sender_limit.set(
+            self.flow_control.on_status_message(
+                sm, self.sender_limit.get(), self.initial_term_id, self.position_bits_to_shift, now_ns
+            )
+        )
+        if not self.is_connected:
+            lbd.set_is_connected(self._meta, True)
+            self.is_connected = True
+
+    def on_rttm(self, rttm: frames.RttmFrame) -> None:
+        if rttm.flags & frames.REPLY_FLAG:
+            reply = frames.encode_rttm(self.session_id, self.stream_id, rttm.echo_timestamp_ns, 0, rttm.receiver_id)
+            if self.channel_endpoint.send(reply) != len(reply):
+                self._short_sends.increment()
+
+    # --- conductor duty cycle --------------------------------------------------------------------
+
+    def update_publisher_limit(self) -> int:
+        sender_position = self.sender_position.get()
+        if self.has_receivers:
+            min_consumer_position = sender_position
+            for spy in self.spy_positions:
+                min_consumer_position = min(min_consumer_position, spy.get())
+            proposed = min_consumer_position + self._term_window_length
+            if self.publisher_limit.propose_max_ordered(proposed):
+                self._clean_buffer(proposed)
+                return 1
+        elif self.publisher_limit.get() > sender_position:
+            self.publisher_limit.set(sender_position)
+        return 0
+
+    def _clean_buffer(self, publisher_limit: int) -> None:
+        clean_position = self._clean_position
+        dirty_range = publisher_limit - clean_position
+        reserved_range = self.term_buffer_length * 2
+        if dirty_range > reserved_range:
+            term_offset = clean_position & self._term_length_mask
+            length = min(dirty_range - reserved_range, self.term_buffer_length - term_offset)
+            self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(term_offset, length)
+            self._clean_position = clean_position + length
+
+    def add_subscriber(self, spy_position: AtomicCounter) -> None:
+        self.spy_positions.append(spy_position)
+
+    def remove_subscriber(self, spy_position: AtomicCounter) -> None:
+        self.spy_positions.remove(spy_position)
+        spy_position.close()
+
+    def inc_ref(self) -> None:
+        self.ref_count += 1
+
+    def dec_ref(self) -> None:
+        self.ref_count -= 1
+        if self.ref_count == 0:
+            self.state = State.DRAINING
+            self.channel_endpoint.ref_count -= 1
+            self._time_of_last_activity_ns = self._nano_clock()
+            producer_position = self.producer_position()
+            if self.publisher_limit.get() > producer_position:
+                self.publisher_limit.set(producer_position)
+            lbd.set_end_of_stream_position(self._meta, producer_position)
+            if self.sender_position.get() >= producer_position:
+                self.is_end_of_stream = True
+
+    def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
+        if self.state is State.ACTIVE:
+            if self.has_receivers != self.is_connected:
+                lbd.set_is_connected(self._meta, self.has_receivers)
+                self.is_connected = self.has_receivers
+            self.publisher_pos.set(self.producer_position())
+        elif self.state is State.DRAINING:
+            producer_position = self.producer_position()
+            self.publisher_pos.set(producer_position)
+            if producer_position > self.sender_position.get():
+                if self.has_receivers:
+                    return
+            else:
+                self.is_end_of_stream = True
+            if all(spy.get() >= producer_position for spy in self.spy_positions):
+                self._time_of_last_activity_ns = now_ns
+                self.state = State.LINGER
+        elif self.state is State.LINGER and now_ns - (self._time_of_last_activity_ns + self._linger_timeout_ns) > 0:
+            conductor.cleanup_network_publication(self)
+            self.state = State.CLOSING
+
+    def close(self) -> None:
+        self.publisher_pos.close()
+        self.publisher_limit.close()
+        self.sender_position.close()
+        self.sender_limit.close()
+        for spy in self.spy_positions:
+            spy.close()
+        self.spy_positions.clear()
+        self.raw_log.free()

@@ -1,0 +1,124 @@
+"""Receiver agent: drains receive sockets in batches, rebuilds images, and sends what the conductor
+scheduled (status messages, NAKs) plus setup requests for unknown sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from driver.agent.command_queue import CommandQueue
+from driver.agent.idle_strategy import Waker
+from driver.concurrent.udp_batch import ReceiveBatch
+from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.protocol import frames
+from driver.publication_image import PublicationImage
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from driver.status.system_counters import SystemCounters
+
+PENDING_SETUPS_TIMEOUT_NS = 1_000_000_000
+
+
+class Receiver:
+    role_name = "receiver"
+
+    def __init__(
+        self,
+        system_counters: SystemCounters,
+        loss_generator=None,
+        nano_clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.commands = CommandQueue()
+        self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
+        self._nano_clock = nano_clock
+        self._batch = ReceiveBatch()
+        self._endpoints: list[tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = []
+        self._images: list[PublicationImage] = []
+        self._pending_setups: list[tuple[int, int, int, DataPacketDispatcher]] = []
+        self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
+        self._loss_generator = loss_generator
+
+    def on_start(self) -> None:
+        pass
+
+    def on_close(self) -> None:
+        pass
+
+    # --- commands (queued by the conductor) -----------------------------------------------------
+
+    def register_endpoint(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher) -> None:
+        self._endpoints.append((endpoint, dispatcher))
+        if self.waker is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
+                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
+
+    def close_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
+        with contextlib.suppress(RuntimeError):
+            endpoint.transport.unregister_reader(asyncio.get_running_loop())
+        endpoint.close()
+
+    def add_image(self, image: PublicationImage, dispatcher: DataPacketDispatcher) -> None:
+        self._images.append(image)
+        dispatcher.add_publication_image(image)
+
+    def remove_image(self, image: PublicationImage, dispatcher: DataPacketDispatcher) -> None:
+        if image in self._images:
+            self._images.remove(image)
+        dispatcher.remove_publication_image(image)
+
+    def on_pending_setup(self, session_id: int, stream_id: int, dispatcher: DataPacketDispatcher, now_ns: int) -> None:
+        self._pending_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher))
+
+    # --- duty cycle -------------------------------------------------------------------------------
+
+    def do_work(self) -> int:
+        now_ns = self._nano_clock()
+        work = self.commands.drain()
+        for endpoint, dispatcher in self._endpoints:
+            work += self._poll(endpoint, dispatcher, now_ns)
+        for image in self._images:
+            work += image.send_pending_status_message()
+            work += image.process_pending_loss()
+        if self._pending_setups and self._pending_setups[0][0] <= now_ns:
+            expired = [p for p in self._pending_setups if p[0] <= now_ns]
+            self._pending_setups = [p for p in self._pending_setups if p[0] > now_ns]
+            for _, session_id, stream_id, dispatcher in expired:
+                dispatcher.remove_pending_setup(session_id, stream_id)
+        return work
+
+    def _poll(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, now_ns: int) -> int:
+        batch = self._batch
+        received = total = endpoint.transport.receive_batch(batch)
+        while received:
+            for i in range(received):
+                self._on_datagram(endpoint, dispatcher, batch, i, now_ns)
+            if received < batch.capacity:
+                break
+            received = endpoint.transport.receive_batch(batch)
+            total += received
+        return total
+
+    def _on_datagram(
+        self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, batch: ReceiveBatch, i: int,
+        now_ns: int,
+    ) -> None:
+        packet = batch.data(i)
+        length = len(packet)
+        if frames.validate_frame(length, packet) is not None:
+            self._invalid_packets.increment()
+            return
+        if self._loss_generator is not None and self._loss_generator.should_drop(packet):
+            return
+        frame_type = frames.frame_type(packet)
+        if frame_type in (frames.HDR_TYPE_DATA, frames.HDR_TYPE_PAD):
+            header = frames.DATA_HEADER.unpack_from(packet, 0)
+            dispatcher.on_data_packet(endpoint, header, packet, length, batch.address(i), 0, now_ns)
+        elif frame_type == frames.HDR_TYPE_SETUP:
+            dispatcher.on_setup_message(endpoint, frames.SetupFrame.decode(packet), batch.address(i), 0)
+        elif frame_type == frames.HDR_TYPE_RTTM:
+            rttm = frames.RttmFrame.decode(packet)
+            if rttm.flags & frames.REPLY_FLAG and rttm.receiver_id in (0, endpoint.receiver_id):
+                endpoint.send_rttm_reply(batch.address(i), rttm.session_id, rttm.stream_id, rttm.echo_timestamp_ns)

@@ -1,0 +1,99 @@
+"""Sender agent: sends network publications' data, setups and heartbeats, and serves SM/NAK/RTTM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from driver.agent.command_queue import CommandQueue
+from driver.agent.idle_strategy import Waker
+from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.send_channel_endpoint import SendChannelEndpoint
+from driver.network_publication import NetworkPublication
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from driver.status.system_counters import SystemCounters
+
+SEND_TO_STATUS_POLL_RATIO = 6
+CONTROL_POLL_INTERVAL_NS = 100_000_000
+
+
+class Sender:
+    role_name = "sender"
+
+    def __init__(self, system_counters: SystemCounters, nano_clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self.commands = CommandQueue()
+        self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
+        self._nano_clock = nano_clock
+        self._publications: list[NetworkPublication] = []
+        self._endpoints: list[SendChannelEndpoint] = []
+        self._batch = ReceiveBatch(max_messages=32, slot_length=2048)
+        self._round_robin_index = 0
+        self._duty_cycle_count = 0
+        self._control_poll_deadline_ns = 0
+        self._counters = {
+            "invalid": system_counters.get(SC.INVALID_PACKETS),
+            "sm": system_counters.get(SC.STATUS_MESSAGES_RECEIVED),
+            "nak": system_counters.get(SC.NAK_MESSAGES_RECEIVED),
+        }
+
+    def on_start(self) -> None:
+        pass
+
+    def on_close(self) -> None:
+        pass
+
+    # --- commands (queued by the conductor) -----------------------------------------------------
+
+    def register_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        self._endpoints.append(endpoint)
+        if self.waker is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
+                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
+
+    def close_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        if endpoint in self._endpoints:
+            self._endpoints.remove(endpoint)
+        with contextlib.suppress(RuntimeError):
+            endpoint.transport.unregister_reader(asyncio.get_running_loop())
+        endpoint.close()
+
+    def add_publication(self, publication: NetworkPublication) -> None:
+        publication.channel_endpoint.add_publication(publication)
+        self._publications.append(publication)
+
+    def remove_publication(self, publication: NetworkPublication) -> None:
+        publication.channel_endpoint.remove_publication(publication)
+        if publication in self._publications:
+            self._publications.remove(publication)
+        publication.has_sender_released = True
+
+    # --- duty cycle -------------------------------------------------------------------------------
+
+    def do_work(self) -> int:
+        now_ns = self._nano_clock()
+        work = self.commands.drain()
+        bytes_sent = self._send(now_ns)
+        self._duty_cycle_count += 1
+        if (
+            bytes_sent == 0
+            or self._duty_cycle_count >= SEND_TO_STATUS_POLL_RATIO
+            or now_ns > self._control_poll_deadline_ns
+        ):
+            self._duty_cycle_count = 0
+            self._control_poll_deadline_ns = now_ns + CONTROL_POLL_INTERVAL_NS
+            for endpoint in self._endpoints:
+                work += endpoint.poll_control(self._batch, now_ns, self._counters)
+        return work + bytes_sent
+
+    def _send(self, now_ns: int) -> int:
+        publications = self._publications
+        count = len(publications)
+        if count == 0:
+            return 0
+        start = self._round_robin_index = (self._round_robin_index + 1) % count
+        bytes_sent = 0
+        for i in range(count):
+            bytes_sent += publications[(start + i) % count].send(now_ns)
+        return bytes_sent

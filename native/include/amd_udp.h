@@ -1,0 +1,49 @@
+/* Batched UDP socket I/O (design.md section 1: "C moves bytes"): recvmmsg/sendmmsg on a non-blocking
+ * socket owned by Python (driver/media/udp_transport.py). Linux only (recvmmsg, sendmmsg).
+ * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations
+ * plain C. Nothing here allocates or keeps state: the message headers live on the stack, bounded by
+ * AMD_UDP_MAX_BATCH; every buffer is the caller's.
+ *
+ * Results: >= 0 is a count (messages or bytes); < 0 is -errno. "Would block" is 0 for receives (nothing
+ * there) but -EAGAIN for sends (the caller counts a short send). */
+#ifndef AMD_UDP_H
+#define AMD_UDP_H
+#include <stdint.h>
+
+enum
+{
+    AMD_UDP_MAX_BATCH = 256,            /* messages per call at most; larger requests are clamped */
+    AMD_UDP_ADDRESS_SLOT_LENGTH = 128   /* sizeof(struct sockaddr_storage) on Linux */
+};
+
+/* Receive up to max_messages datagrams without blocking (recvmmsg with MSG_DONTWAIT). Datagram i lands at
+ * buffers + i * slot_length; lengths[i] is its length, or -(bytes kept) when it was longer than
+ * slot_length and truncated. When addrs is not NULL the source address lands at
+ * addrs + i * AMD_UDP_ADDRESS_SLOT_LENGTH (a struct sockaddr) and addr_lengths[i] is its length.
+ * Returns the count (0 when nothing is waiting), or -errno (an error after some datagrams were received
+ * is reported by the next call, as recvmmsg does). EINTR is retried. */
+int32_t amd_udp_recv_batch(
+    int fd,
+    uint8_t *buffers,
+    int32_t slot_length,
+    int32_t max_messages,
+    int32_t *lengths,
+    uint8_t *addrs,
+    int32_t *addr_lengths);
+
+/* One datagram of length bytes from buf (sendto with MSG_DONTWAIT): to addr when addr_length > 0, else to
+ * the connected peer. Returns the bytes sent or -errno (-EAGAIN when the socket buffer is full). */
+int32_t amd_udp_sendto(int fd, const uint8_t *buf, int32_t length, const uint8_t *addr, int32_t addr_length);
+
+/* count datagrams in one sendmmsg (MSG_DONTWAIT): datagram i is lengths[i] bytes at base + offsets[i], all
+ * to addr when addr_length > 0, else to the connected peer. Returns how many were sent (the first
+ * `result` went; the rest did not), or -errno when not even the first could be sent. */
+int32_t amd_udp_send_batch(
+    int fd,
+    const uint8_t *base,
+    const int64_t *offsets,
+    const int32_t *lengths,
+    int32_t count,
+    const uint8_t *addr,
+    int32_t addr_length);
+#endif

@@ -1,0 +1,132 @@
+/* See native/include/amd_udp.h and native/README.md ("Batched UDP I/O"). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include "amd_udp.h"
+
+_Static_assert(
+    sizeof(struct sockaddr_storage) == AMD_UDP_ADDRESS_SLOT_LENGTH,
+    "AMD_UDP_ADDRESS_SLOT_LENGTH must be sizeof(struct sockaddr_storage)");
+
+int32_t amd_udp_recv_batch(
+    int fd,
+    uint8_t *buffers,
+    int32_t slot_length,
+    int32_t max_messages,
+    int32_t *lengths,
+    uint8_t *addrs,
+    int32_t *addr_lengths)
+{
+    struct mmsghdr messages[AMD_UDP_MAX_BATCH];
+    struct iovec iov[AMD_UDP_MAX_BATCH];
+
+    if (max_messages > AMD_UDP_MAX_BATCH)
+    {
+        max_messages = AMD_UDP_MAX_BATCH;
+    }
+    if (max_messages <= 0 || slot_length <= 0)
+    {
+        return -EINVAL;
+    }
+
+    for (int32_t i = 0; i < max_messages; i++)
+    {
+        iov[i].iov_base = buffers + (int64_t)i * slot_length;
+        iov[i].iov_len = (size_t)slot_length;
+        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
+        messages[i].msg_hdr.msg_iov = &iov[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        if (NULL != addrs)
+        {
+            messages[i].msg_hdr.msg_name = addrs + (int64_t)i * AMD_UDP_ADDRESS_SLOT_LENGTH;
+            messages[i].msg_hdr.msg_namelen = AMD_UDP_ADDRESS_SLOT_LENGTH;
+        }
+        messages[i].msg_len = 0;
+    }
+
+    int result;
+    do
+    {
+        result = recvmmsg(fd, messages, (unsigned int)max_messages, MSG_DONTWAIT, NULL);
+    }
+    while (result < 0 && EINTR == errno);
+
+    if (result < 0)
+    {
+        return (EAGAIN == errno || EWOULDBLOCK == errno) ? 0 : -errno;
+    }
+
+    for (int i = 0; i < result; i++)
+    {
+        const int32_t length = (int32_t)messages[i].msg_len;
+        lengths[i] = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) ? -length : length;
+        if (NULL != addrs && NULL != addr_lengths)
+        {
+            addr_lengths[i] = (int32_t)messages[i].msg_hdr.msg_namelen;
+        }
+    }
+
+    return result;
+}
+
+int32_t amd_udp_sendto(int fd, const uint8_t *buf, int32_t length, const uint8_t *addr, int32_t addr_length)
+{
+    ssize_t result;
+    do
+    {
+        result = addr_length > 0 ?
+            sendto(fd, buf, (size_t)length, MSG_DONTWAIT, (const struct sockaddr *)addr, (socklen_t)addr_length) :
+            send(fd, buf, (size_t)length, MSG_DONTWAIT);
+    }
+    while (result < 0 && EINTR == errno);
+
+    return result < 0 ? -errno : (int32_t)result;
+}
+
+int32_t amd_udp_send_batch(
+    int fd,
+    const uint8_t *base,
+    const int64_t *offsets,
+    const int32_t *lengths,
+    int32_t count,
+    const uint8_t *addr,
+    int32_t addr_length)
+{
+    struct mmsghdr messages[AMD_UDP_MAX_BATCH];
+    struct iovec iov[AMD_UDP_MAX_BATCH];
+
+    if (count > AMD_UDP_MAX_BATCH)
+    {
+        count = AMD_UDP_MAX_BATCH;
+    }
+    if (count <= 0)
+    {
+        return 0;
+    }
+
+    for (int32_t i = 0; i < count; i++)
+    {
+        iov[i].iov_base = (void *)(base + offsets[i]);
+        iov[i].iov_len = (size_t)lengths[i];
+        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
+        messages[i].msg_hdr.msg_iov = &iov[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        if (addr_length > 0)
+        {
+            messages[i].msg_hdr.msg_name = (void *)addr;
+            messages[i].msg_hdr.msg_namelen = (socklen_t)addr_length;
+        }
+        messages[i].msg_len = 0;
+    }
+
+    int result;
+    do
+    {
+        result = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
+    }
+    while (result < 0 && EINTR == errno);
+
+    return result < 0 ? -errno : result;
+}
