@@ -270,9 +270,13 @@ class DriverConductor:
     def _release_client(self, client: AeronClient) -> None:
         """Everything the client held goes: publications are released, subscriptions and counters freed."""
         client_id = client.client_id
-        for registration_id in [r for r, link in self._publication_links.items() if link.client_id == client_id]:
+        for registration_id in [
+            r for r, link in self._publication_links.items() if link.client_id == client_id
+        ]:
             self._publication_links.pop(registration_id).close()
-        for registration_id in [r for r, link in self._subscription_links.items() if link.client_id == client_id]:
+        for registration_id in [
+            r for r, link in self._subscription_links.items() if link.client_id == client_id
+        ]:
             self._close_subscription_link(self._subscription_links.pop(registration_id))
         for registration_id in [r for r, link in self._counter_links.items() if link.client_id == client_id]:
             self._counter_links.pop(registration_id).close()
@@ -597,7 +601,9 @@ class DriverConductor:
                     and not candidate.is_exclusive
                 ):
                     validate_shared_publication(
-                        ExistingPublication(candidate.session_id, candidate.mtu_length, candidate.term_buffer_length),
+                        ExistingPublication(
+                            candidate.session_id, candidate.mtu_length, candidate.term_buffer_length
+                        ),
                         params,
                     )
                     publication = candidate
@@ -606,7 +612,9 @@ class DriverConductor:
             if params.session_id is not None and not params.is_session_id_tagged:
                 self._confirm_session_id_not_in_use(params.session_id)
             publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive)
-        self._publication_links[msg.correlation_id] = PublicationLink(msg.correlation_id, client.client_id, publication)
+        self._publication_links[msg.correlation_id] = PublicationLink(
+            msg.correlation_id, client.client_id, publication
+        )
         self._client_proxy.on_publication_ready(
             msg.correlation_id,
             publication.registration_id,
@@ -630,8 +638,10 @@ class DriverConductor:
         registration_id = msg.correlation_id
         session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
         initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
-        path = ctx.aeron_path / PUBLICATIONS_DIR / log_file_name(
-            udp_channel.canonical_form, session_id, msg.stream_id, registration_id
+        path = (
+            ctx.aeron_path
+            / PUBLICATIONS_DIR
+            / log_file_name(udp_channel.canonical_form, session_id, msg.stream_id, registration_id)
         )
         raw_log = RawLog(path, params.term_length, ctx.file_page_size, params.is_sparse)
         lbd.initialise_publication_metadata(
@@ -648,10 +658,16 @@ class DriverConductor:
         )
         counters = self._counters
         channel = msg.channel
-        publisher_pos = stream_counters.publisher_pos(counters, registration_id, session_id, msg.stream_id, channel)
-        publisher_limit = stream_counters.publisher_limit(counters, registration_id, session_id, msg.stream_id, channel)
+        publisher_pos = stream_counters.publisher_pos(
+            counters, registration_id, session_id, msg.stream_id, channel
+        )
+        publisher_limit = stream_counters.publisher_limit(
+            counters, registration_id, session_id, msg.stream_id, channel
+        )
         sender_pos = stream_counters.sender_pos(counters, registration_id, session_id, msg.stream_id, channel)
-        sender_limit = stream_counters.sender_limit(counters, registration_id, session_id, msg.stream_id, channel)
+        sender_limit = stream_counters.sender_limit(
+            counters, registration_id, session_id, msg.stream_id, channel
+        )
         if params.is_replay:
             bits = lbd.position_bits_to_shift(params.term_length)
             position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
@@ -693,7 +709,10 @@ class DriverConductor:
         self._active_session_ids.discard(publication.session_id)
         self._sender_commands.offer(self._sender.remove_publication, publication)
         endpoint = publication.channel_endpoint
-        if endpoint.ref_count <= 0 and self._send_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint:
+        if (
+            endpoint.ref_count <= 0
+            and self._send_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint
+        ):
             del self._send_endpoints[endpoint.udp_channel.canonical_form]
             self._sender_commands.offer(self._sender.close_endpoint, endpoint)
 
@@ -767,7 +786,12 @@ class DriverConductor:
             if link.matches_image(image) and image.is_accepting_subscriptions():
                 join_position = image.rebuild_position.get()
                 position = stream_counters.subscriber_pos(
-                    self._counters, link.registration_id, image.session_id, image.stream_id, link.channel, join_position
+                    self._counters,
+                    link.registration_id,
+                    image.session_id,
+                    image.stream_id,
+                    link.channel,
+                    join_position,
                 )
                 image.add_subscriber(position)
                 link.link(image, position)
@@ -801,7 +825,9 @@ class DriverConductor:
             self._receiver_commands.offer(self._receiver.close_endpoint, endpoint)
 
     def _queue_create_image(self, setup, endpoint, transport_index, control_address, source) -> None:
-        self.commands.offer(self.on_create_publication_image, setup, endpoint, transport_index, control_address, source)
+        self.commands.offer(
+            self.on_create_publication_image, setup, endpoint, transport_index, control_address, source
+        )
 
     def on_create_publication_image(
         self,
@@ -817,7 +843,9 @@ class DriverConductor:
             return
         dispatcher = entry[1]
         bits = lbd.position_bits_to_shift(setup.term_length)
-        join_position = lbd.compute_position(setup.active_term_id, setup.term_offset, bits, setup.initial_term_id)
+        join_position = lbd.compute_position(
+            setup.active_term_id, setup.term_offset, bits, setup.initial_term_id
+        )
         registration_id = self._to_driver.next_correlation_id()
         links = [
             link
@@ -829,17 +857,28 @@ class DriverConductor:
             return
         positions = [
             stream_counters.subscriber_pos(
-                self._counters, link.registration_id, setup.session_id, setup.stream_id, link.channel, join_position
+                self._counters,
+                link.registration_id,
+                setup.session_id,
+                setup.stream_id,
+                link.channel,
+                join_position,
             )
             for link in links
         ]
         channel = endpoint.channel
-        hwm = stream_counters.receiver_hwm(self._counters, registration_id, setup.session_id, setup.stream_id, channel)
+        hwm = stream_counters.receiver_hwm(
+            self._counters, registration_id, setup.session_id, setup.stream_id, channel
+        )
         rebuild = stream_counters.receiver_pos(
             self._counters, registration_id, setup.session_id, setup.stream_id, channel
         )
-        path = ctx.aeron_path / IMAGES_DIR / log_file_name(
-            endpoint.udp_channel.canonical_form, setup.session_id, setup.stream_id, registration_id
+        path = (
+            ctx.aeron_path
+            / IMAGES_DIR
+            / log_file_name(
+                endpoint.udp_channel.canonical_form, setup.session_id, setup.stream_id, registration_id
+            )
         )
         raw_log = RawLog(path, setup.term_length, ctx.file_page_size, ctx.term_buffer_sparse_file)
         lbd.initialise_image_metadata(
@@ -918,7 +957,10 @@ class DriverConductor:
         for link in self._subscription_links.values():
             if link.is_linked(image):
                 self._client_proxy.on_unavailable_image(
-                    image.correlation_id, link.registration_id, image.stream_id, image.channel_endpoint.channel
+                    image.correlation_id,
+                    link.registration_id,
+                    image.stream_id,
+                    image.channel_endpoint.channel,
                 )
         entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
         if entry is not None:

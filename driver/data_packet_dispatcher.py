@@ -30,7 +30,9 @@ class StreamInterest:
     sessions: dict[int, Any] = field(default_factory=dict)  # session id -> image or a state string
 
 
-CreateImage = Callable[[frames.SetupFrame, "ReceiveChannelEndpoint", int, tuple[str, int], tuple[str, int]], None]
+CreateImage = Callable[
+    [frames.SetupFrame, "ReceiveChannelEndpoint", int, tuple[str, int], tuple[str, int]], None
+]
 
 
 class DataPacketDispatcher:
@@ -128,7 +130,11 @@ class DataPacketDispatcher:
         return state.insert_packet(header[7], header[4], packet, length, transport_index, source, now_ns)
 
     def on_setup_message(
-        self, endpoint: ReceiveChannelEndpoint, setup: frames.SetupFrame, source: tuple[str, int], transport_index: int
+        self,
+        endpoint: ReceiveChannelEndpoint,
+        setup: frames.SetupFrame,
+        source: tuple[str, int],
+        transport_index: int,
     ) -> None:
         interest = self._streams.get(setup.stream_id)
         if interest is None:

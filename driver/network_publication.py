@@ -139,7 +139,9 @@ class NetworkPublication:
         if bytes_sent == 0:
             bytes_sent = self._heartbeat_message_check(now_ns, active_term_id, term_offset)
             self.sender_limit.set(
-                self.flow_control.on_idle(now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream)
+                self.flow_control.on_idle(
+                    now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream
+                )
             )
         if self._status_message_deadline_ns - now_ns < 0 and self.has_receivers:
             self.has_receivers = False
@@ -154,7 +156,9 @@ class NetworkPublication:
                 self._sender_flow_control_limits.increment()
             return 0
         term_buffer = self._term_buffers[(sender_position >> self.position_bits_to_shift) % 3]
-        available, padding = scan_for_availability(term_buffer, term_offset, min(available_window, self.mtu_length))
+        available, padding = scan_for_availability(
+            term_buffer, term_offset, min(available_window, self.mtu_length)
+        )
         if available <= 0:
             return 0
         if self.channel_endpoint.send(term_buffer.view[term_offset : term_offset + available]) != available:
@@ -201,7 +205,9 @@ class NetworkPublication:
     def resend(self, term_id: int, term_offset: int, length: int) -> None:
         """Retransmit what a NAK asked for, if it is still in the term behind the sender position."""
         sender_position = self.sender_position.get()
-        resend_position = lbd.compute_position(term_id, term_offset, self.position_bits_to_shift, self.initial_term_id)
+        resend_position = lbd.compute_position(
+            term_id, term_offset, self.position_bits_to_shift, self.initial_term_id
+        )
         if not sender_position - self.term_buffer_length <= resend_position < sender_position:
             return
         term_buffer = self._term_buffers[(resend_position >> self.position_bits_to_shift) % 3]
@@ -223,7 +229,9 @@ class NetworkPublication:
             self.should_send_setup_frame = True
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
-        self.retransmit_handler.on_nak(term_id, term_offset, length, self.term_buffer_length, now_ns, self.resend)
+        self.retransmit_handler.on_nak(
+            term_id, term_offset, length, self.term_buffer_length, now_ns, self.resend
+        )
 
     def on_status_message(self, sm: frames.StatusMessageFrame, now_ns: int) -> None:
         self.has_receivers = True
@@ -239,7 +247,9 @@ class NetworkPublication:
 
     def on_rttm(self, rttm: frames.RttmFrame) -> None:
         if rttm.flags & frames.REPLY_FLAG:
-            reply = frames.encode_rttm(self.session_id, self.stream_id, rttm.echo_timestamp_ns, 0, rttm.receiver_id)
+            reply = frames.encode_rttm(
+                self.session_id, self.stream_id, rttm.echo_timestamp_ns, 0, rttm.receiver_id
+            )
             if self.channel_endpoint.send(reply) != len(reply):
                 self._short_sends.increment()
 
@@ -266,7 +276,9 @@ class NetworkPublication:
         if dirty_range > reserved_range:
             term_offset = clean_position & self._term_length_mask
             length = min(dirty_range - reserved_range, self.term_buffer_length - term_offset)
-            self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(term_offset, length)
+            self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(
+                term_offset, length
+            )
             self._clean_position = clean_position + length
 
     def add_subscriber(self, spy_position: AtomicCounter) -> None:
@@ -309,7 +321,10 @@ class NetworkPublication:
             if all(spy.get() >= producer_position for spy in self.spy_positions):
                 self._time_of_last_activity_ns = now_ns
                 self.state = State.LINGER
-        elif self.state is State.LINGER and now_ns - (self._time_of_last_activity_ns + self._linger_timeout_ns) > 0:
+        elif (
+            self.state is State.LINGER
+            and now_ns - (self._time_of_last_activity_ns + self._linger_timeout_ns) > 0
+        ):
             conductor.cleanup_network_publication(self)
             self.state = State.CLOSING
 

@@ -102,8 +102,9 @@ class PublicationImage:
         self._time_of_last_state_change_ns = now_ns
         self.last_packet_timestamp_ns = now_ns
         self._time_of_last_sm_schedule_ns = now_ns - 10**12
-        position = lbd.compute_position(active_term_id, initial_term_offset, self.position_bits_to_shift,
-                                        initial_term_id)
+        position = lbd.compute_position(
+            active_term_id, initial_term_offset, self.position_bits_to_shift, initial_term_id
+        )
         self.join_position = position
         self._receiver_window_length = min(self.term_length // 2, initial_window_length)
         self._next_sm_position = position
@@ -131,11 +132,19 @@ class PublicationImage:
         self.state = State.ACTIVE
 
     def insert_packet(
-        self, term_id: int, term_offset: int, packet: Any, length: int, transport_index: int,
-        source: tuple[str, int], now_ns: int,
+        self,
+        term_id: int,
+        term_offset: int,
+        packet: Any,
+        length: int,
+        transport_index: int,
+        source: tuple[str, int],
+        now_ns: int,
     ) -> int:
         is_heartbeat = length == frames.HEADER_LENGTH and frames.DATA_HEADER.unpack_from(packet, 0)[0] == 0
-        packet_position = lbd.compute_position(term_id, term_offset, self.position_bits_to_shift, self.initial_term_id)
+        packet_position = lbd.compute_position(
+            term_id, term_offset, self.position_bits_to_shift, self.initial_term_id
+        )
         proposed_position = packet_position if is_heartbeat else packet_position + length
         if packet_position < self._last_sm_position:
             self._under_runs.increment()
@@ -167,10 +176,17 @@ class PublicationImage:
             return 0
         self._sm_pending = False
         position, window = self._next_sm_position, self._next_sm_window
-        term_id = lbd.compute_term_id_from_position(position, self.position_bits_to_shift, self.initial_term_id)
+        term_id = lbd.compute_term_id_from_position(
+            position, self.position_bits_to_shift, self.initial_term_id
+        )
         self.channel_endpoint.send_status_message(
-            self._control_addresses(), self.session_id, self.stream_id, term_id,
-            position & self._term_length_mask, window, 0,
+            self._control_addresses(),
+            self.session_id,
+            self.stream_id,
+            term_id,
+            position & self._term_length_mask,
+            window,
+            0,
         )
         self._status_messages_sent.increment()
         self._last_sm_position = position
@@ -209,8 +225,12 @@ class PublicationImage:
             self._loss_report_entry.record_observation(length, self._epoch_clock_ms())
         elif self._loss_report is not None:
             self._loss_report_entry = self._loss_report.create_entry(
-                length, self._epoch_clock_ms(), self.session_id, self.stream_id,
-                self.channel_endpoint.channel, f"/{self.source_identity}",
+                length,
+                self._epoch_clock_ms(),
+                self.session_id,
+                self.stream_id,
+                self.channel_endpoint.channel,
+                f"/{self.source_identity}",
             )
             if self._loss_report_entry is None:
                 self._loss_report = None  # full: no more reporting for this image, as 1.15.1
@@ -224,8 +244,13 @@ class PublicationImage:
         hwm_position = self.hwm_position.get()
         term_buffer = self._term_buffers[(rebuild_position >> self.position_bits_to_shift) % 3]
         work, new_rebuild_position = self.loss_detector.scan(
-            term_buffer, rebuild_position, hwm_position, now_ns, self._term_length_mask,
-            self.position_bits_to_shift, self.initial_term_id,
+            term_buffer,
+            rebuild_position,
+            hwm_position,
+            now_ns,
+            self._term_length_mask,
+            self.position_bits_to_shift,
+            self.initial_term_id,
         )
         self.rebuild_position.propose_max_ordered(new_rebuild_position)
         window = self._receiver_window_length
@@ -246,7 +271,9 @@ class PublicationImage:
         term_offset = clean_position & self._term_length_mask
         length = min(new_clean_position - clean_position, self.term_length - term_offset)
         if length > 0:
-            self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(term_offset, length)
+            self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(
+                term_offset, length
+            )
             self._clean_position = clean_position + length
 
     def add_subscriber(self, position: AtomicCounter) -> None:
@@ -272,9 +299,10 @@ class PublicationImage:
                 self._time_of_last_state_change_ns = now_ns
                 conductor.on_image_linger(self)
             self.is_tracking_rebuild = False
-        elif self.state is State.LINGER and now_ns - (
-            self._time_of_last_state_change_ns + self._image_liveness_timeout_ns
-        ) > 0:
+        elif (
+            self.state is State.LINGER
+            and now_ns - (self._time_of_last_state_change_ns + self._image_liveness_timeout_ns) > 0
+        ):
             self.state = State.DONE
 
     @property

@@ -69,7 +69,9 @@ class Receiver:
             self._images.remove(image)
         dispatcher.remove_publication_image(image)
 
-    def on_pending_setup(self, session_id: int, stream_id: int, dispatcher: DataPacketDispatcher, now_ns: int) -> None:
+    def on_pending_setup(
+        self, session_id: int, stream_id: int, dispatcher: DataPacketDispatcher, now_ns: int
+    ) -> None:
         self._pending_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher))
 
     # --- duty cycle -------------------------------------------------------------------------------
@@ -102,7 +104,11 @@ class Receiver:
         return total
 
     def _on_datagram(
-        self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, batch: ReceiveBatch, i: int,
+        self,
+        endpoint: ReceiveChannelEndpoint,
+        dispatcher: DataPacketDispatcher,
+        batch: ReceiveBatch,
+        i: int,
         now_ns: int,
     ) -> None:
         packet = batch.data(i)
@@ -121,4 +127,6 @@ class Receiver:
         elif frame_type == frames.HDR_TYPE_RTTM:
             rttm = frames.RttmFrame.decode(packet)
             if rttm.flags & frames.REPLY_FLAG and rttm.receiver_id in (0, endpoint.receiver_id):
-                endpoint.send_rttm_reply(batch.address(i), rttm.session_id, rttm.stream_id, rttm.echo_timestamp_ns)
+                endpoint.send_rttm_reply(
+                    batch.address(i), rttm.session_id, rttm.stream_id, rttm.echo_timestamp_ns
+                )

@@ -22,7 +22,9 @@ CONTROL_POLL_INTERVAL_NS = 100_000_000
 class Sender:
     role_name = "sender"
 
-    def __init__(self, system_counters: SystemCounters, nano_clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(
+        self, system_counters: SystemCounters, nano_clock: Callable[[], int] = time.monotonic_ns
+    ) -> None:
         self.commands = CommandQueue()
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock

@@ -60,17 +60,28 @@ class ReceiveChannelEndpoint:
         )
         self._send(sm, addresses)
 
-    def send_setup_eliciting_status_message(self, address: tuple[str, int], session_id: int, stream_id: int) -> None:
+    def send_setup_eliciting_status_message(
+        self, address: tuple[str, int], session_id: int, stream_id: int
+    ) -> None:
         self.send_status_message([address], session_id, stream_id, 0, 0, 0, frames.SEND_SETUP_FLAG)
 
     def send_nak(
-        self, addresses: list[tuple[str, int]], session_id: int, stream_id: int, term_id: int, term_offset: int,
+        self,
+        addresses: list[tuple[str, int]],
+        session_id: int,
+        stream_id: int,
+        term_id: int,
+        term_offset: int,
         length: int,
     ) -> None:
         self._send(frames.encode_nak(session_id, stream_id, term_id, term_offset, length), addresses)
 
-    def send_rttm_reply(self, address: tuple[str, int], session_id: int, stream_id: int, echo_timestamp_ns: int) -> None:
-        self._send(frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id), [address])
+    def send_rttm_reply(
+        self, address: tuple[str, int], session_id: int, stream_id: int, echo_timestamp_ns: int
+    ) -> None:
+        self._send(
+            frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id), [address]
+        )
 
     def inc_ref_to_stream(self, stream_id: int) -> int:
         count = self.ref_count_by_stream.get(stream_id, 0) + 1
