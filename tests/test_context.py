@@ -299,14 +299,14 @@ def test_bad_environment_value_is_not_read_when_a_property_overrides_it() -> Non
 def test_unknown_aeron_properties_are_reported_not_fatal() -> None:
     ctx = make(
         properties={
-            "aeron.rcv.status.message.timeout": "200ms",
+            "aeron.sender.idle.strategy": "noop",
             "aeron.dir": "/tmp/a",
             "aeron.bogus": "1",
             "java.io.tmpdir": "/tmp",
             "agrona.disable.bounds.checks": "true",
         }
     )
-    assert ctx.unknown_properties == ["aeron.bogus", "aeron.rcv.status.message.timeout"]
+    assert ctx.unknown_properties == ["aeron.bogus", "aeron.sender.idle.strategy"]
     assert ctx.aeron_dir == "/tmp/a"
 
 

@@ -162,7 +162,7 @@ def test_removed_publication_ends_the_stream(embedded_driver) -> None:
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, 1007, on_unavailable_image=unavailable.append)
         publication = aeron.add_publication(CHANNEL, 1007)
-        wait_until(lambda: publication.is_connected, what="connection")
+        wait_until(lambda: publication.is_connected and subscription.images, what="connection")
         offer(publication, b"last words")
         image = subscription.images[0]
         log_file = image.log_buffers.path
