@@ -103,7 +103,7 @@ class DataPacketDispatcher:
         header: tuple,
         packet: Any,
         length: int,
-        source: tuple[str, int],
+        source: Callable[[], tuple[str, int]],
         transport_index: int,
         now_ns: int,
     ) -> int:
@@ -120,7 +120,7 @@ class DataPacketDispatcher:
             ):
                 return 0
             # Unknown session of a wanted stream: ask its sender for a SETUP (again after 1 s if lost).
-            control = endpoint.control_address_for(source)
+            control = endpoint.control_address_for(source())
             endpoint.send_setup_eliciting_status_message(control, session_id, stream_id)
             interest.sessions[session_id] = PENDING_SETUP
             self._on_pending_setup(session_id, stream_id, endpoint, now_ns)

@@ -154,7 +154,7 @@ class PublicationImage:
             return length
         connection = self.connections.get(transport_index)
         if connection is None:
-            connection = self.connections[transport_index] = ImageConnection(source, now_ns)
+            connection = self.connections[transport_index] = ImageConnection(source(), now_ns)
         connection.time_of_last_frame_ns = now_ns
         if is_heartbeat:
             if packet[frames.FLAGS_OFFSET] == frames.BEGIN_END_AND_EOS_FLAGS and not self.is_end_of_stream:
