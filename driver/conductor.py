@@ -136,7 +136,6 @@ class DriverConductor:
         self._images: list[PublicationImage] = []
         self._send_endpoints: dict[str, SendChannelEndpoint] = {}
         self._receive_endpoints: dict[str, tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = {}
-        self._interfaces = None
         self._timer_interval_ns = ctx.timer_interval_ns
         self._next_timer_ns = 0
         self._now_ms = epoch_clock_ms()
@@ -545,12 +544,10 @@ class DriverConductor:
     # --- UDP: send side -----------------------------------------------------------------------------
 
     def _parse_udp_channel(self, channel: str) -> UdpChannel:
-        if self._interfaces is None:
-            self._interfaces = system_interfaces()
         return UdpChannel.parse(
             channel,
             resolve=resolve_host,
-            interfaces=self._interfaces,
+            interfaces=system_interfaces,  # listed only when the channel needs them
             default_multicast_ttl=self._ctx.socket_multicast_ttl,
         )
 
