@@ -525,13 +525,36 @@ class DriverConductor:
         self._close_subscription_link(link)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
-    def on_add_destination(self, msg: cp.DestinationMessage) -> None:
-        raise ControlProtocolError(
-            cp.ErrorCode.UNKNOWN_PUBLICATION, f"Unknown publication: {msg.registration_correlation_id}"
+    def _manual_mdc_endpoint(self, registration_id: int) -> SendChannelEndpoint:
+        publication = next(
+            (p for p in self._network_publications if p.registration_id == registration_id), None
         )
+        if publication is None:
+            raise ControlProtocolError(
+                cp.ErrorCode.UNKNOWN_PUBLICATION, f"unknown publication: {registration_id}"
+            )
+        endpoint = publication.channel_endpoint
+        if not (endpoint.is_multi_destination and endpoint.is_manual_control):
+            raise ControlProtocolError(
+                cp.ErrorCode.GENERIC_ERROR,
+                f"control channel does not allow manual control: {publication.channel} "
+                "(destinations need control=<address>|control-mode=manual)",
+            )
+        return endpoint
+
+    def _destination_address(self, channel: str) -> tuple[str, int]:
+        udp_channel = self._parse_udp_channel(channel)
+        return udp_channel.remote_data
+
+    def on_add_destination(self, msg: cp.DestinationMessage) -> None:
+        endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)
+        self._sender_commands.offer(endpoint.add_destination, self._destination_address(msg.channel))
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_remove_destination(self, msg: cp.DestinationMessage) -> None:
-        self.on_add_destination(msg)
+        endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)
+        self._sender_commands.offer(endpoint.remove_destination, self._destination_address(msg.channel))
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_rcv_destination(self, msg: cp.DestinationMessage) -> None:
         raise ControlProtocolError(

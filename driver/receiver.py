@@ -38,6 +38,7 @@ class Receiver:
         self._endpoints: list[tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = []
         self._images: list[PublicationImage] = []
         self._pending_setups: list[tuple[int, int, int, DataPacketDispatcher]] = []
+        self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint]] = []
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._loss_generator = loss_generator
 
@@ -51,12 +52,17 @@ class Receiver:
 
     def register_endpoint(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher) -> None:
         self._endpoints.append((endpoint, dispatcher))
+        if endpoint.udp_channel.has_explicit_control:
+            # An MDC subscriber makes itself known to the publisher's control address, and keeps doing so.
+            endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, 0, 0)
+            self._periodic_setups.append((self._nano_clock() + PENDING_SETUPS_TIMEOUT_NS, endpoint))
         if self.waker is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
                 endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
 
     def close_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
+        self._periodic_setups = [(t, e) for t, e in self._periodic_setups if e is not endpoint]
         with contextlib.suppress(RuntimeError):
             endpoint.transport.unregister_reader(asyncio.get_running_loop())
         endpoint.close()
@@ -90,6 +96,13 @@ class Receiver:
             self._pending_setups = [p for p in self._pending_setups if p[0] > now_ns]
             for _, session_id, stream_id, dispatcher in expired:
                 dispatcher.remove_pending_setup(session_id, stream_id)
+        if self._periodic_setups and self._periodic_setups[0][0] <= now_ns:
+            due = [e for t, e in self._periodic_setups if t <= now_ns]
+            self._periodic_setups = [(t, e) for t, e in self._periodic_setups if t > now_ns]
+            for endpoint in due:
+                endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, 0, 0)
+                self._periodic_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, endpoint))
+            work += len(due)
         return work
 
     def _poll(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, now_ns: int) -> int:

@@ -254,6 +254,16 @@ class Aeron:
                     lambda corr: cp.encode_remove(client_id, corr, publication.registration_id),
                 )
 
+    def publication_destination(
+        self, publication: Publication | ExclusivePublication, channel: str, add: bool
+    ) -> None:
+        client_id = self.client_id
+        command = cp.Command.ADD_DESTINATION if add else cp.Command.REMOVE_DESTINATION
+        self.conductor.request(
+            command,
+            lambda corr: cp.encode_destination(client_id, corr, publication.original_registration_id, channel),
+        )
+
     # --- subscriptions -------------------------------------------------------------------------
 
     def add_subscription(

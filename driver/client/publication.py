@@ -102,6 +102,13 @@ class _PublicationBase:
             return MAX_POSITION_EXCEEDED
         return BACK_PRESSURED if lbd.is_connected(self._meta) else NOT_CONNECTED
 
+    def add_destination(self, endpoint_channel: str) -> None:
+        """MDC (``control=...|control-mode=manual``): also send to ``aeron:udp?endpoint=host:port``."""
+        self._conductor.publication_destination(self, endpoint_channel, add=True)
+
+    def remove_destination(self, endpoint_channel: str) -> None:
+        self._conductor.publication_destination(self, endpoint_channel, add=False)
+
     async def offer_async(self, data: Any, *, timeout_s: float | None = None) -> int:
         """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``)."""
         from driver.client.aio import offer

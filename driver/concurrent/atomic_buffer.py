@@ -322,7 +322,9 @@ class AtomicBuffer:
 
     def term_gap_fill(self, gap_offset: int, gap_length: int, header_template: bytes, term_id: int) -> bool:
         """TermGapFiller.tryFillGap: a committed PAD frame over the gap if every 32-byte slot is still 0."""
-        return bool(lib.amd_term_gap_fill(self._ptr, self._length, gap_offset, gap_length, header_template, term_id))
+        return bool(
+            lib.amd_term_gap_fill(self._ptr, self._length, gap_offset, gap_length, header_template, term_id)
+        )
 
     def get_string_ascii(self, offset: int) -> str:
         """An int32 length-prefixed string, as Agrona's getStringAscii reads it."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 CHANNEL_STATUS_ACTIVE = 1
 CHANNEL_STATUS_CLOSING = 2
+DESTINATION_TIMEOUT_NS = 5_000_000_000  # dynamic MDC: a receiver silent this long is dropped
 
 
 class SendChannelEndpoint:
@@ -29,6 +30,11 @@ class SendChannelEndpoint:
         self.status = status
         self.ref_count = 0
         self.publications: dict[tuple[int, int], NetworkPublication] = {}
+        # Multi-destination-cast (explicit control address): data fans out to every destination; manual
+        # mode takes them from ADD_DESTINATION, dynamic mode learns them from the receivers' SMs.
+        self.is_multi_destination = udp_channel.has_explicit_control
+        self.is_manual_control = udp_channel.is_manual_control_mode
+        self.destinations: dict[tuple[str, int], int] = {}
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -36,7 +42,25 @@ class SendChannelEndpoint:
         return self.udp_channel.multicast_ttl if self.udp_channel.is_multicast else 0
 
     def send(self, data: bytes | memoryview) -> int:
-        return self.transport.send(data)
+        if not self.is_multi_destination:
+            return self.transport.send(data)
+        length = len(data)
+        sent = length
+        for destination in self.destinations:
+            sent = min(sent, self.transport.send_to(data, destination))
+        return sent
+
+    def add_destination(self, address: tuple[str, int]) -> None:
+        self.destinations[address] = 2**63 - 1  # manual destinations never time out
+
+    def remove_destination(self, address: tuple[str, int]) -> None:
+        self.destinations.pop(address, None)
+
+    def _on_dynamic_receiver(self, address: tuple[str, int], now_ns: int) -> None:
+        self.destinations[address] = now_ns + DESTINATION_TIMEOUT_NS
+        expired = [a for a, deadline in self.destinations.items() if deadline < now_ns]
+        for address in expired:
+            del self.destinations[address]
 
     def add_publication(self, publication: NetworkPublication) -> None:
         self.publications[(publication.session_id, publication.stream_id)] = publication
@@ -56,6 +80,13 @@ class SendChannelEndpoint:
             frame_type = frames.frame_type(packet)
             if frame_type == frames.HDR_TYPE_SM:
                 sm = frames.StatusMessageFrame.decode(packet)
+                if self.is_multi_destination and not self.is_manual_control:
+                    self._on_dynamic_receiver(batch.address(i), now_ns)
+                if sm.session_id == 0 and sm.stream_id == 0 and sm.flags & frames.SEND_SETUP_FLAG:
+                    for every_publication in self.publications.values():  # an MDC receiver joined
+                        every_publication.trigger_send_setup_frame()
+                    counters["sm"].increment()
+                    continue
                 publication = self.publications.get((sm.session_id, sm.stream_id))
                 if publication is not None:
                     if sm.flags & frames.SEND_SETUP_FLAG:
