@@ -250,7 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     loss = sub.add_parser("loss", help="print the driver's loss-report.dat, like LossStat")
     loss.add_argument("--dir", help="aeron dir (or the loss-report.dat file itself)")
     loss.add_argument(
-        "--format", choices=("table", "csv"), default="table", help="table (default) or csv, exactly as LossStat"
+        "--format",
+        choices=("table", "csv"),
+        default="table",
+        help="table (default) or csv, exactly as LossStat",
     )
     loss.set_defaults(handler=cmd_loss)
 

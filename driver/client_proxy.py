@@ -61,7 +61,9 @@ class ClientProxy:
         )
 
     def on_subscription_ready(self, correlation_id: int, channel_status_id: int) -> None:
-        self._send(cp.Event.ON_SUBSCRIPTION_READY, cp.encode_subscription_ready(correlation_id, channel_status_id))
+        self._send(
+            cp.Event.ON_SUBSCRIPTION_READY, cp.encode_subscription_ready(correlation_id, channel_status_id)
+        )
 
     def on_available_image(
         self,

@@ -556,13 +556,40 @@ class DriverConductor:
         self._sender_commands.offer(endpoint.remove_destination, self._destination_address(msg.channel))
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
-    def on_add_rcv_destination(self, msg: cp.DestinationMessage) -> None:
-        raise ControlProtocolError(
-            cp.ErrorCode.UNKNOWN_SUBSCRIPTION, f"Unknown subscription: {msg.registration_correlation_id}"
+    def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
+        return UdpTransport.open_receive(
+            udp_channel, so_rcvbuf=self._ctx.socket_so_rcvbuf, so_sndbuf=self._ctx.socket_so_sndbuf
         )
 
+    def _manual_mds_endpoint(self, registration_id: int) -> ReceiveChannelEndpoint:
+        link = self._subscription_links.get(registration_id)
+        if link is None:
+            raise ControlProtocolError(
+                cp.ErrorCode.UNKNOWN_SUBSCRIPTION, f"unknown subscription: {registration_id}"
+            )
+        endpoint = link.endpoint if isinstance(link, NetworkSubscriptionLink) else None
+        if endpoint is None or not endpoint.has_destination_control:
+            raise ControlProtocolError(
+                cp.ErrorCode.GENERIC_ERROR,
+                f"channel does not allow destination control: {link.channel} (needs control-mode=manual)",
+            )
+        return endpoint
+
+    def on_add_rcv_destination(self, msg: cp.DestinationMessage) -> None:
+        endpoint = self._manual_mds_endpoint(msg.registration_correlation_id)
+        udp_channel = self._parse_udp_channel(msg.channel)
+        try:
+            transport = self._open_receive(udp_channel)
+        except Exception as e:
+            raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+        self._receiver_commands.offer(self._receiver.add_destination, endpoint, udp_channel, transport)
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
+
     def on_remove_rcv_destination(self, msg: cp.DestinationMessage) -> None:
-        self.on_add_rcv_destination(msg)
+        endpoint = self._manual_mds_endpoint(msg.registration_correlation_id)
+        udp_channel = self._parse_udp_channel(msg.channel)
+        self._receiver_commands.offer(self._receiver.remove_destination, endpoint, udp_channel.canonical_form)
+        self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     # --- UDP: send side -----------------------------------------------------------------------------
 
@@ -760,9 +787,8 @@ class DriverConductor:
                 channel_status_key(udp_channel.original_uri_string),
             )
             try:
-                transport = UdpTransport.open_receive(
-                    udp_channel, so_rcvbuf=self._ctx.socket_so_rcvbuf, so_sndbuf=self._ctx.socket_so_sndbuf
-                )
+                # A multi-destination subscription opens its sockets per ADD_RCV_DESTINATION instead.
+                transport = None if udp_channel.is_manual_control_mode else self._open_receive(udp_channel)
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
                 status.close()
@@ -922,6 +948,7 @@ class DriverConductor:
             ctx.image_liveness_timeout_ns,
             endpoint,
             control_address,
+            transport_index,
             setup.session_id,
             setup.stream_id,
             setup.initial_term_id,

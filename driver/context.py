@@ -159,34 +159,58 @@ class DriverContext:
         "aeron.ipc.term.buffer.length", parse_size, 64 * MIB, "bytes", "term length of IPC publications"
     )
     mtu_length: int = _setting("aeron.mtu.length", parse_size, 1408, "bytes", "MTU of network publications")
-    ipc_mtu_length: int = _setting("aeron.ipc.mtu.length", parse_size, 1408, "bytes", "MTU of IPC publications")
+    ipc_mtu_length: int = _setting(
+        "aeron.ipc.mtu.length", parse_size, 1408, "bytes", "MTU of IPC publications"
+    )
     term_buffer_sparse_file: bool = _setting(
         "aeron.term.buffer.sparse.file", parse_bool, False, "bool", "sparse log files (no pre-touching)"
     )
     ipc_publication_term_window_length: int = _setting(
-        "aeron.ipc.publication.term.window.length", parse_size, 0, "bytes", "IPC flow window (0 = term length)"
+        "aeron.ipc.publication.term.window.length",
+        parse_size,
+        0,
+        "bytes",
+        "IPC flow window (0 = term length)",
     )
     publication_unblock_timeout_ns: int = _setting(
-        "aeron.publication.unblock.timeout", parse_duration_ns, 10_000_000_000, "ns",
+        "aeron.publication.unblock.timeout",
+        parse_duration_ns,
+        10_000_000_000,
+        "ns",
         "a publication stuck on a dead publisher's claim is unblocked after this",
     )
     publication_reserved_session_id_low: int = _setting(
-        "aeron.publication.reserved.session.id.low", lambda n, v: int(v), -1, "int", "reserved session ids: low"
+        "aeron.publication.reserved.session.id.low",
+        lambda n, v: int(v),
+        -1,
+        "int",
+        "reserved session ids: low",
     )
     publication_reserved_session_id_high: int = _setting(
         "aeron.publication.reserved.session.id.high", lambda n, v: int(v), 1000, "int", "reserved ids: high"
     )
     status_message_timeout_ns: int = _setting(
-        "aeron.rcv.status.message.timeout", parse_duration_ns, 200_000_000, "ns", "receiver status message interval"
+        "aeron.rcv.status.message.timeout",
+        parse_duration_ns,
+        200_000_000,
+        "ns",
+        "receiver status message interval",
     )
     initial_window_length: int = _setting(
-        "aeron.rcv.initial.window.length", parse_size, 128 * 1024, "bytes", "receiver window (min with term/2)"
+        "aeron.rcv.initial.window.length",
+        parse_size,
+        128 * 1024,
+        "bytes",
+        "receiver window (min with term/2)",
     )
     image_liveness_timeout_ns: int = _setting(
         "aeron.image.liveness.timeout", parse_duration_ns, 10_000_000_000, "ns", "a silent image is retired"
     )
     publication_connection_timeout_ns: int = _setting(
-        "aeron.publication.connection.timeout", parse_duration_ns, 5_000_000_000, "ns",
+        "aeron.publication.connection.timeout",
+        parse_duration_ns,
+        5_000_000_000,
+        "ns",
         "no status message for this long: the publication is not connected",
     )
     publication_term_window_length: int = _setting(
@@ -198,16 +222,27 @@ class DriverContext:
         "aeron.socket.multicast.ttl", lambda n, v: int(v), 0, "hops", "multicast TTL (0 = OS default)"
     )
     receive_data_loss_rate: float = _setting(
-        "aeron.debug.receive.data.loss.rate", lambda n, v: float(v), 0.0, "ratio",
+        "aeron.debug.receive.data.loss.rate",
+        lambda n, v: float(v),
+        0.0,
+        "ratio",
         "tests: drop this share of received DATA datagrams (seeded)",
     )
     receive_data_loss_seed: int = _setting(
-        "aeron.debug.receive.data.loss.seed", lambda n, v: int(v), 0, "int", "tests: seed of the loss generator"
+        "aeron.debug.receive.data.loss.seed",
+        lambda n, v: int(v),
+        0,
+        "int",
+        "tests: seed of the loss generator",
     )
     # SHARED by default: every agent runs on one event loop anyway, and one runner parks once for all of
     # them (DEDICATED would wake the loop once per agent per park).
     threading_mode: str = _setting(
-        "aeron.threading.mode", parse_threading_mode, "SHARED", "mode", "SHARED (default), DEDICATED or INVOKER"
+        "aeron.threading.mode",
+        parse_threading_mode,
+        "SHARED",
+        "mode",
+        "SHARED (default), DEDICATED or INVOKER",
     )
     idle_max_park_ns: int = _setting(
         "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"

@@ -121,7 +121,7 @@ class DataPacketDispatcher:
                 return 0
             # Unknown session of a wanted stream: ask its sender for a SETUP (again after 1 s if lost).
             control = endpoint.control_address_for(source())
-            endpoint.send_setup_eliciting_status_message(control, session_id, stream_id)
+            endpoint.send_setup_eliciting_status_message(control, session_id, stream_id, transport_index)
             interest.sessions[session_id] = PENDING_SETUP
             self._on_pending_setup(session_id, stream_id, endpoint, now_ns)
             return 0

@@ -91,7 +91,11 @@ class NetworkSubscriptionLink(SubscriptionLink):
 
     def matches_endpoint(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> bool:
         session = self.params.session_id
-        return endpoint is self.endpoint and stream_id == self.stream_id and (session is None or session == session_id)
+        return (
+            endpoint is self.endpoint
+            and stream_id == self.stream_id
+            and (session is None or session == session_id)
+        )
 
     def matches_image(self, image: PublicationImage) -> bool:
         return self.matches_endpoint(image.channel_endpoint, image.stream_id, image.session_id)

@@ -125,7 +125,9 @@ class MediaDriver:
         )
         self.system_counters = SystemCounters(self.counters)
         self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_clock_ms)
-        loss_report_path = create_loss_report_file(self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size)
+        loss_report_path = create_loss_report_file(
+            self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size
+        )
         self.loss_report_file = LossReportFile.map_existing(loss_report_path, writable=True)
         self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
         self.client_proxy = ClientProxy(BroadcastTransmitter(self.cnc.to_clients_buffer))

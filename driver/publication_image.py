@@ -49,6 +49,7 @@ class PublicationImage:
         image_liveness_timeout_ns: int,
         channel_endpoint: ReceiveChannelEndpoint,
         control_address: tuple[str, int],
+        transport_index: int,
         session_id: int,
         stream_id: int,
         initial_term_id: int,
@@ -95,7 +96,9 @@ class PublicationImage:
         self._loss_gap_fills = system_counters.get(SC.LOSS_GAP_FILLS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self.loss_detector = LossDetector(delay_generator, self._on_gap_detected)
-        self.connections: dict[int, ImageConnection] = {0: ImageConnection(control_address, now_ns)}
+        self.connections: dict[int, ImageConnection] = {
+            transport_index: ImageConnection(control_address, now_ns)
+        }
         self.state = State.INIT
         self.is_end_of_stream = False
         self.is_tracking_rebuild = True
@@ -209,8 +212,9 @@ class PublicationImage:
                     self._loss_gap_fills.increment()
         return len(gaps)
 
-    def _control_addresses(self) -> list[tuple[str, int]]:
-        return [c.control_address for c in self.connections.values()]
+    def _control_addresses(self) -> list[tuple[int, tuple[str, int]]]:
+        """(transport index, control address) of every source this image has heard from."""
+        return [(index, c.control_address) for index, c in self.connections.items()]
 
     def has_activity_and_not_end_of_stream(self, now_ns: int) -> bool:
         if now_ns - (self.last_packet_timestamp_ns + self._image_liveness_timeout_ns) > 0:

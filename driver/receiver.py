@@ -14,7 +14,9 @@ from driver.agent.idle_strategy import Waker
 from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.media.udp_transport import UdpTransport
 from driver.protocol import frames
+from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -56,16 +58,40 @@ class Receiver:
             # An MDC subscriber makes itself known to the publisher's control address, and keeps doing so.
             endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, 0, 0)
             self._periodic_setups.append((self._nano_clock() + PENDING_SETUPS_TIMEOUT_NS, endpoint))
-        if self.waker is not None:
-            with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
-                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
+        for transport in endpoint.transports:
+            if transport is not None:
+                self._register_reader(transport)
 
     def close_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
         self._periodic_setups = [(t, e) for t, e in self._periodic_setups if e is not endpoint]
-        with contextlib.suppress(RuntimeError):
-            endpoint.transport.unregister_reader(asyncio.get_running_loop())
+        for transport in endpoint.transports:
+            if transport is not None:
+                with contextlib.suppress(RuntimeError):
+                    transport.unregister_reader(asyncio.get_running_loop())
         endpoint.close()
+
+    def _register_reader(self, transport: UdpTransport) -> None:
+        if self.waker is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
+                transport.register_reader(asyncio.get_running_loop(), self.waker)
+
+    def add_destination(
+        self, endpoint: ReceiveChannelEndpoint, udp_channel: UdpChannel, transport: UdpTransport
+    ) -> None:
+        """MDS: one more socket feeding the endpoint's images (ADD_RCV_DESTINATION)."""
+        endpoint.add_destination(udp_channel, transport)
+        self._register_reader(transport)
+        if udp_channel.has_explicit_control:
+            index = len(endpoint.transports) - 1
+            endpoint.send_setup_eliciting_status_message(udp_channel.local_control, 0, 0, index)
+
+    def remove_destination(self, endpoint: ReceiveChannelEndpoint, canonical_form: str) -> None:
+        transport = endpoint.remove_destination(canonical_form)
+        if transport is not None:
+            with contextlib.suppress(RuntimeError):
+                transport.unregister_reader(asyncio.get_running_loop())
+            transport.close()
 
     def add_image(self, image: PublicationImage, dispatcher: DataPacketDispatcher) -> None:
         self._images.append(image)
@@ -107,14 +133,18 @@ class Receiver:
 
     def _poll(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, now_ns: int) -> int:
         batch = self._batch
-        received = total = endpoint.transport.receive_batch(batch)
-        while received:
-            for i in range(received):
-                self._on_datagram(endpoint, dispatcher, batch, i, now_ns)
-            if received < batch.capacity:
-                break
-            received = endpoint.transport.receive_batch(batch)
-            total += received
+        total = 0
+        for transport_index, transport in enumerate(endpoint.transports):
+            if transport is None:
+                continue
+            received = transport.receive_batch(batch)
+            while received:
+                total += received
+                for i in range(received):
+                    self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
+                if received < batch.capacity:
+                    break
+                received = transport.receive_batch(batch)
         return total
 
     def _on_datagram(
@@ -123,6 +153,7 @@ class Receiver:
         dispatcher: DataPacketDispatcher,
         batch: ReceiveBatch,
         i: int,
+        transport_index: int,
         now_ns: int,
     ) -> None:
         packet = batch.data(i)
@@ -136,9 +167,13 @@ class Receiver:
         if frame_type in (frames.HDR_TYPE_DATA, frames.HDR_TYPE_PAD):
             header = frames.DATA_HEADER.unpack_from(packet, 0)
             # The source address is decoded only when needed (a new session or connection): ~1 us saved.
-            dispatcher.on_data_packet(endpoint, header, packet, length, partial(batch.address, i), 0, now_ns)
+            dispatcher.on_data_packet(
+                endpoint, header, packet, length, partial(batch.address, i), transport_index, now_ns
+            )
         elif frame_type == frames.HDR_TYPE_SETUP:
-            dispatcher.on_setup_message(endpoint, frames.SetupFrame.decode(packet), batch.address(i), 0)
+            dispatcher.on_setup_message(
+                endpoint, frames.SetupFrame.decode(packet), batch.address(i), transport_index
+            )
         elif frame_type == frames.HDR_TYPE_RTTM:
             rttm = frames.RttmFrame.decode(packet)
             if rttm.flags & frames.REPLY_FLAG and rttm.receiver_id in (0, endpoint.receiver_id):

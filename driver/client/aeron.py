@@ -261,7 +261,17 @@ class Aeron:
         command = cp.Command.ADD_DESTINATION if add else cp.Command.REMOVE_DESTINATION
         self.conductor.request(
             command,
-            lambda corr: cp.encode_destination(client_id, corr, publication.original_registration_id, channel),
+            lambda corr: cp.encode_destination(
+                client_id, corr, publication.original_registration_id, channel
+            ),
+        )
+
+    def subscription_destination(self, subscription: Subscription, channel: str, add: bool) -> None:
+        client_id = self.client_id
+        command = cp.Command.ADD_RCV_DESTINATION if add else cp.Command.REMOVE_RCV_DESTINATION
+        self.conductor.request(
+            command,
+            lambda corr: cp.encode_destination(client_id, corr, subscription.registration_id, channel),
         )
 
     # --- subscriptions -------------------------------------------------------------------------

@@ -53,6 +53,13 @@ class Subscription:
     def is_connected(self) -> bool:
         return any(not image.is_closed for image in self._images)
 
+    def add_destination(self, endpoint_channel: str) -> None:
+        """MDS (``control-mode=manual``): also receive on ``aeron:udp?endpoint=host:port``."""
+        self._conductor.subscription_destination(self, endpoint_channel, add=True)
+
+    def remove_destination(self, endpoint_channel: str) -> None:
+        self._conductor.subscription_destination(self, endpoint_channel, add=False)
+
     def image_by_session_id(self, session_id: int) -> Image | None:
         return next((image for image in self._images if image.session_id == session_id), None)
 

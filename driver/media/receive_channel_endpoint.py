@@ -17,14 +17,17 @@ class ReceiveChannelEndpoint:
     def __init__(
         self,
         udp_channel: UdpChannel,
-        transport: UdpTransport,
+        transport: UdpTransport | None,
         status: AtomicCounter,
         short_sends: AtomicCounter,
         receiver_id: int | None = None,
     ) -> None:
         self.udp_channel = udp_channel
         self.channel = udp_channel.original_uri_string
-        self.transport = transport
+        # Index 0 is the channel's own socket; a multi-destination subscription (control-mode=manual) has
+        # none and gets one per ADD_RCV_DESTINATION. The index is the image connection's transport index.
+        self.transports: list[UdpTransport | None] = [transport]
+        self.destination_channels: list[UdpChannel | None] = [udp_channel if transport is not None else None]
         self.status = status
         self._short_sends = short_sends
         self.receiver_id = receiver_id if receiver_id is not None else random.getrandbits(63)
@@ -40,14 +43,33 @@ class ReceiveChannelEndpoint:
         """Where SMs and NAKs go: the sender's address (unicast) or the control group (multicast)."""
         return self.udp_channel.remote_control if self.udp_channel.is_multicast else source
 
-    def _send(self, data: bytes, addresses: list[tuple[str, int]]) -> None:
-        for address in addresses:
-            if self.transport.send_to(data, address) != len(data):
+    @property
+    def has_destination_control(self) -> bool:
+        return self.udp_channel.is_manual_control_mode
+
+    def add_destination(self, udp_channel: UdpChannel, transport: UdpTransport) -> int:
+        self.transports.append(transport)
+        self.destination_channels.append(udp_channel)
+        return len(self.transports) - 1
+
+    def remove_destination(self, canonical_form: str) -> UdpTransport | None:
+        for index, channel in enumerate(self.destination_channels):
+            if channel is not None and channel.canonical_form == canonical_form and index > 0:
+                transport = self.transports[index]
+                self.transports[index] = None
+                self.destination_channels[index] = None
+                return transport
+        return None
+
+    def _send(self, data: bytes, connections: list[tuple[int, tuple[str, int]]]) -> None:
+        for transport_index, address in connections:
+            transport = self.transports[transport_index] if transport_index < len(self.transports) else None
+            if transport is None or transport.send_to(data, address) != len(data):
                 self._short_sends.increment()
 
     def send_status_message(
         self,
-        addresses: list[tuple[str, int]],
+        addresses: list[tuple[int, tuple[str, int]]],
         session_id: int,
         stream_id: int,
         term_id: int,
@@ -61,13 +83,15 @@ class ReceiveChannelEndpoint:
         self._send(sm, addresses)
 
     def send_setup_eliciting_status_message(
-        self, address: tuple[str, int], session_id: int, stream_id: int
+        self, address: tuple[str, int], session_id: int, stream_id: int, transport_index: int = 0
     ) -> None:
-        self.send_status_message([address], session_id, stream_id, 0, 0, 0, frames.SEND_SETUP_FLAG)
+        self.send_status_message(
+            [(transport_index, address)], session_id, stream_id, 0, 0, 0, frames.SEND_SETUP_FLAG
+        )
 
     def send_nak(
         self,
-        addresses: list[tuple[str, int]],
+        addresses: list[tuple[int, tuple[str, int]]],
         session_id: int,
         stream_id: int,
         term_id: int,
@@ -77,7 +101,12 @@ class ReceiveChannelEndpoint:
         self._send(frames.encode_nak(session_id, stream_id, term_id, term_offset, length), addresses)
 
     def send_rttm_reply(
-        self, address: tuple[str, int], session_id: int, stream_id: int, echo_timestamp_ns: int
+        self,
+        address: tuple[str, int],
+        session_id: int,
+        stream_id: int,
+        echo_timestamp_ns: int,
+        transport_index: int = 0,
     ) -> None:
         self._send(
             frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id), [address]
@@ -116,5 +145,7 @@ class ReceiveChannelEndpoint:
 
     def close(self) -> None:
         self.status.set(CHANNEL_STATUS_CLOSING)
-        self.transport.close()
+        for transport in self.transports:
+            if transport is not None:
+                transport.close()
         self.status.close()
