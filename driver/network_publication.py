@@ -92,6 +92,7 @@ class NetworkPublication:
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
         self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
         self._bytes_sent = system_counters.get(SC.BYTES_SENT)
+        self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self.state = State.ACTIVE
         self.ref_count = 0
         self.has_receivers = False

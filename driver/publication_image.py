@@ -95,6 +95,7 @@ class PublicationImage:
         self._over_runs = system_counters.get(SC.FLOW_CONTROL_OVER_RUNS)
         self._loss_gap_fills = system_counters.get(SC.LOSS_GAP_FILLS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
+        self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self.loss_detector = LossDetector(delay_generator, self._on_gap_detected)
         self.connections: dict[int, ImageConnection] = {
             transport_index: ImageConnection(control_address, now_ns)
@@ -168,7 +169,11 @@ class PublicationImage:
             self._heartbeats_received.increment()
         else:
             term_buffer = self._term_buffers[(packet_position >> self.position_bits_to_shift) % 3]
-            insert(term_buffer, term_offset, packet, length)
+            if insert(term_buffer, term_offset, packet, length) < 0:
+                # Frames that do not fit this image's term (or are malformed): dropped whole, and the
+                # high-water mark must not move, or it would invent gaps to NAK.
+                self._invalid_packets.increment()
+                return length
             self._bytes_received.get_and_add(length)
         self.last_packet_timestamp_ns = now_ns
         self.hwm_position.propose_max_ordered(proposed_position)
