@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -156,9 +157,19 @@ def test_live_views_refresh_until_ctrl_c(driver_process) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.0)
+        # Wait for two screens (interpreter start-up can be slow on a loaded machine), then Ctrl-C.
+        chunks: list[str] = []
+        reader = threading.Thread(target=lambda p=proc, c=chunks: c.extend(iter(lambda: p.stdout.read(1), "")))
+        reader.start()
+        deadline = time.monotonic() + 20
+        while "".join(chunks).count("\033[H\033[2J") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        proc.wait(timeout=10)
+        reader.join(timeout=10)
+        out, err = "".join(chunks), proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
         assert proc.returncode == 0, err
         screens = out.split("\033[H\033[2J")[1:]
         assert len(screens) >= 2, out
