@@ -48,7 +48,9 @@ test: $(STAMP) peers system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP) peers
-	$(PY) tools/bench/idle_cpu.py
+	-$(PY) tools/bench/idle_cpu.py
+	-$(PY) tools/bench/python_ipc.py
+	-$(PY) tools/bench/ipc_throughput.py --runs 1
 
 clean:
 	rm -rf $(VENV) build *.egg-info driver/_native*.so driver/_native.c .pytest_cache .ruff_cache
