@@ -115,10 +115,11 @@ class DataPacketDispatcher:
         session_id = header[5]
         state = interest.sessions.get(session_id)
         if state is None:
-            if header[2] & frames.EOS_FLAG or not (
-                interest.is_for_all_sessions or session_id in interest.subscribed_sessions
-            ):
+            if not (interest.is_for_all_sessions or session_id in interest.subscribed_sessions):
+                interest.sessions[session_id] = NO_INTEREST
                 return 0
+            if header[2] == frames.BEGIN_END_AND_EOS_FLAGS:
+                return 0  # the end of a stream we never had: nothing to set up
             # Unknown session of a wanted stream: ask its sender for a SETUP (again after 1 s if lost).
             control = endpoint.control_address_for(source())
             endpoint.send_setup_eliciting_status_message(control, session_id, stream_id, transport_index)
@@ -140,6 +141,9 @@ class DataPacketDispatcher:
         if interest is None:
             return
         state = interest.sessions.get(setup.session_id)
+        if state is not None and not isinstance(state, str):
+            state.add_connection_if_unknown(transport_index, endpoint.control_address_for(source), source)
+            return
         if state is None or state == PENDING_SETUP:
             if not (interest.is_for_all_sessions or setup.session_id in interest.subscribed_sessions):
                 interest.sessions[setup.session_id] = NO_INTEREST

@@ -91,7 +91,6 @@ class NetworkPublication:
         self._retransmits_sent = system_counters.get(SC.RETRANSMITS_SENT)
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
         self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
-        self._bytes_sent = system_counters.get(SC.BYTES_SENT)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self.state = State.ACTIVE
         self.ref_count = 0
@@ -167,7 +166,6 @@ class NetworkPublication:
             return 0
         self._time_of_last_send_or_heartbeat_ns = now_ns
         self._track_sender_limits = True
-        self._bytes_sent.get_and_add(available)
         self.sender_position.set(sender_position + available + padding)
         return available
 

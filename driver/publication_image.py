@@ -94,7 +94,6 @@ class PublicationImage:
         self._under_runs = system_counters.get(SC.FLOW_CONTROL_UNDER_RUNS)
         self._over_runs = system_counters.get(SC.FLOW_CONTROL_OVER_RUNS)
         self._loss_gap_fills = system_counters.get(SC.LOSS_GAP_FILLS)
-        self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self.loss_detector = LossDetector(delay_generator, self._on_gap_detected)
         self.connections: dict[int, ImageConnection] = {
@@ -174,7 +173,6 @@ class PublicationImage:
                 # high-water mark must not move, or it would invent gaps to NAK.
                 self._invalid_packets.increment()
                 return length
-            self._bytes_received.get_and_add(length)
         self.last_packet_timestamp_ns = now_ns
         self.hwm_position.propose_max_ordered(proposed_position)
         return length
@@ -216,6 +214,15 @@ class PublicationImage:
                 if try_fill_gap(self._meta, self._term_buffers[index], term_id, term_offset, length):
                     self._loss_gap_fills.increment()
         return len(gaps)
+
+    def add_connection_if_unknown(
+        self, transport_index: int, control_address: tuple[str, int], source: tuple[str, int]
+    ) -> None:
+        """A SETUP from another destination (MDS) of this image: SMs and NAKs go there too."""
+        if transport_index not in self.connections:
+            self.connections[transport_index] = ImageConnection(
+                control_address, self.last_packet_timestamp_ns
+            )
 
     def _control_addresses(self) -> list[tuple[int, tuple[str, int]]]:
         """(transport index, control address) of every source this image has heard from."""

@@ -42,6 +42,7 @@ class Receiver:
         self._pending_setups: list[tuple[int, int, int, DataPacketDispatcher]] = []
         self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint]] = []
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
+        self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self._loss_generator = loss_generator
 
     def on_start(self) -> None:
@@ -103,9 +104,12 @@ class Receiver:
         dispatcher.remove_publication_image(image)
 
     def on_pending_setup(
-        self, session_id: int, stream_id: int, dispatcher: DataPacketDispatcher, now_ns: int
+        self, session_id: int, stream_id: int, endpoint: ReceiveChannelEndpoint, now_ns: int
     ) -> None:
-        self._pending_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher))
+        """A setup was asked for: if no SETUP comes within 1 s, data may ask again."""
+        dispatcher = next((d for e, d in self._endpoints if e is endpoint), None)
+        if dispatcher is not None:
+            self._pending_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher))
 
     # --- duty cycle -------------------------------------------------------------------------------
 
@@ -166,6 +170,7 @@ class Receiver:
         frame_type = frames.frame_type(packet)
         if frame_type in (frames.HDR_TYPE_DATA, frames.HDR_TYPE_PAD):
             header = frames.DATA_HEADER.unpack_from(packet, 0)
+            self._bytes_received.get_and_add(length)  # as 1.15.1: heartbeats and dropped data included
             # The source address is decoded only when needed (a new session or connection): ~1 us saved.
             dispatcher.on_data_packet(
                 endpoint, header, packet, length, partial(batch.address, i), transport_index, now_ns

@@ -34,6 +34,7 @@ class Sender:
         self._round_robin_index = 0
         self._duty_cycle_count = 0
         self._control_poll_deadline_ns = 0
+        self._bytes_sent = system_counters.get(SC.BYTES_SENT)
         self._counters = {
             "invalid": system_counters.get(SC.INVALID_PACKETS),
             "sm": system_counters.get(SC.STATUS_MESSAGES_RECEIVED),
@@ -98,4 +99,6 @@ class Sender:
         bytes_sent = 0
         for i in range(count):
             bytes_sent += publications[(start + i) % count].send(now_ns)
+        if bytes_sent:
+            self._bytes_sent.get_and_add(bytes_sent)  # data and heartbeats, as 1.15.1 counts them
         return bytes_sent

@@ -144,6 +144,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="output directory (default ./loss-analysis); with a remote master, a path the executors share",
     )
     parser.add_argument("--top", type=int, default=20, help="rows in each top-N table and chart (default 20)")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. --conf spark.driver.memory=4g (repeatable)",
+    )
     return parser
 
 
@@ -152,6 +159,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"mediadriver analyze-loss: {message}", file=sys.stderr)
         return 1
 
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            return fail(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key] = value
     try:
         spark_version = check_python_packages()
         inputs = resolve_inputs(args.paths)
@@ -162,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     from driver.analysis.job import analyze, create_session, stderr_progress
 
     stderr_progress(f"starting Spark {spark_version} on {args.master}")
-    spark = create_session(args.master)
+    spark = create_session(args.master, conf)
     try:
         result = analyze(spark, inputs, args.out, top=args.top)
     except Exception as e:  # Spark's errors arrive wrapped (Py4J): show the line that names the cause

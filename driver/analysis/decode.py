@@ -7,9 +7,9 @@ against the other. Layout: spec/lossreport.md.
 
 from __future__ import annotations
 
+import array
 import posixpath
 import struct
-from collections.abc import Iterable
 from typing import Any
 
 ENTRY_ALIGNMENT = 64
@@ -19,7 +19,11 @@ LOSS_REPORT_FILE = "loss-report.dat"
 # Formats, not Struct objects: Struct does not pickle, and this module may be shipped to executors by value.
 ENTRY_FORMAT = "<qqqqiii"  # offsets 0..44: every fixed field up to the channel length
 
-# Row layout, in order; the job turns the two *_ms columns into timestamps.
+# Pyrolite (Spark's unpickler) knows the C type codes, not 'q': 'l' is int64 on the LP64 platforms Spark runs on.
+INT64 = "l" if array.array("l").itemsize == 8 else "q"
+
+# Row layout, in order; the job turns the two *_ms columns into timestamps. ``file_columns`` gives the same
+# fields with one value for file and host and an array for each of the others.
 ROW_FIELDS = (
     "file",
     "host",
@@ -111,6 +115,30 @@ def file_rows(path: str, data: bytes | bytearray | memoryview) -> list[tuple[Any
     ]
 
 
+def file_columns(path: str, data: bytes | bytearray | memoryview) -> tuple[Any, ...] | None:
+    """One file as one row of columns (``COLUMN_FIELDS``), or None when it has no entries.
+
+    Numbers travel as ``array.array`` (int32 'i', int64 'l'), which Spark unpickles into primitive arrays;
+    the job explodes them in the JVM. Far cheaper than a Python tuple per entry.
+    """
+    entries = decode_entries(data)
+    if not entries:
+        return None
+    count, lost, first, last, session_id, stream_id, channel, source = zip(*entries, strict=True)
+    return (
+        path,
+        host_of(path),
+        list(channel),
+        list(source),
+        array.array("i", stream_id),
+        array.array("i", session_id),
+        array.array(INT64, count),
+        array.array(INT64, lost),
+        array.array(INT64, first),
+        array.array(INT64, last),
+    )
+
+
 class SetAccumulatorParam:
     """A Spark ``AccumulatorParam`` (duck-typed) whose value is a set: retried tasks add nothing new."""
 
@@ -124,17 +152,20 @@ class SetAccumulatorParam:
 
 def decode_file_for_spark(
     item: tuple[str, bytes], skipped: Any = None, files: Any = None, entries: Any = None
-) -> Iterable[tuple[Any, ...]]:
-    """flatMap over ``binaryFiles``: the rows of one file, or none (and ``(path, reason)`` into ``skipped``)."""
+) -> list[tuple[Any, ...]]:
+    """flatMap over ``binaryFiles``: one row of columns for a file, or none (and ``(path, reason)`` into
+    ``skipped`` when the file is truncated or corrupt)."""
     path, data = item
     try:
-        rows = file_rows(path, data)
+        columns = file_columns(path, data)
     except LossFileError as e:
         if skipped is not None:
             skipped.add({(path, str(e))})
         return []
     if files is not None:
         files.add(1)
+    if columns is None:
+        return []
     if entries is not None:
-        entries.add(len(rows))
-    return rows
+        entries.add(len(columns[2]))
+    return [columns]

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,21 +34,27 @@ TOP = 20
 BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000)
 MAX_BUCKETS = 200
 
-RAW_SCHEMA = T.StructType(
+ROW_TYPES = {
+    "file": T.StringType(),
+    "host": T.StringType(),
+    "channel": T.StringType(),
+    "source": T.StringType(),
+    "stream_id": T.IntegerType(),
+    "session_id": T.IntegerType(),
+    "observation_count": T.LongType(),
+    "total_bytes_lost": T.LongType(),
+    "first_observation_ms": T.LongType(),
+    "last_observation_ms": T.LongType(),
+}
+assert tuple(ROW_TYPES) == decode.ROW_FIELDS
+PER_FILE = ("file", "host")
+# What decode.file_columns yields: one row per file, an array per per-entry field.
+COLUMNS_SCHEMA = T.StructType(
     [
-        T.StructField("file", T.StringType(), False),
-        T.StructField("host", T.StringType(), False),
-        T.StructField("channel", T.StringType(), False),
-        T.StructField("source", T.StringType(), False),
-        T.StructField("stream_id", T.IntegerType(), False),
-        T.StructField("session_id", T.IntegerType(), False),
-        T.StructField("observation_count", T.LongType(), False),
-        T.StructField("total_bytes_lost", T.LongType(), False),
-        T.StructField("first_observation_ms", T.LongType(), False),
-        T.StructField("last_observation_ms", T.LongType(), False),
+        T.StructField(name, kind if name in PER_FILE else T.ArrayType(kind, False), False)
+        for name, kind in ROW_TYPES.items()
     ]
 )
-assert tuple(RAW_SCHEMA.names) == decode.ROW_FIELDS
 
 Progress = Callable[[str], None]
 
@@ -68,6 +75,9 @@ def create_session(master: str = "local[*]", conf: dict[str, str] | None = None)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.log.level", "ERROR")
     )
+    if master.startswith("local"):
+        # A few MB of aggregates: Spark's 200 default shuffle partitions only add scheduling on one machine.
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -100,7 +110,8 @@ def decode_files(
         entries=sc.accumulator(0),
     )
     partitions = min_partitions or max(2, sc.defaultParallelism * 4)
-    rows = sc.binaryFiles(",".join(inputs), minPartitions=partitions).flatMap(
+    files = sc.binaryFiles(",".join(inputs), minPartitions=partitions)
+    rows = files.flatMap(
         functools.partial(
             decode.decode_file_for_spark,
             skipped=counters.skipped,
@@ -108,9 +119,11 @@ def decode_files(
             entries=counters.entries,
         )
     )
-    raw = spark.createDataFrame(rows, RAW_SCHEMA)
-    df = raw.select(
-        *[c for c in RAW_SCHEMA.names if not c.endswith("_ms")],
+    per_entry = [name for name in ROW_TYPES if name not in PER_FILE]
+    columns = spark.createDataFrame(rows, COLUMNS_SCHEMA, verifySchema=False)
+    exploded = columns.select(*PER_FILE, F.inline(F.arrays_zip(*per_entry)))
+    df = exploded.select(
+        *[name for name in ROW_TYPES if not name.endswith("_ms")],
         F.timestamp_millis("first_observation_ms").alias("first_observation"),
         F.timestamp_millis("last_observation_ms").alias("last_observation"),
     )
@@ -191,13 +204,7 @@ def _bucket_ms(span_ms: int) -> int:
 
 
 def aggregate(entries: DataFrame, top: int = TOP) -> Aggregates:
-    """Everything the report shows, computed in Spark and collected (small results only)."""
-    loss = [
-        F.sum("total_bytes_lost").alias("bytes_lost"),
-        F.sum("observation_count").alias("observations"),
-        F.count(F.lit(1)).alias("images"),
-    ]
-    order = [F.desc("bytes_lost"), F.desc("observations")]
+    """Everything the report shows, in three Spark jobs (totals, grouping sets, top images), collected small."""
     totals = entries.agg(
         F.count(F.lit(1)).alias("entries"),
         F.coalesce(F.sum("total_bytes_lost"), F.lit(0)).alias("bytes_lost"),
@@ -208,33 +215,76 @@ def aggregate(entries: DataFrame, top: int = TOP) -> Aggregates:
         F.max(F.unix_millis("last_observation")).alias("last_ms"),
     ).first()
     assert totals is not None
-    by = {
-        "channel": _rows(
-            entries.groupBy("channel")
-            .agg(*loss, F.countDistinct("host").alias("hosts"))
-            .orderBy(*order, "channel")
-            .limit(top)
-        ),
-        "source": _rows(
-            entries.groupBy("source")
-            .agg(*loss, F.countDistinct("host").alias("hosts"))
-            .orderBy(*order, "source")
-            .limit(top)
-        ),
-        "host": _rows(
-            entries.groupBy("host")
-            .agg(*loss, F.countDistinct("channel").alias("channels"))
-            .orderBy(*order, "host")
-            .limit(top)
-        ),
-    }
-    offenders = _rows(
-        entries.groupBy("channel", "stream_id")
-        .agg(*loss, F.countDistinct("host").alias("hosts"), F.countDistinct("source").alias("sources"))
-        .orderBy(*order, "channel", "stream_id")
-        .limit(top)
-    )
-    images = _rows(
+    agg = Aggregates(totals.asDict(), [], [], [], [], [], [], 0)
+    if not totals["entries"]:
+        return agg
+    agg.bucket_ms = bucket_ms = _bucket_ms(totals["last_ms"] - totals["first_ms"])
+
+    # One pass for every grouping: channel, source, host, (channel, stream) and the two time buckets. The data
+    # columns are never null, so the non-null keys of a result row say which grouping it belongs to.
+    view = f"loss_entries_{uuid.uuid4().hex}"
+    entries.select(
+        "channel",
+        "source",
+        "host",
+        "stream_id",
+        "total_bytes_lost",
+        "observation_count",
+        (F.floor(F.unix_millis("last_observation") / bucket_ms) * bucket_ms).alias("last_bucket"),
+        (F.floor(F.unix_millis("first_observation") / bucket_ms) * bucket_ms).alias("first_bucket"),
+    ).createOrReplaceTempView(view)
+    try:
+        grouped = entries.sparkSession.sql(
+            f"""
+            SELECT * FROM (
+                SELECT *, row_number() OVER (
+                    PARTITION BY gid ORDER BY bytes_lost DESC, observations DESC, channel, stream_id, source, host
+                ) AS rank
+                FROM (
+                    SELECT grouping_id() AS gid, channel, stream_id, source, host, last_bucket, first_bucket,
+                        sum(total_bytes_lost) AS bytes_lost, sum(observation_count) AS observations,
+                        count(1) AS images, count(DISTINCT host) AS hosts, count(DISTINCT channel) AS channels,
+                        count(DISTINCT source) AS sources
+                    FROM {view}
+                    GROUP BY GROUPING SETS ((channel), (source), (host), (channel, stream_id), (last_bucket),
+                        (first_bucket))
+                )
+            )
+            WHERE rank <= {int(top)} OR last_bucket IS NOT NULL OR first_bucket IS NOT NULL
+            """
+        ).collect()
+    finally:
+        entries.sparkSession.catalog.dropTempView(view)
+    lost_by_bucket: dict[int, int] = {}
+    new_by_bucket: dict[int, int] = {}
+    for row in sorted(grouped, key=lambda r: r["rank"]):
+        r = row.asDict()
+        loss = {k: r[k] for k in ("bytes_lost", "observations", "images")}
+        if r["last_bucket"] is not None:
+            lost_by_bucket[r["last_bucket"]] = r["bytes_lost"]
+        elif r["first_bucket"] is not None:
+            new_by_bucket[r["first_bucket"]] = r["images"]
+        elif r["stream_id"] is not None:
+            agg.top_offenders.append(
+                {
+                    "channel": r["channel"],
+                    "stream_id": r["stream_id"],
+                    **loss,
+                    "hosts": r["hosts"],
+                    "sources": r["sources"],
+                }
+            )
+        elif r["channel"] is not None:
+            agg.by_channel.append({"channel": r["channel"], **loss, "hosts": r["hosts"]})
+        elif r["source"] is not None:
+            agg.by_source.append({"source": r["source"], **loss, "hosts": r["hosts"]})
+        else:
+            agg.by_host.append({"host": r["host"], **loss, "channels": r["channels"]})
+    agg.over_time = [
+        {"bucket_ms": b, "bytes_lost": lost_by_bucket.get(b, 0), "new_images": new_by_bucket.get(b, 0)}
+        for b in sorted(lost_by_bucket.keys() | new_by_bucket.keys())
+    ]
+    agg.top_images = _rows(
         entries.select(
             "host",
             "channel",
@@ -256,27 +306,7 @@ def aggregate(entries: DataFrame, top: int = TOP) -> Aggregates:
         )
         .limit(top)
     )
-    over_time: list[dict[str, Any]] = []
-    bucket_ms = 0
-    if totals["entries"]:
-        bucket_ms = _bucket_ms(totals["last_ms"] - totals["first_ms"])
-        lost = entries.groupBy(
-            (F.floor(F.unix_millis("last_observation") / bucket_ms) * bucket_ms).alias("bucket_ms")
-        ).agg(F.sum("total_bytes_lost").alias("bytes_lost"))
-        new = entries.groupBy(
-            (F.floor(F.unix_millis("first_observation") / bucket_ms) * bucket_ms).alias("bucket_ms")
-        ).agg(F.count(F.lit(1)).alias("new_images"))
-        over_time = _rows(lost.join(new, "bucket_ms", "full_outer").na.fill(0).orderBy("bucket_ms"))
-    return Aggregates(
-        totals=totals.asDict(),
-        by_channel=by["channel"],
-        by_source=by["source"],
-        by_host=by["host"],
-        top_offenders=offenders,
-        top_images=images,
-        over_time=over_time,
-        bucket_ms=bucket_ms,
-    )
+    return agg
 
 
 def analyze(

@@ -109,7 +109,8 @@ class ReceiveChannelEndpoint:
         transport_index: int = 0,
     ) -> None:
         self._send(
-            frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id), [address]
+            frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id),
+            [(transport_index, address)],
         )
 
     def inc_ref_to_stream(self, stream_id: int) -> int:

@@ -1,0 +1,118 @@
+"""``mediadriver analyze-loss`` before Spark starts: missing pyspark, missing or old Java, bad paths."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from driver import cli
+from driver.analysis.command import PreflightError, resolve_inputs
+from driver.reports.loss_report import create_loss_report_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _peer_java_home() -> Path:
+    """JAVA_HOME of the Java 11 runtime tools/peers/install.py installs for the Aeron peer."""
+    spec = importlib.util.spec_from_file_location("_aeron_peers_install", ROOT / "tools" / "peers" / "install.py")
+    assert spec is not None and spec.loader is not None
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+    return Path(installer.JAVA).parent.parent
+
+
+PEER_JAVA_HOME = _peer_java_home()
+
+
+def analyze_loss(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "driver", "analyze-loss", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def _env_without_java(tmp_path: Path) -> dict[str, str]:
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PATH") and not k.startswith("AERON_")}
+    env["PATH"] = str(empty_bin)  # no java anywhere on it
+    return env
+
+
+def test_missing_java_says_how_to_get_one(tmp_path: Path) -> None:
+    create_loss_report_file(tmp_path, 4096, 4096)
+    result = analyze_loss(str(tmp_path), "--out", str(tmp_path / "out"), env=_env_without_java(tmp_path))
+    assert result.returncode == 1
+    assert "no Java runtime found for Spark" in result.stderr
+    assert "apt-get install openjdk-17-jre-headless" in result.stderr
+    assert "JAVA_HOME" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_java_home_without_java_is_named(tmp_path: Path) -> None:
+    create_loss_report_file(tmp_path, 4096, 4096)
+    env = _env_without_java(tmp_path)
+    env["JAVA_HOME"] = str(tmp_path / "no-jdk")
+    result = analyze_loss(str(tmp_path), env=env)
+    assert result.returncode == 1
+    assert f"JAVA_HOME={tmp_path / 'no-jdk'} has no bin/java" in result.stderr
+    assert "openjdk-17-jre-headless" in result.stderr
+
+
+@pytest.mark.skipif(not (PEER_JAVA_HOME / "bin" / "java").exists(), reason="needs the Java 11 peer (make peers)")
+def test_a_java_too_old_for_spark_4_is_named(tmp_path: Path) -> None:
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        pytest.skip("Spark < 4 runs on Java 11")
+    create_loss_report_file(tmp_path, 4096, 4096)
+    env = _env_without_java(tmp_path)
+    env["JAVA_HOME"] = str(PEER_JAVA_HOME)
+    result = analyze_loss(str(tmp_path), env=env)
+    assert result.returncode == 1
+    assert "needs Java 17 or newer" in result.stderr and "is Java 11" in result.stderr
+
+
+def test_missing_pyspark_says_which_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_loss_report_file(tmp_path, 4096, 4096)
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark -> ImportError
+    assert cli.main(["analyze-loss", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "pyspark not installed" in err
+    assert "pip install 'aio-media-driver[analysis]'" in err
+
+
+def test_inputs_are_resolved_before_spark_starts(tmp_path: Path) -> None:
+    aeron_dir = tmp_path / "aeron"
+    aeron_dir.mkdir()
+    create_loss_report_file(aeron_dir, 4096, 4096)
+    loose = tmp_path / "collected"
+    loose.mkdir()
+    (loose / "a.loss-report.dat").write_bytes(b"")
+    assert resolve_inputs([str(aeron_dir), str(loose), f"{tmp_path}/*/loss-report.dat", "s3a://b/x/*.dat"]) == [
+        str(aeron_dir / "loss-report.dat"),
+        str(loose),
+        f"{tmp_path}/*/loss-report.dat",
+        "s3a://b/x/*.dat",
+    ]
+    with pytest.raises(PreflightError, match="does not exist"):
+        resolve_inputs([str(tmp_path / "typo")])
+    with pytest.raises(PreflightError, match="matches no files"):
+        resolve_inputs([f"{tmp_path}/*/nothing.dat"])
+
+
+def test_a_bad_path_is_reported_without_starting_spark(tmp_path: Path) -> None:
+    result = analyze_loss(str(tmp_path / "typo"), env=_env_without_java(tmp_path))
+    assert result.returncode == 1
+    assert "typo does not exist" in result.stderr

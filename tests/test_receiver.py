@@ -1,0 +1,364 @@
+"""Receiver agent, thin and sans-IO: commands through its queue, datagrams from a fake transport in a
+ReceiveBatch stand-in, sends recorded. The image and dispatcher are the real ones (their own tests cover the
+details); here: the duty cycle's wiring, setup requests and their timeout, what the conductor scheduled
+going out, and invalid datagrams counted and dropped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.counters import CountersManager
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.protocol import frames
+from driver.protocol.feedback_delay import NAK_UNICAST_DELAY_NS, StaticDelayGenerator
+from driver.protocol.udp_channel import UdpChannel
+from driver.publication_image import PublicationImage
+from driver.raw_log import RawLog
+from driver.receiver import Receiver
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from driver.status.system_counters import SystemCounters
+
+T = 64 * 1024
+SESSION_ID, STREAM_ID = 0x77, 1001
+INITIAL_TERM_ID = 100
+CHANNEL = "aeron:udp?endpoint=127.0.0.1:40460"
+SOURCE = ("192.0.2.1", 40001)
+OTHER_SOURCE = ("192.0.2.2", 40002)
+RECEIVER_ID = 4242
+SM_TIMEOUT_NS = 200_000_000
+
+
+class FakeBatch:
+    """What the receiver uses of a ReceiveBatch: capacity, data(i), address(i)."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        self.capacity = capacity
+        self.items: list[tuple[bytes, tuple[str, int]]] = []
+
+    def data(self, i: int) -> memoryview:
+        return memoryview(self.items[i][0])
+
+    def address(self, i: int) -> tuple[str, int]:
+        return self.items[i][1]
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.inbox: deque[tuple[bytes, tuple[str, int]]] = deque()
+        self.sent: list[tuple[bytes, Any]] = []
+        self.polls = 0
+        self.closed = False
+
+    def receive_batch(self, batch: FakeBatch) -> int:
+        self.polls += 1
+        batch.items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
+        return len(batch.items)
+
+    def send_to(self, data: Any, address: Any) -> int:
+        self.sent.append((bytes(data), address))
+        return len(data)
+
+    def register_reader(self, loop: Any, waker: Any) -> None:
+        pass
+
+    def unregister_reader(self, loop: Any = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def take(self) -> list[tuple[bytes, Any]]:
+        sent, self.sent = self.sent, []
+        return sent
+
+
+def data_packet(session_id: int, term_offset: int, payload: bytes, term_id: int = INITIAL_TERM_ID) -> bytes:
+    frame = frames.DATA_HEADER.pack(
+        32 + len(payload), 0, frames.UNFRAGMENTED, frames.HDR_TYPE_DATA, term_offset, session_id, STREAM_ID,
+        term_id, 0,
+    ) + payload  # fmt: skip
+    return frame + bytes(-len(frame) % 32)
+
+
+def setup_packet(session_id: int = SESSION_ID, term_offset: int = 0) -> bytes:
+    return frames.encode_setup(
+        term_offset, session_id, STREAM_ID, INITIAL_TERM_ID, INITIAL_TERM_ID, T, 1408, 0
+    )
+
+
+class Env:
+    def __init__(self, tmp_path: Path, clock: Any, uri: str = CHANNEL) -> None:
+        self.tmp_path = tmp_path
+        self.clock = clock
+        self.manager = CountersManager(
+            AtomicBuffer(bytearray(64 * 512)), AtomicBuffer(bytearray(64 * 128)), clock.epoch_clock_ms
+        )
+        self.system = SystemCounters(self.manager)
+        self.receiver = Receiver(self.system, nano_clock=clock.nano_clock)
+        self.receiver._batch = FakeBatch(4)
+        self.transport = FakeTransport()
+        self.udp_channel = UdpChannel.parse(uri)
+        self.endpoint = ReceiveChannelEndpoint(
+            self.udp_channel,
+            self.transport,
+            self.manager.new_counter("rcv-channel"),
+            self.system.get(SC.SHORT_SENDS),
+            RECEIVER_ID,
+        )
+        self.created: list[tuple] = []
+        self.dispatcher = DataPacketDispatcher(
+            lambda *args: self.created.append(args), self.receiver.on_pending_setup
+        )
+        self.images: list[PublicationImage] = []
+        self.receiver.commands.offer(self.receiver.register_endpoint, self.endpoint, self.dispatcher)
+        self.receiver.commands.offer(self.dispatcher.add_subscription, STREAM_ID, None)
+
+    def __getitem__(self, descriptor: SC) -> int:
+        return self.system.get(descriptor).get()
+
+    def deliver(self, *datagrams: bytes, source: tuple[str, int] = SOURCE, transport: Any = None) -> int:
+        for datagram in datagrams:
+            (transport or self.transport).inbox.append((datagram, source))
+        return self.receiver.do_work()
+
+    def sent(self) -> list[tuple[int, Any, Any]]:
+        """(frame type, decoded frame, address) of each datagram the endpoint sent."""
+        decoders = {frames.HDR_TYPE_SM: frames.StatusMessageFrame, frames.HDR_TYPE_NAK: frames.NakFrame,
+                    frames.HDR_TYPE_RTTM: frames.RttmFrame}  # fmt: skip
+        return [
+            (frames.frame_type(data), decoders[frames.frame_type(data)].decode(data), address)
+            for data, address in self.transport.take()
+        ]
+
+    def create_image(
+        self, setup: frames.SetupFrame, endpoint, transport_index, control, source
+    ) -> PublicationImage:
+        """What the conductor does on a create-image request: log, counters, image, then queue it."""
+        raw_log = RawLog(self.tmp_path / f"image-{len(self.images)}.logbuffer", setup.term_length, 4096, True)
+        lbd.initialise_image_metadata(
+            raw_log.meta_data,
+            session_id=setup.session_id,
+            stream_id=setup.stream_id,
+            initial_term_id=setup.initial_term_id,
+            mtu_length=setup.mtu_length,
+            term_length=setup.term_length,
+            page_size=4096,
+            correlation_id=len(self.images) + 10,
+        )
+        bits = lbd.position_bits_to_shift(setup.term_length)
+        join = lbd.compute_position(setup.active_term_id, setup.term_offset, bits, setup.initial_term_id)
+        position = self.manager.new_counter("sub-pos")
+        position.set(join)
+        image = PublicationImage(
+            len(self.images) + 10,
+            10_000_000_000,
+            endpoint,
+            control,
+            transport_index,
+            setup.session_id,
+            setup.stream_id,
+            setup.initial_term_id,
+            setup.active_term_id,
+            setup.term_offset,
+            raw_log,
+            StaticDelayGenerator(NAK_UNICAST_DELAY_NS, immediate_first=True),
+            [position],
+            self.manager.new_counter("rcv-hwm"),
+            self.manager.new_counter("rcv-pos"),
+            source,
+            128 * 1024,
+            None,
+            True,
+            self.system,
+            self.clock.nano_clock(),
+            self.clock.epoch_clock_ms,
+        )
+        self.images.append(image)
+        self.receiver.commands.offer(self.receiver.add_image, image, self.dispatcher)
+        return image
+
+    def image_from_setup(self, session_id: int = SESSION_ID) -> PublicationImage:
+        self.deliver(setup_packet(session_id))
+        [args] = self.created
+        self.created.clear()
+        image = self.create_image(*args)
+        self.receiver.do_work()
+        return image
+
+    def close(self) -> None:
+        for image in self.images:
+            image.close()
+
+
+@pytest.fixture
+def env(tmp_path: Path, clock) -> Iterator[Env]:
+    env = Env(tmp_path, clock)
+    yield env
+    env.close()
+
+
+def test_data_of_an_unknown_session_elicits_a_setup_once_while_pending(env: Env, clock) -> None:
+    assert env.deliver(data_packet(SESSION_ID, 0, b"x")) > 0
+    [(frame_type, sm, address)] = env.sent()
+    assert (frame_type, address) == (frames.HDR_TYPE_SM, SOURCE)
+    assert (sm.flags, sm.session_id, sm.stream_id, sm.receiver_id) == (
+        frames.SEND_SETUP_FLAG, SESSION_ID, STREAM_ID, RECEIVER_ID,
+    )  # fmt: skip
+    clock.advance_ms(999)
+    env.deliver(data_packet(SESSION_ID, 0, b"x"))
+    assert env.sent() == []
+
+
+def test_pending_setup_expires_after_1_s_and_data_elicits_again(env: Env, clock) -> None:
+    env.deliver(data_packet(SESSION_ID, 0, b"x"))
+    assert len(env.sent()) == 1
+    clock.advance_ms(1000)
+    env.receiver.do_work()  # the pending setup times out
+    env.deliver(data_packet(SESSION_ID, 0, b"x"))
+    assert [t for t, _, _ in env.sent()] == [frames.HDR_TYPE_SM]
+
+
+def test_a_full_batch_is_drained_in_one_duty_cycle(env: Env) -> None:
+    env.receiver.do_work()
+    polls = env.transport.polls
+    env.deliver(*(data_packet(session, 0, b"x") for session in range(1, 11)))
+    assert env.transport.polls - polls == 3  # 4 + 4 + 2
+    assert sorted(sm.session_id for _, sm, _ in env.sent()) == list(range(1, 11))
+
+
+def test_setup_creates_an_image_that_rebuilds_and_reports(env: Env, clock) -> None:
+    env.deliver(setup_packet())
+    [(setup, endpoint, transport_index, control, source)] = env.created
+    assert (setup.session_id, endpoint, transport_index, control, source) == (
+        SESSION_ID, env.endpoint, 0, SOURCE, SOURCE,
+    )  # fmt: skip
+    env.created.clear()
+    image = env.create_image(setup, endpoint, transport_index, control, source)
+    env.receiver.do_work()  # the add-image command
+    assert env.dispatcher.image(SESSION_ID, STREAM_ID) is image
+
+    env.deliver(data_packet(SESSION_ID, 0, b"a" * 100), data_packet(SESSION_ID, 256, b"b" * 100))
+    assert image.hwm_position.get() == 256 + 160
+    image.track_rebuild(clock.nano_clock(), SM_TIMEOUT_NS)  # the conductor's part
+    assert image.rebuild_position.get() == 160
+    env.receiver.do_work()  # sends the SM and the NAK the conductor scheduled
+    sent = env.sent()
+    assert [(t, a) for t, _, a in sent] == [(frames.HDR_TYPE_SM, SOURCE), (frames.HDR_TYPE_NAK, SOURCE)]
+    sm, nak = sent[0][1], sent[1][1]
+    assert (sm.consumption_term_id, sm.consumption_term_offset, sm.receiver_window, sm.receiver_id) == (
+        INITIAL_TERM_ID, 0, T // 2, RECEIVER_ID,
+    )  # fmt: skip
+    assert (nak.session_id, nak.term_id, nak.term_offset, nak.length) == (
+        SESSION_ID,
+        INITIAL_TERM_ID,
+        160,
+        96,
+    )
+    assert env[SC.STATUS_MESSAGES_SENT] == env[SC.NAK_MESSAGES_SENT] == 1
+    env.receiver.do_work()
+    assert env.sent() == []
+    assert env[SC.BYTES_RECEIVED] == 320
+
+
+def test_removed_image_goes_on_cool_down(env: Env) -> None:
+    image = env.image_from_setup()
+    env.receiver.commands.offer(env.receiver.remove_image, image, env.dispatcher)
+    env.deliver(data_packet(SESSION_ID, 0, b"a"), setup_packet())
+    assert image.hwm_position.get() == 0
+    assert env.sent() == [] and env.created == []
+
+
+INVALID = {
+    "truncated": b"\x20\x00\x00",
+    "wrong version": bytes(
+        frames.DATA_HEADER.pack(64, 1, 0xC0, frames.HDR_TYPE_DATA, 0, SESSION_ID, STREAM_ID, 0, 0)
+    )
+    + bytes(32),
+    "unknown type": frames.COMMON_HEADER.pack(8, 0, 0, 0x55),
+    "short data header": data_packet(SESSION_ID, 0, b"")[:24],
+    "unaligned term offset": data_packet(SESSION_ID, 7, b"x"),
+    "frame longer than datagram": data_packet(SESSION_ID, 0, b"x" * 100)[:64],
+    "setup with bad term length": frames.encode_setup(0, SESSION_ID, STREAM_ID, 1, 1, 1000, 1408, 0),
+    "setup with bad mtu": frames.encode_setup(0, SESSION_ID, STREAM_ID, 1, 1, T, 1000, 0),
+    "datagram past max UDP payload": data_packet(SESSION_ID, 0, b"") + bytes(65504),
+}
+
+
+def test_invalid_datagrams_are_counted_and_dropped(env: Env) -> None:
+    env.deliver(*INVALID.values())
+    assert env[SC.INVALID_PACKETS] == len(INVALID)
+    assert env.sent() == [] and env.created == []
+
+
+def test_a_datagram_the_rebuild_rejects_is_invalid(env: Env) -> None:
+    image = env.image_from_setup()
+    good = data_packet(SESSION_ID, 0, b"a" * 100)
+    second = bytearray(data_packet(SESSION_ID, 160, b"b" * 100))
+    frames.DATA_HEADER.pack_into(
+        second, 0, *frames.DATA_HEADER.unpack_from(second)[:5], 999, STREAM_ID, INITIAL_TERM_ID, 0
+    )
+    env.deliver(good + bytes(second))
+    assert env[SC.INVALID_PACKETS] == 1
+    assert image.hwm_position.get() == 0
+    env.deliver(good)
+    assert image.hwm_position.get() == 160
+
+
+def test_rttm_request_is_answered(env: Env) -> None:
+    env.image_from_setup()
+    env.deliver(frames.encode_rttm(SESSION_ID, STREAM_ID, 987_654, 0, 0, frames.REPLY_FLAG))
+    [(frame_type, rttm, address)] = env.sent()
+    assert (frame_type, address) == (frames.HDR_TYPE_RTTM, SOURCE)
+    assert (rttm.flags, rttm.echo_timestamp_ns, rttm.receiver_id) == (0, 987_654, RECEIVER_ID)
+
+
+def test_mdc_subscription_asks_the_publisher_for_setups_every_second(tmp_path: Path, clock) -> None:
+    env = Env(tmp_path, clock, "aeron:udp?endpoint=127.0.0.1:40461|control=127.0.0.1:40462")
+    env.receiver.do_work()
+    [(frame_type, sm, address)] = env.sent()
+    assert (frame_type, address) == (frames.HDR_TYPE_SM, ("127.0.0.1", 40462))
+    assert (sm.session_id, sm.stream_id, sm.flags) == (0, 0, frames.SEND_SETUP_FLAG)
+    clock.advance_ms(999)
+    env.receiver.do_work()
+    assert env.sent() == []
+    clock.advance_ms(1)
+    env.receiver.do_work()
+    assert [(s.session_id, a) for _, s, a in env.sent()] == [(0, ("127.0.0.1", 40462))]
+
+
+def test_closed_endpoint_is_no_longer_polled(env: Env) -> None:
+    env.receiver.do_work()
+    env.receiver.commands.offer(env.receiver.close_endpoint, env.endpoint)
+    env.receiver.do_work()
+    assert env.transport.closed
+    polls = env.transport.polls
+    env.deliver(data_packet(SESSION_ID, 0, b"x"))
+    assert env.transport.polls == polls
+    assert env.sent() == []
+
+
+def test_setup_for_an_existing_image_records_the_new_connection(env: Env, clock) -> None:
+    image = env.image_from_setup()
+    second = FakeTransport()
+    env.receiver.commands.offer(
+        env.receiver.add_destination,
+        env.endpoint,
+        UdpChannel.parse("aeron:udp?endpoint=127.0.0.1:40463"),
+        second,
+    )
+    env.receiver.do_work()
+    env.deliver(setup_packet(), source=OTHER_SOURCE, transport=second)
+    assert sorted(image.connections) == [0, 1]
+    image.track_rebuild(clock.nano_clock(), SM_TIMEOUT_NS)
+    env.receiver.do_work()
+    assert [a for _, _, a in env.sent()] == [SOURCE]
+    assert [a for _, a in second.take()] == [OTHER_SOURCE]

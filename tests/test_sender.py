@@ -1,0 +1,294 @@
+"""Sender agent, thin and sans-IO: commands through its queue, a real SendChannelEndpoint over a fake transport
+(datagrams recorded, control frames fed from an inbox through a ReceiveBatch stand-in), real publications.
+NetworkPublication's own behaviour is in test_network_publication.py; here: the duty cycle's wiring, the
+control poll ratio, and control frames dispatched, counted, or dropped as invalid.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.counters import CountersManager
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.logbuffer.term_appender import TermAppender
+from driver.media.send_channel_endpoint import SendChannelEndpoint
+from driver.network_publication import NetworkPublication
+from driver.protocol import frames
+from driver.protocol.feedback_delay import StaticDelayGenerator
+from driver.protocol.flow_control import UnicastFlowControl
+from driver.protocol.retransmit_handler import RetransmitHandler
+from driver.protocol.udp_channel import UdpChannel
+from driver.raw_log import RawLog
+from driver.sender import Sender
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from driver.status.system_counters import SystemCounters
+
+T = 64 * 1024
+MTU = 1408
+STREAM_ID = 1003
+INITIAL_TERM_ID = 3
+CHANNEL = "aeron:udp?endpoint=127.0.0.1:40470"
+RECEIVER = ("127.0.0.1", 40470)
+
+
+class FakeBatch:
+    def __init__(self, capacity: int = 32) -> None:
+        self.capacity = capacity
+        self.items: list[tuple[bytes, tuple[str, int]]] = []
+
+    def data(self, i: int) -> memoryview:
+        return memoryview(self.items[i][0])
+
+    def address(self, i: int) -> tuple[str, int]:
+        return self.items[i][1]
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.inbox: deque[tuple[bytes, tuple[str, int]]] = deque()
+        self.sent: list[bytes] = []
+        self.polls = 0
+        self.closed = False
+
+    def send(self, data: Any) -> int:
+        self.sent.append(bytes(data))
+        return len(data)
+
+    def send_to(self, data: Any, address: Any) -> int:
+        return self.send(data)
+
+    def receive_batch(self, batch: FakeBatch) -> int:
+        self.polls += 1
+        batch.items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
+        return len(batch.items)
+
+    def register_reader(self, loop: Any, waker: Any) -> None:
+        pass
+
+    def unregister_reader(self, loop: Any = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def take(self) -> list[bytes]:
+        sent, self.sent = self.sent, []
+        return sent
+
+
+def kinds(datagrams: list[bytes]) -> list[str]:
+    names = {frames.HDR_TYPE_SETUP: "setup", frames.HDR_TYPE_RTTM: "rttm", frames.HDR_TYPE_PAD: "pad"}
+    return [
+        "heartbeat" if frames.is_heartbeat(d, len(d)) else names.get(frames.frame_type(d), "data")
+        for d in datagrams
+    ]
+
+
+class Env:
+    def __init__(self, tmp_path: Path, clock: Any) -> None:
+        self.tmp_path = tmp_path
+        self.clock = clock
+        self.manager = CountersManager(
+            AtomicBuffer(bytearray(64 * 512)), AtomicBuffer(bytearray(64 * 128)), clock.epoch_clock_ms
+        )
+        self.system = SystemCounters(self.manager)
+        self.sender = Sender(self.system, clock.nano_clock)
+        self.sender._batch = FakeBatch()
+        self.transport = FakeTransport()
+        self.endpoint = SendChannelEndpoint(
+            UdpChannel.parse(CHANNEL), self.transport, self.manager.new_counter("snd-channel")
+        )
+        self.publications: list[NetworkPublication] = []
+        self.sender.commands.offer(self.sender.register_endpoint, self.endpoint)
+
+    def __getitem__(self, descriptor: SC) -> int:
+        return self.system.get(descriptor).get()
+
+    def add_publication(self, session_id: int) -> NetworkPublication:
+        raw_log = RawLog(self.tmp_path / f"pub-{session_id}.logbuffer", T, 4096, True)
+        lbd.initialise_publication_metadata(
+            raw_log.meta_data,
+            session_id=session_id,
+            stream_id=STREAM_ID,
+            initial_term_id=INITIAL_TERM_ID,
+            mtu_length=MTU,
+            term_length=T,
+            page_size=4096,
+            correlation_id=session_id,
+        )
+        counters = [self.manager.new_counter(name) for name in ("pub-pos", "pub-lmt", "snd-pos", "snd-lmt")]
+        publication = NetworkPublication(
+            session_id, CHANNEL, session_id, STREAM_ID, None, raw_log, self.endpoint, *counters,
+            UnicastFlowControl(), RetransmitHandler(StaticDelayGenerator(0, immediate_first=True)),
+            self.system, T // 2, 5_000_000_000, 5_000_000_000, 10_000_000_000, self.clock.nano_clock, False,
+        )  # fmt: skip
+        publication.inc_ref()
+        self.endpoint.ref_count += 1
+        self.publications.append(publication)
+        self.sender.commands.offer(self.sender.add_publication, publication)
+        return publication
+
+    def offer(self, publication: NetworkPublication, *sizes: int) -> None:
+        meta = publication.raw_log.meta_data
+        template = lbd.default_frame_header(meta)
+        for size in sizes:
+            index = lbd.active_term_count(meta) % 3
+            term_id = lbd.term_id(lbd.raw_tail_volatile(meta, index))
+            appender = TermAppender(publication.raw_log.term_buffers[index], meta, index)
+            assert appender.append_unfragmented(term_id, template, bytes(size)) > 0
+
+    def control(self, *datagrams: bytes) -> None:
+        for datagram in datagrams:
+            self.transport.inbox.append((datagram, RECEIVER))
+
+    def close(self) -> None:
+        for publication in self.publications:
+            publication.close()
+
+
+@pytest.fixture
+def env(tmp_path: Path, clock) -> Iterator[Env]:
+    env = Env(tmp_path, clock)
+    yield env
+    env.close()
+
+
+def sm(session_id: int, position: int = 0, window: int = T // 2, flags: int = 0) -> bytes:
+    return frames.encode_status_message(session_id, STREAM_ID, INITIAL_TERM_ID, position, window, 9, flags)
+
+
+def test_setup_then_status_message_then_data(env: Env) -> None:
+    publication = env.add_publication(11)
+    env.offer(publication, 100, 100)
+    env.sender.do_work()
+    assert kinds(env.transport.take()) == ["setup"]
+    assert env.transport.polls == 1  # nothing sent: the control socket is polled
+    env.control(sm(11))
+    env.sender.do_work()
+    assert env[SC.STATUS_MESSAGES_RECEIVED] == 1
+    assert publication.has_receivers
+    assert publication.sender_limit.get() == T // 2
+    assert env.sender.do_work() == 320
+    [data] = env.transport.take()
+    assert kinds([data]) == ["data"] and len(data) == 320
+    assert env[SC.BYTES_SENT] == 320
+
+
+def test_control_poll_every_6th_busy_duty_cycle_or_100_ms(env: Env, clock) -> None:
+    publication = env.add_publication(11)
+    env.control(sm(11, window=T))
+    env.sender.do_work()
+    env.sender.do_work()
+    env.offer(publication, *[1000] * 30)  # one frame per datagram
+    polls = env.transport.polls
+    for _ in range(12):
+        assert env.sender.do_work() > 0
+    assert env.transport.polls - polls == 2
+    clock.advance_ms(100)
+    clock.nanos += 1
+    env.sender.do_work()  # busy, but the poll deadline passed
+    assert env.transport.polls - polls == 3
+
+
+def test_nak_is_answered_with_a_retransmission(env: Env) -> None:
+    publication = env.add_publication(11)
+    env.control(sm(11))
+    env.sender.do_work()
+    env.offer(publication, *[100] * 10)
+    while env.sender.do_work():
+        pass
+    env.transport.take()
+    env.control(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 480))
+    env.sender.do_work()
+    [resent] = env.transport.take()
+    assert resent == publication.raw_log.term_buffers[0].get_bytes(320, 480)
+    assert env[SC.NAK_MESSAGES_RECEIVED] == 1
+    assert env[SC.RETRANSMITS_SENT] == 1
+
+
+def test_control_frames_for_unknown_sessions_are_ignored(env: Env) -> None:
+    env.add_publication(11)
+    env.control(sm(12), frames.encode_nak(12, STREAM_ID, INITIAL_TERM_ID, 0, 32))
+    env.sender.do_work()
+    assert env[SC.STATUS_MESSAGES_RECEIVED] == env[SC.NAK_MESSAGES_RECEIVED] == 0
+    assert not env.publications[0].has_receivers
+
+
+def test_invalid_control_datagrams_are_counted_and_dropped(env: Env) -> None:
+    publication = env.add_publication(11)
+    env.control(
+        b"\x01\x02",
+        frames.encode_status_message(11, STREAM_ID, INITIAL_TERM_ID, 0, -5, 9),  # negative window
+        frames.encode_status_message(11, STREAM_ID, INITIAL_TERM_ID, -32, 1000, 9),  # negative offset
+        frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, -32, 32),
+        frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 0, -1),
+        frames.COMMON_HEADER.pack(8, 3, 0, frames.HDR_TYPE_SM),  # wrong version, too short
+        sm(11)[:30],
+    )
+    env.sender.do_work()
+    assert env[SC.INVALID_PACKETS] == 7
+    assert env[SC.STATUS_MESSAGES_RECEIVED] == env[SC.NAK_MESSAGES_RECEIVED] == 0
+    assert not publication.has_receivers
+
+
+def test_setup_eliciting_status_message_rearms_setups(env: Env, clock) -> None:
+    publication = env.add_publication(11)
+    env.control(sm(11))
+    env.sender.do_work()
+    clock.advance_ms(101)
+    env.sender.do_work()  # the last setup (an SM was seen)
+    env.transport.take()
+    assert not publication.should_send_setup_frame
+    env.control(sm(11, flags=frames.SEND_SETUP_FLAG))
+    clock.advance_ms(101)
+    env.sender.do_work()
+    env.sender.do_work()
+    assert "setup" in kinds(env.transport.take())
+    assert env[SC.STATUS_MESSAGES_RECEIVED] == 2
+
+
+def test_rttm_request_is_echoed(env: Env) -> None:
+    env.add_publication(11)
+    env.sender.do_work()
+    env.transport.take()
+    env.control(frames.encode_rttm(11, STREAM_ID, 555, 0, 9, frames.REPLY_FLAG))
+    env.sender.do_work()
+    [reply] = [d for d in env.transport.take() if kinds([d]) == ["rttm"]]
+    assert frames.RttmFrame.decode(reply)[4:] == (11, STREAM_ID, 555, 0, 9)
+
+
+def test_every_publication_gets_its_turn(env: Env) -> None:
+    first, second = env.add_publication(11), env.add_publication(12)
+    env.control(sm(11), sm(12))
+    env.sender.do_work()
+    env.transport.take()
+    env.offer(first, 100)
+    env.offer(second, 200)
+    assert env.sender.do_work() == 160 + 256
+    sessions = sorted(frames.DataHeader.decode(d).session_id for d in env.transport.take())
+    assert sessions == [11, 12]
+
+
+def test_removed_publication_and_closed_endpoint(env: Env) -> None:
+    publication = env.add_publication(11)
+    env.sender.do_work()
+    env.transport.take()
+    env.sender.commands.offer(env.sender.remove_publication, publication)
+    env.sender.do_work()
+    assert publication.has_sender_released
+    env.control(sm(11))
+    env.sender.do_work()
+    assert env[SC.STATUS_MESSAGES_RECEIVED] == 0  # no longer known to the endpoint
+    assert env.transport.take() == []
+    env.sender.commands.offer(env.sender.close_endpoint, env.endpoint)
+    env.sender.do_work()
+    assert env.transport.closed
+    polls = env.transport.polls
+    env.sender.do_work()
+    assert env.transport.polls == polls
