@@ -114,6 +114,8 @@ class Receiver:
     # --- duty cycle -------------------------------------------------------------------------------
 
     def do_work(self) -> int:
+        if not self._endpoints and not self.commands and not self._images:
+            return 0  # nothing to poll or send: keep the idle duty cycle cheap
         now_ns = self._nano_clock()
         work = self.commands.drain()
         for endpoint, dispatcher in self._endpoints:

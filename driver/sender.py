@@ -75,6 +75,8 @@ class Sender:
     # --- duty cycle -------------------------------------------------------------------------------
 
     def do_work(self) -> int:
+        if not self._endpoints and not self.commands:
+            return 0  # nothing to send or poll: keep the idle duty cycle cheap
         now_ns = self._nano_clock()
         work = self.commands.drain()
         bytes_sent = self._send(now_ns)

@@ -39,7 +39,10 @@ class CompositeAgent:
             agent.on_start()
 
     def do_work(self) -> int:
-        return sum(agent.do_work() for agent in self.agents)
+        work = 0
+        for agent in self.agents:
+            work += agent.do_work()
+        return work
 
     def on_close(self) -> None:
         for agent in reversed(self.agents):

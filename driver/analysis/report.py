@@ -185,7 +185,7 @@ def write_report(agg: Aggregates, out_dir: Path) -> tuple[Path, Path, list[Path]
         "",
     ]
     md += _table(
-        ["channel", "stream", "bytes lost", "observations", "images", "hosts", "sources"],
+        ["channel", "stream", "bytes lost", "observations", "images", "hosts"],
         [
             [
                 r["channel"],
@@ -194,7 +194,6 @@ def write_report(agg: Aggregates, out_dir: Path) -> tuple[Path, Path, list[Path]
                 r["observations"],
                 r["images"],
                 r["hosts"],
-                r["sources"],
             ]
             for r in agg.top_offenders
         ],
@@ -212,8 +211,8 @@ def write_report(agg: Aggregates, out_dir: Path) -> tuple[Path, Path, list[Path]
     )
     md += ["", "## Loss by driver", "", "![loss by host](loss_by_host.png)", ""]
     md += _table(
-        ["host", "bytes lost", "observations", "images", "channels"],
-        [[r["host"], r["bytes_lost"], r["observations"], r["images"], r["channels"]] for r in agg.by_host],
+        ["host", "bytes lost", "observations", "images"],
+        [[r["host"], r["bytes_lost"], r["observations"], r["images"]] for r in agg.by_host],
     )
     md += ["", "## Top images", "", "Single entries (one image on one driver) by bytes lost.", ""]
     md += _table(

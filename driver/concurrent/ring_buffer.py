@@ -178,6 +178,8 @@ class ManyToOneRingBuffer:
 
         head = self._get_i64(head_position_index)  # plain: only this consumer writes the head
         head_index = head & self._mask
+        if get_i32_volatile(head_index) <= 0:
+            return 0  # the common idle case: nothing committed at the head
         max_block_length = self._capacity - head_index
         bytes_read = 0
         messages_read = 0
