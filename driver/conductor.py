@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from driver.agent.command_queue import CommandQueue
@@ -59,7 +60,7 @@ from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
-from driver.raw_log import IMAGES_DIR, PUBLICATIONS_DIR, RawLog, log_file_name, new_ipc_publication_log
+from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, RawLog, log_file_name
 from driver.reports.loss_report import LossReport
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
@@ -399,40 +400,14 @@ class DriverConductor:
         ctx = self._ctx
         registration_id = msg.correlation_id
         session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
-        initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
-        raw_log = new_ipc_publication_log(
-            ctx.aeron_path,
-            session_id,
-            msg.stream_id,
-            registration_id,
-            params.term_length,
-            ctx.file_page_size,
-            params.is_sparse,
+        path = (
+            ctx.aeron_path
+            / PUBLICATIONS_DIR
+            / log_file_name(IPC_MEDIA, session_id, msg.stream_id, registration_id)
         )
-        lbd.initialise_publication_metadata(
-            raw_log.meta_data,
-            session_id=session_id,
-            stream_id=msg.stream_id,
-            initial_term_id=initial_term_id,
-            mtu_length=params.mtu_length,
-            term_length=params.term_length,
-            page_size=ctx.file_page_size,
-            correlation_id=registration_id,
-            term_id=params.term_id if params.is_replay else None,
-            term_offset=params.term_offset if params.is_replay else 0,
+        raw_log, (publisher_pos, publisher_limit) = self._new_publication_log(
+            msg, params, session_id, path, stream_counters.publisher_pos, stream_counters.publisher_limit
         )
-        counters = self._counters
-        publisher_pos = stream_counters.publisher_pos(
-            counters, registration_id, session_id, msg.stream_id, msg.channel
-        )
-        publisher_limit = stream_counters.publisher_limit(
-            counters, registration_id, session_id, msg.stream_id, msg.channel
-        )
-        if params.is_replay:
-            bits = lbd.position_bits_to_shift(params.term_length)
-            position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
-            publisher_pos.set(position)
-            publisher_limit.set(position)
         window = params.term_length
         if ctx.ipc_publication_term_window_length:
             window = min(window, ctx.ipc_publication_term_window_length)
@@ -453,6 +428,45 @@ class DriverConductor:
         self._ipc_publications.append(publication)
         self._active_session_ids.add(session_id)
         return publication
+
+    def _new_publication_log(
+        self,
+        msg: cp.PublicationMessage,
+        params: PublicationParams,
+        session_id: int,
+        path: Path,
+        *counter_factories: Callable[..., AtomicCounter],
+    ) -> tuple[RawLog, list[AtomicCounter]]:
+        """The log file, its metadata and the position counters every publication kind starts with.
+
+        An exclusive publication given init-term-id/term-id/term-offset starts (log and counters) there.
+        """
+        ctx = self._ctx
+        registration_id = msg.correlation_id
+        initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
+        raw_log = RawLog(path, params.term_length, ctx.file_page_size, params.is_sparse)
+        lbd.initialise_publication_metadata(
+            raw_log.meta_data,
+            session_id=session_id,
+            stream_id=msg.stream_id,
+            initial_term_id=initial_term_id,
+            mtu_length=params.mtu_length,
+            term_length=params.term_length,
+            page_size=ctx.file_page_size,
+            correlation_id=registration_id,
+            term_id=params.term_id if params.is_replay else None,
+            term_offset=params.term_offset if params.is_replay else 0,
+        )
+        counters = [
+            factory(self._counters, registration_id, session_id, msg.stream_id, msg.channel)
+            for factory in counter_factories
+        ]
+        if params.is_replay:
+            bits = lbd.position_bits_to_shift(params.term_length)
+            position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
+            for counter in counters:
+                counter.set(position)
+        return raw_log, counters
 
     def _next_available_session_id(self) -> int:
         low = self._ctx.publication_reserved_session_id_low
@@ -689,49 +703,24 @@ class DriverConductor:
         ctx = self._ctx
         registration_id = msg.correlation_id
         session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
-        initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
-        path = (
-            ctx.aeron_path
-            / PUBLICATIONS_DIR
-            / log_file_name(udp_channel.canonical_form, session_id, msg.stream_id, registration_id)
+        name = log_file_name(udp_channel.canonical_form, session_id, msg.stream_id, registration_id)
+        raw_log, (publisher_pos, publisher_limit, sender_pos, sender_limit) = self._new_publication_log(
+            msg,
+            params,
+            session_id,
+            ctx.aeron_path / PUBLICATIONS_DIR / name,
+            stream_counters.publisher_pos,
+            stream_counters.publisher_limit,
+            stream_counters.sender_pos,
+            stream_counters.sender_limit,
         )
-        raw_log = RawLog(path, params.term_length, ctx.file_page_size, params.is_sparse)
-        lbd.initialise_publication_metadata(
-            raw_log.meta_data,
-            session_id=session_id,
-            stream_id=msg.stream_id,
-            initial_term_id=initial_term_id,
-            mtu_length=params.mtu_length,
-            term_length=params.term_length,
-            page_size=ctx.file_page_size,
-            correlation_id=registration_id,
-            term_id=params.term_id if params.is_replay else None,
-            term_offset=params.term_offset if params.is_replay else 0,
-        )
-        counters = self._counters
-        channel = msg.channel
-        publisher_pos = stream_counters.publisher_pos(
-            counters, registration_id, session_id, msg.stream_id, channel
-        )
-        publisher_limit = stream_counters.publisher_limit(
-            counters, registration_id, session_id, msg.stream_id, channel
-        )
-        sender_pos = stream_counters.sender_pos(counters, registration_id, session_id, msg.stream_id, channel)
-        sender_limit = stream_counters.sender_limit(
-            counters, registration_id, session_id, msg.stream_id, channel
-        )
-        if params.is_replay:
-            bits = lbd.position_bits_to_shift(params.term_length)
-            position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
-            for counter in (publisher_pos, publisher_limit, sender_pos, sender_limit):
-                counter.set(position)
         window = params.term_length // 2
         if ctx.publication_term_window_length:
             window = min(window, ctx.publication_term_window_length)
         flow_control = MaxMulticastFlowControl() if udp_channel.is_multicast else UnicastFlowControl()
         publication = NetworkPublication(
             registration_id,
-            channel,
+            msg.channel,
             session_id,
             msg.stream_id,
             params.entity_tag,

@@ -39,16 +39,3 @@ class RawLog:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         return True
-
-
-def new_ipc_publication_log(
-    aeron_dir: Path,
-    session_id: int,
-    stream_id: int,
-    correlation_id: int,
-    term_length: int,
-    page_size: int,
-    sparse: bool,
-) -> RawLog:
-    path = aeron_dir / PUBLICATIONS_DIR / log_file_name(IPC_MEDIA, session_id, stream_id, correlation_id)
-    return RawLog(path, term_length, page_size, sparse)
