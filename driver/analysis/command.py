@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from driver.analysis.decode import LOSS_REPORT_FILE
@@ -175,13 +176,15 @@ def run(args: argparse.Namespace) -> int:
     from driver.analysis.job import analyze, create_session, stderr_progress
 
     stderr_progress(f"starting Spark {spark_version} on {args.master}")
+    started = time.perf_counter()
     spark = create_session(args.master, conf)
+    stderr_progress(f"Spark started in {time.perf_counter() - started:.1f} s")
     try:
         result = analyze(spark, inputs, args.out, top=args.top)
     except Exception as e:  # Spark's errors arrive wrapped (Py4J): show the line that names the cause
         lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
         cause = next((line for line in lines if _CAUSE.search(line)), lines[0])
-        return fail(f"the Spark job failed: {cause}")
+        return fail(f"the Spark job failed: {cause.removeprefix(': ')}")
     finally:
         spark.stop()
     totals = result.aggregates.totals

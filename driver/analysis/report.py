@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter
 
 LABEL_LENGTH = 60
 
@@ -59,7 +60,7 @@ def _bar_chart(
         ax.barh(list(positions), values, color="tab:red")
         ax.set_yticks(list(positions), [_short(label) for label in labels], fontsize=8)
         ax.invert_yaxis()
-        ax.ticklabel_format(axis="x", style="plain")
+        ax.xaxis.set_major_formatter(EngFormatter(unit="B"))
     else:
         ax.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(xlabel)
@@ -77,7 +78,8 @@ def _time_chart(path: Path, agg: Aggregates) -> Path:
             times, [r["bytes_lost"] for r in agg.over_time], color="tab:red", marker=".", label="bytes lost"
         )
         ax.set_ylabel("bytes lost (by last observation)")
-        ax.ticklabel_format(axis="y", style="plain")
+        ax.yaxis.set_major_formatter(EngFormatter(unit="B"))
+        ax.set_ylim(bottom=0)
         ax2 = ax.twinx()
         ax2.plot(
             times,
@@ -88,6 +90,7 @@ def _time_chart(path: Path, agg: Aggregates) -> Path:
             label="images with new loss",
         )
         ax2.set_ylabel("images first seen losing")
+        ax2.set_ylim(bottom=0)
         fig.legend(loc="outside upper right")
         fig.autofmt_xdate()
     else:
@@ -97,13 +100,18 @@ def _time_chart(path: Path, agg: Aggregates) -> Path:
     return path
 
 
+IDENTIFIERS = {"stream", "session"}  # integer columns printed without thousands separators
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
-    def cell(value: Any) -> str:
-        text = f"{value:,d}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-        return text.replace("|", "\\|")
+    def cell(header: str, value: Any) -> str:
+        grouped = isinstance(value, int) and not isinstance(value, bool) and header not in IDENTIFIERS
+        return (f"{value:,d}" if grouped else str(value)).replace("|", "\\|")
 
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)
+    lines.extend(
+        "| " + " | ".join(cell(h, v) for h, v in zip(headers, row, strict=True)) + " |" for row in rows
+    )
     return lines if rows else [*lines, "| " + " | ".join(["-"] * len(headers)) + " |"]
 
 
@@ -133,7 +141,7 @@ def write_report(agg: Aggregates, out_dir: Path) -> tuple[Path, Path, list[Path]
         _bar_chart(
             out_dir / "top_offenders.png",
             "Top offenders: streams by bytes lost",
-            [f"{r['channel']} stream {r['stream_id']}" for r in agg.top_offenders],
+            [f"{_short(r['channel'], LABEL_LENGTH - 12)} stream {r['stream_id']}" for r in agg.top_offenders],
             [r["bytes_lost"] for r in agg.top_offenders],
         ),
         _time_chart(out_dir / "loss_over_time.png", agg),

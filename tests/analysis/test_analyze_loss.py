@@ -142,7 +142,11 @@ def test_spark_rows_match_the_plain_python_decoder(fleet: Fleet, run: Run, store
         agg[3] = min(agg[3], row[8])
         agg[4] = max(agg[4], row[9])
     per_file = stored.groupBy("file").agg(
-        F.count(F.lit(1)), F.sum("total_bytes_lost"), F.sum("observation_count"), F.min("first_ms"), F.max("last_ms")
+        F.count(F.lit(1)),
+        F.sum("total_bytes_lost"),
+        F.sum("observation_count"),
+        F.min("first_ms"),
+        F.max("last_ms"),
     )
     assert {r[0]: list(r[1:]) for r in per_file.collect()} == dict(expected)
 

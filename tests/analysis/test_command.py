@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _peer_java_home() -> Path:
     """JAVA_HOME of the Java 11 runtime tools/peers/install.py installs for the Aeron peer."""
-    spec = importlib.util.spec_from_file_location("_aeron_peers_install", ROOT / "tools" / "peers" / "install.py")
+    spec = importlib.util.spec_from_file_location(
+        "_aeron_peers_install", ROOT / "tools" / "peers" / "install.py"
+    )
     assert spec is not None and spec.loader is not None
     installer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(installer)
@@ -43,7 +45,9 @@ def analyze_loss(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess
 def _env_without_java(tmp_path: Path) -> dict[str, str]:
     empty_bin = tmp_path / "bin"
     empty_bin.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PATH") and not k.startswith("AERON_")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PATH") and not k.startswith("AERON_")
+    }
     env["PATH"] = str(empty_bin)  # no java anywhere on it
     return env
 
@@ -68,7 +72,9 @@ def test_a_java_home_without_java_is_named(tmp_path: Path) -> None:
     assert "openjdk-17-jre-headless" in result.stderr
 
 
-@pytest.mark.skipif(not (PEER_JAVA_HOME / "bin" / "java").exists(), reason="needs the Java 11 peer (make peers)")
+@pytest.mark.skipif(
+    not (PEER_JAVA_HOME / "bin" / "java").exists(), reason="needs the Java 11 peer (make peers)"
+)
 def test_a_java_too_old_for_spark_4_is_named(tmp_path: Path) -> None:
     import pyspark
 
@@ -100,7 +106,9 @@ def test_inputs_are_resolved_before_spark_starts(tmp_path: Path) -> None:
     loose = tmp_path / "collected"
     loose.mkdir()
     (loose / "a.loss-report.dat").write_bytes(b"")
-    assert resolve_inputs([str(aeron_dir), str(loose), f"{tmp_path}/*/loss-report.dat", "s3a://b/x/*.dat"]) == [
+    assert resolve_inputs(
+        [str(aeron_dir), str(loose), f"{tmp_path}/*/loss-report.dat", "s3a://b/x/*.dat"]
+    ) == [
         str(aeron_dir / "loss-report.dat"),
         str(loose),
         f"{tmp_path}/*/loss-report.dat",

@@ -69,12 +69,20 @@ def test_decode_file_for_spark_skips_and_names_a_bad_file(tmp_path: Path) -> Non
     corpus = generate_corpus(tmp_path, files=1, entries=100, seed=1)
     data = corpus.files[0].read_bytes()
     skipped, files, entries = FakeAccumulator(set()), FakeAccumulator(0), FakeAccumulator(0)
-    rows = decode_file_for_spark(("file:/good", data), skipped, files, entries)
-    assert len(list(rows)) == 100 and (files.value, entries.value) == (1, 100)
+    (row,) = decode_file_for_spark(("file:/good", data), skipped, files, entries)
+    assert (files.value, entries.value) == (1, 100)
+    # One row of columns per file: file, host, then one array per per-entry field, matching the row decoder.
+    assert row[:2] == ("file:/good", "good")
+    assert [tuple(column[i] for column in row[2:]) for i in range(100)] == [
+        r[2:] for r in file_rows("file:/good", data)
+    ]
+    assert [type(column).__name__ for column in row[2:]] == ["list"] * 2 + ["array"] * 6
+    assert decode_file_for_spark(("file:/empty", bytes(4096)), skipped, files, entries) == []
+    assert (files.value, entries.value) == (2, 100)
     assert list(decode_file_for_spark(("file:/cut", data[:1000]), skipped, files, entries)) == []
     garbage = np.random.default_rng(9).integers(0, 256, 4096, dtype=np.uint8).tobytes()
     assert list(decode_file_for_spark(("file:/garbage", garbage), skipped, files, entries)) == []
-    assert (files.value, entries.value) == (1, 100)
+    assert (files.value, entries.value) == (2, 100)
     reasons = dict(skipped.value)
     assert set(reasons) == {"file:/cut", "file:/garbage"}
     assert re.match(r"entry at offset \d+: .* runs past the end \(file is 1000 bytes\)", reasons["file:/cut"])
@@ -97,10 +105,10 @@ def _aggregates(with_loss: bool) -> Aggregates:
                      "hosts": 2}, {"channel": "aeron:udp?endpoint=b:2|x=y", "bytes_lost": 100, "observations": 1,
                                    "images": 1, "hosts": 1}],
         by_source=[{"source": "/10.0.0.1:5", "bytes_lost": 700, "observations": 5, "images": 3, "hosts": 2}],
-        by_host=[{"host": "h1", "bytes_lost": 500, "observations": 3, "images": 2, "channels": 2},
-                 {"host": "h2", "bytes_lost": 200, "observations": 2, "images": 1, "channels": 1}],
+        by_host=[{"host": "h1", "bytes_lost": 500, "observations": 3, "images": 2},
+                 {"host": "h2", "bytes_lost": 200, "observations": 2, "images": 1}],
         top_offenders=[{"channel": "aeron:udp?endpoint=a:1", "stream_id": 10, "bytes_lost": 600, "observations": 4,
-                        "images": 2, "hosts": 2, "sources": 1}],
+                        "images": 2, "hosts": 2}],
         top_images=[{"host": "h1", "channel": "aeron:udp?endpoint=a:1", "stream_id": 10, "session_id": -1,
                      "source": "/10.0.0.1:5", "observation_count": 3, "total_bytes_lost": 400, "first_ms": t0,
                      "last_ms": t0 + 60_000}],
@@ -120,7 +128,13 @@ def test_report_writes_markdown_json_and_pngs(tmp_path: Path, with_loss: bool) -
     for chart in charts:
         assert chart.read_bytes()[:8] == PNG_MAGIC and chart.stat().st_size > 2000
     text = report.read_text()
-    for heading in ("## Summary", "## Top offenders", "## Loss by channel", "## Loss by source", "## Loss over time"):
+    for heading in (
+        "## Summary",
+        "## Top offenders",
+        "## Loss by channel",
+        "## Loss by source",
+        "## Loss over time",
+    ):
         assert heading in text
     for chart in charts:
         assert f"]({chart.name})" in text

@@ -60,7 +60,9 @@ def test_first_entry_is_laid_out_at_the_spec_offsets() -> None:
     # 48 + 34 + 16 = 98 bytes, aligned to 64: the next entry starts at 128.
     assert entry_length(CHANNEL, SOURCE) == 128
     assert report.next_record_offset == 128
-    second = report.create_entry(32, T0 + 5, 8, 10, "aeron:udp?endpoint=224.0.1.1:40456|interface=localhost", "/a")
+    second = report.create_entry(
+        32, T0 + 5, 8, 10, "aeron:udp?endpoint=224.0.1.1:40456|interface=localhost", "/a"
+    )
     assert second is not None and second.offset == 128
     assert struct.unpack_from("<q", raw, 128) == (1,)
     # 48 + 54 + 2 = 104 -> 128: the third entry would start at 256.
@@ -104,7 +106,9 @@ def test_a_full_buffer_creates_no_entry_and_later_smaller_entries_may_still_fit(
 def test_a_loss_report_fills_its_buffer_with_128_byte_entries() -> None:
     report, _, buffer = new_report(1 << 20)
     created = 0
-    while report.create_entry(32, T0, created, 10, "aeron:udp?endpoint=10.0.12.34:40123", "/10.0.12.34:40123"):
+    while report.create_entry(
+        32, T0, created, 10, "aeron:udp?endpoint=10.0.12.34:40123", "/10.0.12.34:40123"
+    ):
         created += 1
     assert created == (1 << 20) // 128 == 8192
     assert len(entries(buffer)) == created

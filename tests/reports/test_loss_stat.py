@@ -15,7 +15,9 @@ from driver.reports.loss_report import LossEntry, LossReport, LossReportFile, cr
 from driver.reports.loss_stat import CSV_HEADER, csv_lines, table_lines
 
 T0 = 1_795_271_087_123  # 2026-11-21 14:24:47.123 UTC
-ENTRY = LossEntry(3, 4096, T0, T0 + 61_001, -42, 1001, "aeron:udp?endpoint=localhost:40123", "/127.0.0.1:44363")
+ENTRY = LossEntry(
+    3, 4096, T0, T0 + 61_001, -42, 1001, "aeron:udp?endpoint=localhost:40123", "/127.0.0.1:44363"
+)
 
 
 def mediadriver(*args: str, tz: str = "UTC") -> subprocess.CompletedProcess[str]:
@@ -65,7 +67,9 @@ def test_table_lines_up_columns() -> None:
 
 
 def test_loss_command_prints_csv_and_table(tmp_path: Path) -> None:
-    write_report(tmp_path, [(100, T0, 1, 10, "aeron:udp?endpoint=a:1", "/1.2.3.4:5"), (7, T0 + 1, 2, 11, "c", "s")])
+    write_report(
+        tmp_path, [(100, T0, 1, 10, "aeron:udp?endpoint=a:1", "/1.2.3.4:5"), (7, T0 + 1, 2, 11, "c", "s")]
+    )
     result = mediadriver("loss", "--dir", str(tmp_path), "--format", "csv")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
@@ -79,7 +83,9 @@ def test_loss_command_prints_csv_and_table(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[1].startswith("1,100,2026-11-21 19:54:47.123+0530,")
     result = mediadriver("loss", "--dir", str(tmp_path / "loss-report.dat"))
     assert result.returncode == 0
-    assert "aeron:udp?endpoint=a:1" in result.stdout and result.stdout.splitlines()[-1].startswith("2 entries read")
+    assert "aeron:udp?endpoint=a:1" in result.stdout and result.stdout.splitlines()[-1].startswith(
+        "2 entries read"
+    )
 
 
 def test_loss_command_on_a_missing_report(tmp_path: Path) -> None:
@@ -110,7 +116,10 @@ def test_an_empty_report(tmp_path: Path, fmt: str) -> None:
 
 def test_read_only_mapping_of_a_live_buffer_sees_new_entries(tmp_path: Path) -> None:
     path = create_loss_report_file(tmp_path, 4096, 4096)
-    with LossReportFile.map_existing(path, writable=True) as writer, LossReportFile.map_existing(path) as reader:
+    with (
+        LossReportFile.map_existing(path, writable=True) as writer,
+        LossReportFile.map_existing(path) as reader,
+    ):
         assert isinstance(writer.buffer, AtomicBuffer)
         report = LossReport(writer.buffer)
         assert list(reader.entries()) == []
