@@ -157,6 +157,8 @@ class Harness:
             clock.nano_clock,
             False,
         )
+        # One datagram per send(), as 1.15.1: these tests step through datagrams one at a time.
+        self.publication.send_burst = 1
         self.publication.inc_ref()
 
     def __getitem__(self, descriptor: SC) -> int:
