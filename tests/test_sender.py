@@ -182,6 +182,7 @@ def test_setup_then_status_message_then_data(env: Env) -> None:
 
 def test_control_poll_every_6th_busy_duty_cycle_or_100_ms(env: Env, clock) -> None:
     publication = env.add_publication(11)
+    publication.send_burst = 1  # one datagram per duty cycle, so every cycle is busy
     env.control(sm(11, window=T))
     env.sender.do_work()
     env.sender.do_work()
