@@ -240,9 +240,10 @@ class NetworkPublication:
             self.should_send_setup_frame = True
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
-        self.retransmit_handler.on_nak(
+        if not self.retransmit_handler.on_nak(
             term_id, term_offset, length, self.term_buffer_length, now_ns, self.resend
-        )
+        ):
+            self._invalid_packets.increment()  # an offset outside the term: counted, as 1.15.1
 
     def on_status_message(self, sm: frames.StatusMessageFrame, now_ns: int) -> None:
         self.has_receivers = True

@@ -515,11 +515,6 @@ def test_nak_length_is_capped_at_the_end_of_the_term(make_publication) -> None:
     assert resent == [p.log_bytes(61 * 1056, 1056 + 32)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: NetworkPublication.on_nak drops RetransmitHandler.on_nak's False (term offset outside the "
-    "term) instead of counting it as an invalid packet, as 1.15.1 RetransmitHandler.isInvalid does",
-)
 def test_nak_with_an_offset_outside_the_term_is_an_invalid_packet(make_publication) -> None:
     p = make_publication()
     sent_and_started(p, *[100] * 10)
