@@ -175,6 +175,18 @@ class DriverConductor:
                     work += publication.update_publisher_limit()
         return work
 
+    def is_dormant(self) -> bool:
+        """Nothing to serve: no client, publication, image or pending command (its ring is still read)."""
+        return not (
+            self._clients
+            or self._ipc_publications
+            or self._network_publications
+            or self._images
+            or self.commands
+            or self._send_endpoints
+            or self._receive_endpoints
+        )
+
     def on_close(self) -> None:
         for client in list(self._clients.values()):
             self._release_client(client)

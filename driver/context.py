@@ -247,6 +247,13 @@ class DriverContext:
     idle_max_park_ns: int = _setting(
         "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"
     )
+    idle_dormant_park_ns: int = _setting(
+        "aeron.idle.dormant.park",
+        parse_duration_ns,
+        10_000_000,
+        "ns",
+        "park of a driver with no clients and no resources (0 = always aeron.idle.max.park)",
+    )
     # -D properties given in the aeron.* namespace that no setting knows (reported, not fatal, as in Java).
     unknown_properties: list[str] = field(default_factory=list)
 

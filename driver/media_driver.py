@@ -208,7 +208,14 @@ class MediaDriver:
         self._runners = [
             AgentRunner(
                 agent,
-                BackoffIdleStrategy(min_park_ns=min(250_000, max_park_ns), max_park_ns=max_park_ns),
+                BackoffIdleStrategy(
+                    min_park_ns=min(250_000, max_park_ns),
+                    max_park_ns=max_park_ns,
+                    # A driver nobody uses parks longer; a client's first command then waits <= this
+                    # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
+                    dormant_park_ns=self.ctx.idle_dormant_park_ns,
+                    is_dormant=self._is_dormant,
+                ),
                 self.on_error,
             )
             for agent in self._agents()
@@ -227,6 +234,9 @@ class MediaDriver:
             for runner in self._runners:
                 runner.stop()
             await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
+
+    def _is_dormant(self) -> bool:
+        return self.conductor.is_dormant() and not self.sender.commands and not self.receiver.commands
 
     def request_stop(self) -> None:
         if self._stop_requested is not None:

@@ -39,9 +39,15 @@ class BackoffIdleStrategy:
         max_yields: int = 5,
         min_park_ns: int = 250_000,
         max_park_ns: int = 1_000_000,
+        dormant_park_ns: int = 0,
+        is_dormant: Callable[[], bool] | None = None,
     ) -> None:
+        """``is_dormant`` (optional): when it says there is nothing at all to serve, parks last
+        ``dormant_park_ns`` instead of ``max_park_ns`` (a driver with no clients need not wake 1000x/s)."""
         if not 0 < min_park_ns <= max_park_ns:
             raise ValueError(f"need 0 < min_park_ns ({min_park_ns}) <= max_park_ns ({max_park_ns})")
+        self.dormant_park_ns = dormant_park_ns
+        self.is_dormant = is_dormant if dormant_park_ns > 0 else None
         self.max_spins = max_spins
         self.max_yields = max_yields
         self.min_park_ns = min_park_ns
@@ -68,6 +74,8 @@ class BackoffIdleStrategy:
             self._yields += 1
             return YIELD
         park_ns = self._park_ns
+        if park_ns == self.max_park_ns and self.is_dormant is not None and self.is_dormant():
+            return self.dormant_park_ns
         self._park_ns = min(park_ns * 2, self.max_park_ns)
         return park_ns
 

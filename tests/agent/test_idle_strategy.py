@@ -286,3 +286,21 @@ def test_an_idle_runner_parks_but_never_longer_than_the_cap(event_loop_under_tes
     assert 10 + 5 + 10 <= len(times) < 400
     parked_gaps = [b - a for a, b in itertools.pairwise(times[20:])]
     assert max(parked_gaps) < 50_000_000, "no park may be much longer than max_park_ns (1 ms)"
+
+
+def test_a_dormant_agent_parks_longer_and_wakes_back_to_short_parks() -> None:
+    dormant = [True]
+    idle = BackoffIdleStrategy(
+        max_spins=0,
+        max_yields=0,
+        min_park_ns=500_000,
+        max_park_ns=1_000_000,
+        dormant_park_ns=10_000_000,
+        is_dormant=lambda: dormant[0],
+    )
+    assert idle.next_delay_ns(0) == 500_000  # backing off as usual first
+    assert idle.next_delay_ns(0) == 10_000_000  # fully backed off and nothing to serve
+    dormant[0] = False
+    assert idle.next_delay_ns(0) == 1_000_000  # a client arrived: parks are <= 1 ms again
+    disabled = BackoffIdleStrategy(max_spins=0, max_yields=0, dormant_park_ns=0, is_dormant=lambda: True)
+    assert max(disabled.next_delay_ns(0) for _ in range(5)) == 1_000_000
