@@ -5,52 +5,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
-import uvloop
 from hypothesis import given
 from hypothesis import strategies as st
 
 from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
 from driver.agent.runner import AgentRunner
-
-LOOP_FACTORIES: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
-    "asyncio": asyncio.new_event_loop,
-    "uvloop": uvloop.new_event_loop,
-}
-
-
-class Loop:
-    """A fresh event loop whose exception handler records whatever reaches it."""
-
-    def __init__(self, factory: Callable[[], asyncio.AbstractEventLoop]) -> None:
-        self.loop = factory()
-        self.reached: list[dict[str, Any]] = []
-        self.loop.set_exception_handler(lambda _loop, context: self.reached.append(context))
-
-    def run(self, coro: Any) -> Any:
-        result = self.loop.run_until_complete(coro)
-        assert self.reached == [], f"reached the loop's exception handler: {self.reached}"
-        return result
-
-    def close(self) -> None:
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-
-
-@pytest.fixture(params=list(LOOP_FACTORIES))
-def event_loop_under_test(request: pytest.FixtureRequest) -> Iterator[Loop]:
-    loop = Loop(LOOP_FACTORIES[request.param])
-    yield loop
-    loop.close()
-    assert loop.reached == [], f"reached the loop's exception handler: {loop.reached}"
 
 
 def decisions(strategy: BackoffIdleStrategy | SleepingIdleStrategy, work_counts: list[int]) -> list[int]:
@@ -205,9 +166,7 @@ class TimedAgent:
 
 
 @pytest.mark.parametrize("schedule", ["call_soon", "call_later"])
-def test_wake_from_a_loop_callback_ends_a_one_second_park_early(
-    event_loop_under_test: Loop, schedule: str
-) -> None:
+def test_wake_from_a_loop_callback_ends_a_one_second_park_early(event_loop_under_test, schedule: str) -> None:
     async def scenario() -> float:
         loop = asyncio.get_running_loop()
         agent = TimedAgent()
@@ -232,7 +191,7 @@ def test_wake_from_a_loop_callback_ends_a_one_second_park_early(
     assert event_loop_under_test.run(scenario()) < 0.1
 
 
-def test_wake_of_a_backoff_strategy_ends_its_park(event_loop_under_test: Loop) -> None:
+def test_wake_of_a_backoff_strategy_ends_its_park(event_loop_under_test) -> None:
     async def scenario() -> float:
         loop = asyncio.get_running_loop()
         agent = TimedAgent()
@@ -253,7 +212,7 @@ def test_wake_of_a_backoff_strategy_ends_its_park(event_loop_under_test: Loop) -
     assert event_loop_under_test.run(scenario()) < 0.1
 
 
-def test_wake_while_not_parked_or_after_stop_is_harmless(event_loop_under_test: Loop) -> None:
+def test_wake_while_not_parked_or_after_stop_is_harmless(event_loop_under_test) -> None:
     async def scenario() -> int:
         agent = TimedAgent()
         runner = AgentRunner(agent, SleepingIdleStrategy(park_ns=1_000_000_000))
@@ -270,7 +229,7 @@ def test_wake_while_not_parked_or_after_stop_is_harmless(event_loop_under_test: 
     assert event_loop_under_test.run(scenario()) == 1
 
 
-def test_an_idle_runner_parks_but_never_longer_than_the_cap(event_loop_under_test: Loop) -> None:
+def test_an_idle_runner_parks_but_never_longer_than_the_cap(event_loop_under_test) -> None:
     """Idle for 100 ms with a 1 ms cap: neither a busy spin (thousands of cycles) nor a long sleep."""
 
     async def scenario() -> list[int]:

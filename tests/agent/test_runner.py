@@ -5,50 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-import uvloop
 
 from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
 from driver.agent.runner import AgentRunner, CompositeAgent, do_work_until_idle
-
-LOOP_FACTORIES: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
-    "asyncio": asyncio.new_event_loop,
-    "uvloop": uvloop.new_event_loop,
-}
-
-
-class Loop:
-    """A fresh event loop whose exception handler records whatever reaches it."""
-
-    def __init__(self, factory: Callable[[], asyncio.AbstractEventLoop]) -> None:
-        self.loop = factory()
-        self.reached: list[dict[str, Any]] = []
-        self.loop.set_exception_handler(lambda _loop, context: self.reached.append(context))
-
-    def run(self, coro: Any) -> Any:
-        result = self.loop.run_until_complete(coro)
-        assert self.reached == [], f"reached the loop's exception handler: {self.reached}"
-        return result
-
-    def close(self) -> None:
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-
-
-@pytest.fixture(params=list(LOOP_FACTORIES))
-def event_loop_under_test(request: pytest.FixtureRequest) -> Iterator[Loop]:
-    loop = Loop(LOOP_FACTORIES[request.param])
-    yield loop
-    loop.close()
-    assert loop.reached == [], f"reached the loop's exception handler: {loop.reached}"
 
 
 class RecordingAgent:
@@ -116,7 +78,7 @@ async def wait_until(condition: Callable[[], bool], timeout_s: float = 2.0) -> N
 # --- lifecycle -------------------------------------------------------------------------------------------
 
 
-def test_runs_do_work_until_stop_with_one_start_and_one_close(event_loop_under_test: Loop) -> None:
+def test_runs_do_work_until_stop_with_one_start_and_one_close(event_loop_under_test) -> None:
     async def scenario() -> None:
         agent = RecordingAgent(default_work=1)
         runner = AgentRunner(agent)
@@ -139,7 +101,7 @@ def test_runs_do_work_until_stop_with_one_start_and_one_close(event_loop_under_t
     event_loop_under_test.run(scenario())
 
 
-def test_a_busy_agent_does_not_starve_the_loop(event_loop_under_test: Loop) -> None:
+def test_a_busy_agent_does_not_starve_the_loop(event_loop_under_test) -> None:
     async def scenario() -> int:
         agent = RecordingAgent(default_work=1)
         runner = AgentRunner(agent)
@@ -155,7 +117,7 @@ def test_a_busy_agent_does_not_starve_the_loop(event_loop_under_test: Loop) -> N
     assert event_loop_under_test.run(scenario()) == 50
 
 
-def test_stop_from_inside_do_work_ends_at_that_cycle(event_loop_under_test: Loop) -> None:
+def test_stop_from_inside_do_work_ends_at_that_cycle(event_loop_under_test) -> None:
     """stop() during a duty cycle: no further do_work, even while the strategy would still spin."""
 
     async def scenario() -> RecordingAgent:
@@ -172,7 +134,7 @@ def test_stop_from_inside_do_work_ends_at_that_cycle(event_loop_under_test: Loop
     assert (agent.starts, agent.closes) == (1, 1)
 
 
-def test_stop_from_inside_do_work_leaves_no_timer_behind(event_loop_under_test: Loop) -> None:
+def test_stop_from_inside_do_work_leaves_no_timer_behind(event_loop_under_test) -> None:
     async def scenario() -> None:
         agent = RecordingAgent()
         runner = AgentRunner(agent, SleepingIdleStrategy(park_ns=60_000_000_000))
@@ -184,7 +146,7 @@ def test_stop_from_inside_do_work_leaves_no_timer_behind(event_loop_under_test: 
     event_loop_under_test.run(scenario())
 
 
-def test_join_after_stop_returns_promptly_even_from_a_long_park(event_loop_under_test: Loop) -> None:
+def test_join_after_stop_returns_promptly_even_from_a_long_park(event_loop_under_test) -> None:
     async def scenario() -> float:
         agent = RecordingAgent()
         runner = AgentRunner(agent, SleepingIdleStrategy(park_ns=10_000_000_000))
@@ -201,7 +163,7 @@ def test_join_after_stop_returns_promptly_even_from_a_long_park(event_loop_under
     assert event_loop_under_test.run(scenario()) < 0.1
 
 
-def test_join_before_start_returns_at_once(event_loop_under_test: Loop) -> None:
+def test_join_before_start_returns_at_once(event_loop_under_test) -> None:
     async def scenario() -> None:
         runner = AgentRunner(RecordingAgent())
         runner.stop()  # stop before start does nothing either
@@ -210,7 +172,7 @@ def test_join_before_start_returns_at_once(event_loop_under_test: Loop) -> None:
     event_loop_under_test.run(scenario())
 
 
-def test_join_without_stop_times_out(event_loop_under_test: Loop) -> None:
+def test_join_without_stop_times_out(event_loop_under_test) -> None:
     async def scenario() -> None:
         agent = RecordingAgent()
         runner = AgentRunner(agent, SleepingIdleStrategy(park_ns=10_000_000_000))
@@ -225,7 +187,7 @@ def test_join_without_stop_times_out(event_loop_under_test: Loop) -> None:
     event_loop_under_test.run(scenario())
 
 
-def test_on_start_failure_propagates_from_start_and_runs_no_cycle(event_loop_under_test: Loop) -> None:
+def test_on_start_failure_propagates_from_start_and_runs_no_cycle(event_loop_under_test) -> None:
     class FailingStart(RecordingAgent):
         def on_start(self) -> None:
             raise RuntimeError("cannot start")
@@ -251,7 +213,7 @@ def test_waker_property_is_the_strategys_waker() -> None:
 
 
 def test_do_work_exception_goes_to_the_error_handler_and_the_runner_keeps_going(
-    event_loop_under_test: Loop,
+    event_loop_under_test,
 ) -> None:
     boom = ValueError("boom")
     errors: list[BaseException] = []
@@ -273,7 +235,7 @@ def test_do_work_exception_goes_to_the_error_handler_and_the_runner_keeps_going(
 
 
 def test_on_close_exception_goes_to_the_error_handler_and_join_still_returns(
-    event_loop_under_test: Loop,
+    event_loop_under_test,
 ) -> None:
     errors: list[BaseException] = []
 
@@ -296,7 +258,7 @@ def test_on_close_exception_goes_to_the_error_handler_and_join_still_returns(
 
 
 def test_default_error_handler_logs_the_exception(
-    event_loop_under_test: Loop, caplog: pytest.LogCaptureFixture
+    event_loop_under_test, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario() -> None:
         agent = RecordingAgent("conductor", script=[KeyError("missing")], default_work=0)
@@ -317,7 +279,7 @@ def test_default_error_handler_logs_the_exception(
 
 
 def test_spin_runs_the_next_cycle_in_the_same_callback_and_yield_lets_others_run(
-    event_loop_under_test: Loop,
+    event_loop_under_test,
 ) -> None:
     """Between spun cycles no other callback runs; after a YIELD other ready callbacks run first."""
 
@@ -354,7 +316,7 @@ def test_spin_runs_the_next_cycle_in_the_same_callback_and_yield_lets_others_run
     assert between[5] >= 1
 
 
-def test_a_park_waits_about_the_requested_time(event_loop_under_test: Loop) -> None:
+def test_a_park_waits_about_the_requested_time(event_loop_under_test) -> None:
     async def scenario() -> float:
         agent = RecordingAgent()
         times: list[float] = []
@@ -385,7 +347,7 @@ def test_composite_agent_sums_work_starts_in_order_and_closes_in_reverse() -> No
     assert log == ["start a", "start b", "start c", "close c", "close b", "close a"]
 
 
-def test_composite_agent_under_a_runner(event_loop_under_test: Loop) -> None:
+def test_composite_agent_under_a_runner(event_loop_under_test) -> None:
     log: list[str] = []
     a = RecordingAgent("a", default_work=1, log=log)
     b = RecordingAgent("b", default_work=0, log=log)
