@@ -246,7 +246,7 @@ class Aeron:
         with self.conductor.lock:
             if self._publications.pop(publication.registration_id, None) is None:
                 return
-            self._release_log_buffers(publication.log_buffers)
+            self._linger(publication.log_buffers)
             client_id = self.client_id
             if not self._closed and self.conductor.failure is None:
                 self.conductor.request(
@@ -354,9 +354,6 @@ class Aeron:
             entry = self._log_buffers[file_name] = [LogBuffers(file_name), 0]
         entry[1] += 1
         return entry[0]
-
-    def _release_log_buffers(self, log_buffers: LogBuffers) -> None:
-        self._linger(log_buffers)
 
     def _linger(self, log_buffers: LogBuffers) -> None:
         """Drop one reference; unmap only after the linger time, as a poll may still be reading."""

@@ -18,13 +18,13 @@ environment forms are AERON_DEBUG_RECEIVE_DATA_LOSS_RATE etc.)::
     aeron.debug.receive.data.loss.frame.types  comma list of type names or numbers, e.g. DATA,PAD or 1;
                                                default empty = every type (ours; not in Aeron)
 
-:func:`from_properties` builds one from such a mapping (None when the rate is 0).
+The driver builds one from its DriverContext settings (the one place settings are parsed).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 TYPE_OFFSET = 6
 """Offset of the uint16 frame type in the common header (spec/wire.md section 1)."""
@@ -32,9 +32,6 @@ MIN_HEADER_LENGTH = 8
 
 FRAME_TYPE_NAMES = {"PAD": 0, "DATA": 1, "NAK": 2, "SM": 3, "ERR": 4, "SETUP": 5, "RTTM": 6, "EXT": 0xFFFF}
 
-RECEIVE_DATA_LOSS_RATE_PROP = "aeron.debug.receive.data.loss.rate"
-RECEIVE_DATA_LOSS_SEED_PROP = "aeron.debug.receive.data.loss.seed"
-RECEIVE_DATA_LOSS_FRAME_TYPES_PROP = "aeron.debug.receive.data.loss.frame.types"
 
 
 class LossGenerator:
@@ -100,28 +97,3 @@ def parse_frame_types(text: str) -> frozenset[int] | None:
             names = ", ".join(FRAME_TYPE_NAMES)
             raise ValueError(f"frame type {item!r} is neither a number nor one of {names}") from None
     return frozenset(types) or None
-
-
-def from_properties(
-    properties: Mapping[str, str],
-    rate_property: str = RECEIVE_DATA_LOSS_RATE_PROP,
-    seed_property: str = RECEIVE_DATA_LOSS_SEED_PROP,
-    frame_types_property: str = RECEIVE_DATA_LOSS_FRAME_TYPES_PROP,
-) -> LossGenerator | None:
-    """A generator from driver properties (strings), or None when the loss rate is absent or 0."""
-    rate_text = properties.get(rate_property, "").strip()
-    if not rate_text:
-        return None
-    try:
-        rate = float(rate_text)
-    except ValueError:
-        raise ValueError(f"{rate_property}={rate_text!r} is not a number (expected 0.0..1.0)") from None
-    if rate == 0.0:
-        return None
-    seed_text = properties.get(seed_property, "-1").strip() or "-1"
-    try:
-        seed = int(seed_text)
-    except ValueError:
-        raise ValueError(f"{seed_property}={seed_text!r} is not an integer") from None
-    frame_types = parse_frame_types(properties.get(frame_types_property, ""))
-    return LossGenerator(rate, seed, frame_types)

@@ -7,11 +7,7 @@ import struct
 import pytest
 
 from driver.media.loss_generator import (
-    RECEIVE_DATA_LOSS_FRAME_TYPES_PROP,
-    RECEIVE_DATA_LOSS_RATE_PROP,
-    RECEIVE_DATA_LOSS_SEED_PROP,
     LossGenerator,
-    from_properties,
     parse_frame_types,
 )
 
@@ -85,23 +81,3 @@ def test_parse_frame_types() -> None:
         parse_frame_types("DATUM")
     with pytest.raises(ValueError, match="uint16"):
         LossGenerator(0.1, 1, {70000})
-
-
-def test_from_properties() -> None:
-    assert from_properties({}) is None
-    assert from_properties({RECEIVE_DATA_LOSS_RATE_PROP: "0"}) is None
-    generator = from_properties(
-        {
-            RECEIVE_DATA_LOSS_RATE_PROP: "0.05",
-            RECEIVE_DATA_LOSS_SEED_PROP: "99",
-            RECEIVE_DATA_LOSS_FRAME_TYPES_PROP: "DATA",
-        }
-    )
-    assert generator is not None
-    assert (generator.rate, generator.seed, generator.frame_types) == (0.05, 99, {DATA})
-    unseeded = from_properties({RECEIVE_DATA_LOSS_RATE_PROP: "0.5"})
-    assert unseeded is not None and unseeded.seed is None and unseeded.frame_types is None
-    with pytest.raises(ValueError, match=r"aeron\.debug\.receive\.data\.loss\.rate='lots'"):
-        from_properties({RECEIVE_DATA_LOSS_RATE_PROP: "lots"})
-    with pytest.raises(ValueError, match="seed"):
-        from_properties({RECEIVE_DATA_LOSS_RATE_PROP: "0.1", RECEIVE_DATA_LOSS_SEED_PROP: "x"})
