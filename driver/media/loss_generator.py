@@ -26,12 +26,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-TYPE_OFFSET = 6
-"""Offset of the uint16 frame type in the common header (spec/wire.md section 1)."""
-MIN_HEADER_LENGTH = 8
+from driver.protocol.frames import MIN_HEADER_LENGTH, TYPE_OFFSET
 
 FRAME_TYPE_NAMES = {"PAD": 0, "DATA": 1, "NAK": 2, "SM": 3, "ERR": 4, "SETUP": 5, "RTTM": 6, "EXT": 0xFFFF}
-
 
 
 class LossGenerator:
