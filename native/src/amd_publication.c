@@ -34,6 +34,11 @@ static void rotate_log(uint8_t *meta, int32_t term_count, int32_t term_id)
 int64_t amd_publication_offer(
     const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value)
 {
+    if (length > p->max_message_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG; /* checked first, as the Java client: whatever the limit says */
+    }
+
     uint8_t *meta = p->meta;
     const int64_t limit = __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE);
     const int32_t term_count = __atomic_load_n((const int32_t *)(meta + ACTIVE_TERM_COUNT_OFFSET), __ATOMIC_ACQUIRE);
@@ -61,10 +66,6 @@ int64_t amd_publication_offer(
         }
         else
         {
-            if (length > p->max_message_length)
-            {
-                return AMD_OFFER_MESSAGE_TOO_LONG;
-            }
             result = amd_term_append_fragmented(
                 term, p->term_length, meta, tail_offset, term_id, p->header_template, src, length,
                 p->max_payload_length, reserved_value);

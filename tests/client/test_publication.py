@@ -219,3 +219,11 @@ def test_back_pressure_never_overwrites_unread_data(aeron: Aeron, steps: list[tu
     finally:
         publication.close()
         subscription.close()
+
+
+def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Aeron) -> None:
+    publication = aeron.add_publication(
+        CHANNEL, 1008
+    )  # nobody subscribes: the limit alone would say NOT_CONNECTED
+    with pytest.raises(ValueError, match="exceeds the maximum"):
+        publication.offer(bytes(publication.max_message_length + 1))
