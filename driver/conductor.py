@@ -153,7 +153,7 @@ class DriverConductor:
 
     def do_work(self) -> int:
         now_ns = self._nano_clock()
-        work = self._command_adapter.receive()
+        work = self.receive_commands()
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.
         if self.commands:
             work += self.commands.drain()
@@ -174,6 +174,10 @@ class DriverConductor:
                 if publication.state is IpcState.ACTIVE:
                     work += publication.update_publisher_limit()
         return work
+
+    def receive_commands(self) -> int:
+        """Reads and answers the clients' commands in the to-driver ring (one step of the duty cycle)."""
+        return self._command_adapter.receive()
 
     def is_dormant(self) -> bool:
         """Nothing to serve: no client, publication, image or pending command (its ring is still read)."""
@@ -509,6 +513,9 @@ class DriverConductor:
         )
         publication.add_subscriber(position)
         link.link(publication, position)
+        # Raise the limit now, before the client hears of the link: a publisher that offers at once must not
+        # see the limit of an unconnected publication (BasicPublisher's first offer).
+        publication.update_publisher_limit()
         return position
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:

@@ -137,6 +137,22 @@ def test_subscription_then_publication_links_and_connects(client: Client, driver
         assert lbd.is_connected(log.meta_data_buffer)
 
 
+def test_publisher_limit_is_set_before_the_client_hears_ready(client: Client, driver: MediaDriver) -> None:
+    # A publisher (BasicPublisher) offers as soon as it hears "ready": the limit must be up by then, not one duty
+    # cycle later, or its first offer is back-pressured.
+    client.add_subscription()
+    assert client.ring.write(
+        cp.Command.ADD_PUBLICATION,
+        cp.encode_publication(client.client_id, client.ring.next_correlation_id(), 10, "aeron:ipc"),
+    )
+    driver.conductor.receive_commands()
+    received: list[tuple[int, bytes]] = []
+    while client.events.receive(lambda t, b: received.append((t, bytes(b)))):
+        pass
+    ready = decode(received, cp.Event.ON_PUBLICATION_READY)[0]
+    assert driver.counters.get_counter_value(ready.publication_limit_counter_id) > 0
+
+
 def test_publication_without_subscribers_has_no_room(client: Client, driver: MediaDriver) -> None:
     _, events = client.add_publication()
     ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
