@@ -49,7 +49,7 @@ from driver.protocol import control_protocol as cp
 from driver.protocol import frames
 from driver.protocol.channel_uri import IPC_CHANNEL, ChannelUri
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
-from driver.protocol.flow_control import MaxMulticastFlowControl, UnicastFlowControl
+from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.publication_params import (
     ExistingPublication,
     PublicationParams,
@@ -736,7 +736,9 @@ class DriverConductor:
         window = params.term_length // 2
         if ctx.publication_term_window_length:
             window = min(window, ctx.publication_term_window_length)
-        flow_control = MaxMulticastFlowControl() if udp_channel.is_multicast else UnicastFlowControl()
+        # As 1.15.1: multicast and MDC (explicit control) take the multicast strategy, default max.
+        multicast = udp_channel.is_multicast or udp_channel.has_explicit_control
+        flow_control = FLOW_CONTROLS[ctx.multicast_flow_control if multicast else ctx.unicast_flow_control]()
         publication = NetworkPublication(
             registration_id,
             msg.channel,

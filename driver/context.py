@@ -71,6 +71,24 @@ def parse_threading_mode(name: str, text: str) -> str:
     return mode
 
 
+# 1.15.1 names FlowControl classes; we take those (or their simple names) and keep a short key.
+FLOW_CONTROL_STRATEGIES = {
+    "io.aeron.driver.UnicastFlowControl": "unicast",
+    "io.aeron.driver.MaxMulticastFlowControl": "max",
+    "io.aeron.driver.MinMulticastFlowControl": "min",
+}
+
+
+def parse_flow_control(name: str, text: str) -> str:
+    value = text.strip()
+    for class_name, key in FLOW_CONTROL_STRATEGIES.items():
+        if value in (class_name, class_name.rsplit(".", 1)[1], key):
+            return key
+    raise ConfigurationError(
+        f"{name}={text!r}: expected one of {', '.join(FLOW_CONTROL_STRATEGIES)} (or unicast, max, min)"
+    )
+
+
 def default_aeron_dir() -> str:
     """Aeron's default: /dev/shm/aeron-<user> on Linux, else <tmpdir>/aeron-<user>."""
     try:
@@ -215,6 +233,20 @@ class DriverContext:
     )
     publication_term_window_length: int = _setting(
         "aeron.publication.term.window.length", parse_size, 0, "bytes", "network flow window (0 = term/2)"
+    )
+    unicast_flow_control: str = _setting(
+        "aeron.unicast.flow.control.strategy",
+        parse_flow_control,
+        "unicast",
+        "class",
+        "flow control of unicast publications",
+    )
+    multicast_flow_control: str = _setting(
+        "aeron.multicast.flow.control.strategy",
+        parse_flow_control,
+        "max",
+        "class",
+        "flow control of multicast and MDC publications (min: the slowest receiver sets the pace)",
     )
     socket_so_rcvbuf: int = _setting("aeron.socket.so_rcvbuf", parse_size, 128 * 1024, "bytes", "SO_RCVBUF")
     socket_so_sndbuf: int = _setting("aeron.socket.so_sndbuf", parse_size, 0, "bytes", "SO_SNDBUF (0 = OS)")

@@ -181,6 +181,15 @@ def test_parse_threading_mode_rejects_with_the_property_name() -> None:
         parse_threading_mode("aeron.threading.mode", "threads")
 
 
+def test_flow_control_strategies_take_1_15_1_class_names_or_short_names() -> None:
+    ctx = make(properties={"aeron.multicast.flow.control.strategy": "io.aeron.driver.MinMulticastFlowControl"})
+    assert (ctx.unicast_flow_control, ctx.multicast_flow_control) == ("unicast", "min")
+    assert make().multicast_flow_control == "max"  # 1.15.1's default for multicast and MDC
+    assert make(properties={"aeron.unicast.flow.control.strategy": "max"}).unicast_flow_control == "max"
+    with pytest.raises(ConfigurationError, match=r"aeron\.multicast\.flow\.control\.strategy='Preferred'"):
+        make(properties={"aeron.multicast.flow.control.strategy": "Preferred"})
+
+
 # --- sources and precedence ------------------------------------------------------------------------------
 
 

@@ -209,3 +209,11 @@ class MinMulticastFlowControl:
             (r.receiver_id, r.last_position, r.last_position_plus_window, r.address)
             for r in self._receivers.values()
         ]
+
+
+# The strategies by the keys of the driver's flow-control settings (DriverContext).
+FLOW_CONTROLS: dict[str, type[FlowControl]] = {
+    "unicast": UnicastFlowControl,
+    "max": MaxMulticastFlowControl,
+    "min": MinMulticastFlowControl,
+}

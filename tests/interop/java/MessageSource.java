@@ -12,12 +12,17 @@ import java.util.concurrent.TimeUnit;
  * Interop probe: publishes deterministic messages to CHANNEL/STREAM through the driver in DIR.
  *
  * Usage: MessageSource DIR CHANNEL STREAM [--exclusive] [--try-claim] [--sizes s1,s2,...] [--count N]
- *                      [--timeout SECONDS] [--hold]
+ *                      [--timeout SECONDS] [--hold] [--destinations uri1,uri2,...]
+ *                      [--go-on-input]
  *
  * Message k has length sizes[k % sizes.length] and byte i = (k * 31 + i) & 0xff. Offers (or, with --try-claim,
  * claims when the length fits one frame) are retried on NOT_CONNECTED, BACK_PRESSURED and ADMIN_ACTION until the
  * timeout. Prints (flushed): PUB sessionId maxMessageLength maxPayloadLength termLength, CONNECTED,
  * SENT k length position claim|offer per message, DONE position. --hold: then wait for a line (or EOF) on stdin.
+ * --destinations: Publication.addDestination for each (an MDC channel with control-mode=manual) before waiting
+ * for the connection.
+ * --go-on-input: once connected, wait for a line on stdin before publishing (so that every receiver of a dynamic
+ * MDC publication can join first: it is connected once any one receiver is).
  * Then closes the publication and the client and prints CLOSED. Any failure: stack trace, exit code 1.
  */
 public final class MessageSource
@@ -30,9 +35,11 @@ public final class MessageSource
         boolean exclusive = false;
         boolean tryClaim = false;
         boolean hold = false;
+        boolean goOnInput = false;
         int[] sizes = { 32 };
         int count = 10;
         long timeoutS = 20;
+        String[] destinations = {};
         for (int i = 3; i < args.length; i++)
         {
             switch (args[i])
@@ -40,6 +47,8 @@ public final class MessageSource
                 case "--exclusive": exclusive = true; break;
                 case "--try-claim": tryClaim = true; break;
                 case "--hold": hold = true; break;
+                case "--go-on-input": goOnInput = true; break;
+                case "--destinations": destinations = args[++i].split(","); break;
                 case "--count": count = Integer.parseInt(args[++i]); break;
                 case "--timeout": timeoutS = Long.parseLong(args[++i]); break;
                 case "--sizes":
@@ -63,12 +72,22 @@ public final class MessageSource
             System.out.println("PUB " + pub.sessionId() + " " + pub.maxMessageLength() + " " +
                 pub.maxPayloadLength() + " " + pub.termBufferLength());
             System.out.flush();
+            for (final String destination : destinations)
+            {
+                pub.addDestination(destination);
+            }
             while (!pub.isConnected())
             {
                 checkDeadline(deadline, "connection");
                 Thread.sleep(1);
             }
             System.out.println("CONNECTED");
+            System.out.flush();
+            final BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
+            if (goOnInput)
+            {
+                stdin.readLine();
+            }
 
             int maxSize = 0;
             for (final int size : sizes)
@@ -119,7 +138,7 @@ public final class MessageSource
             System.out.flush();
             if (hold)
             {
-                new BufferedReader(new InputStreamReader(System.in)).readLine();
+                stdin.readLine();
             }
         }
         System.out.println("CLOSED");
