@@ -438,6 +438,8 @@ class DriverConductor:
             publisher_limit,
             window,
             params.linger_ns,
+            ctx.publication_unblock_timeout_ns,
+            self._system_counters.get(SystemCounterDescriptor.UNBLOCKED_PUBLICATIONS),
             self._nano_clock(),
             exclusive,
         )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.logbuffer.log_buffer_unblocker import unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
 from driver.protocol.retransmit_handler import RetransmitHandler
@@ -93,6 +94,7 @@ class NetworkPublication:
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
         self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
+        self._unblocked_publications = system_counters.get(SC.UNBLOCKED_PUBLICATIONS)
         self.state = State.ACTIVE
         self.ref_count = 0
         self.has_receivers = False
@@ -107,6 +109,7 @@ class NetworkPublication:
         self._status_message_deadline_ns = now_ns + connection_timeout_ns
         self._time_of_last_activity_ns = now_ns
         self._last_sender_position = 0
+        self._time_of_last_sender_move_ns = now_ns
         self.spy_positions: list[AtomicCounter] = []
         position = self.producer_position()
         self._clean_position = position
@@ -321,11 +324,19 @@ class NetworkPublication:
             if self.has_receivers != self.is_connected:
                 lbd.set_is_connected(self._meta, self.has_receivers)
                 self.is_connected = self.has_receivers
-            self.publisher_pos.set(self.producer_position())
+            producer_position = self.producer_position()
+            self.publisher_pos.set(producer_position)
+            if not self.is_exclusive:
+                self._check_for_blocked_publisher(producer_position, self.sender_position.get(), now_ns)
         elif self.state is State.DRAINING:
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
-            if producer_position > self.sender_position.get():
+            sender_position = self.sender_position.get()
+            if producer_position > sender_position:
+                # No publisher is left to finish a claim: pad over it at once so the rest can drain.
+                if unblock(self._term_buffers, self._meta, sender_position, self.term_buffer_length):
+                    self._unblocked_publications.increment()
+                    return
                 if self.has_receivers:
                     return
             else:
@@ -339,6 +350,24 @@ class NetworkPublication:
         ):
             conductor.cleanup_network_publication(self)
             self.state = State.CLOSING
+
+    def _check_for_blocked_publisher(self, producer_position: int, sender_position: int, now_ns: int) -> None:
+        """A sender stuck short of the producer for the unblock timeout is waiting on an abandoned claim."""
+        if sender_position == self._last_sender_position and self._is_possibly_blocked(
+            producer_position, sender_position
+        ):
+            if now_ns - (self._time_of_last_sender_move_ns + self._unblock_timeout_ns) > 0 and unblock(
+                self._term_buffers, self._meta, sender_position, self.term_buffer_length
+            ):
+                self._unblocked_publications.increment()
+        else:
+            self._time_of_last_sender_move_ns = now_ns
+            self._last_sender_position = sender_position
+
+    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
+        if lbd.active_term_count(self._meta) != consumer_position >> self.position_bits_to_shift:
+            return True
+        return producer_position > consumer_position
 
     def close(self) -> None:
         self.publisher_pos.close()

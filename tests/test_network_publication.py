@@ -695,12 +695,6 @@ def test_draining_waits_for_spies(make_publication, clock) -> None:
 # --- a publisher that died mid-claim ---------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: NetworkPublication.on_time_event (ACTIVE) never unblocks a claim left uncommitted past "
-    "aeron.publication.unblock.timeout (1.15.1 checkForBlockedPublisher + LogBufferUnblocker.unblock; "
-    "unblock_timeout_ns is stored but unused): the stream stalls forever",
-)
 def test_active_publication_unblocks_an_abandoned_claim(make_publication, clock) -> None:
     p = make_publication()
     sent_and_started(p, 100)
@@ -717,11 +711,6 @@ def test_active_publication_unblocks_an_abandoned_claim(make_publication, clock)
     assert p.sender_position.get() == p.publication.producer_position()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: NetworkPublication.on_time_event (DRAINING) does not unblock an abandoned claim "
-    "(1.15.1 unblocks at once when producer > sender): with receivers it stays DRAINING forever",
-)
 def test_draining_publication_unblocks_an_abandoned_claim(make_publication, clock) -> None:
     p = make_publication()
     sent_and_started(p, 100)

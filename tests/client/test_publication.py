@@ -227,3 +227,22 @@ def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Ae
     )  # nobody subscribes: the limit alone would say NOT_CONNECTED
     with pytest.raises(ValueError, match="exceeds the maximum"):
         publication.offer(bytes(publication.max_message_length + 1))
+
+
+def test_an_abandoned_claim_is_unblocked_after_the_unblock_timeout(embedded_driver) -> None:
+    """A publisher that claims and never commits (it died) would stall the stream for every other publisher
+    of the shared log; after aeron.publication.unblock.timeout the driver pads over the claim."""
+    driver = embedded_driver(publication_unblock_timeout_ns=300_000_000, timer_interval_ns=100_000_000)
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        subscription = aeron.add_subscription(CHANNEL, 1010)
+        publication = aeron.add_publication(CHANNEL, 1010)
+        wait_until(lambda: publication.is_connected, what="connection")
+        offer(publication, b"before")
+        claim = BufferClaim()
+        wait_until(lambda: publication.try_claim(100, claim) > 0, what="claim")
+        claim.put_bytes(b"never committed")
+        offer(publication, b"after")
+        collector = Collector()
+        collector.drain(subscription, 2, timeout_s=10)
+        assert [m[0] for m in collector.messages] == [b"before", b"after"]
+        assert driver.driver.counters.get_counter_value(19) == 1  # Unblocked Publications
