@@ -37,6 +37,7 @@ from driver.links import (
     IpcSubscriptionLink,
     NetworkSubscriptionLink,
     PublicationLink,
+    SpySubscriptionLink,
     SubscriptionLink,
 )
 from driver.media.network_lookup import resolve_host, system_interfaces
@@ -47,7 +48,7 @@ from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
 from driver.protocol import frames
-from driver.protocol.channel_uri import IPC_CHANNEL, ChannelUri
+from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.publication_params import (
@@ -530,8 +531,9 @@ class DriverConductor:
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
-        if msg.channel.startswith("aeron-spy:"):
-            self._not_yet("spy subscriptions")
+        if msg.channel.startswith(SPY_PREFIX):
+            self._on_add_spy_subscription(msg)
+            return
         if not msg.channel.startswith("aeron:ipc"):
             self._on_add_network_subscription(msg)
             return
@@ -555,6 +557,70 @@ class DriverConductor:
                 publication.log_file_name,
                 msg.channel,
             )
+
+    def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
+        udp_channel = self._parse_udp_channel(msg.channel)
+        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        client = self._get_or_add_client(msg.client_id)
+        link = SpySubscriptionLink(
+            msg.correlation_id,
+            client.client_id,
+            msg.stream_id,
+            msg.channel,
+            params,
+            canonical_form=udp_channel.canonical_form,
+        )
+        self._subscription_links[msg.correlation_id] = link
+        linked = [
+            (publication, self._link_spy(publication, link))
+            for publication in self._network_publications
+            if publication.state is NetState.ACTIVE and link.matches_network_publication(publication)
+        ]
+        self._client_proxy.on_subscription_ready(msg.correlation_id, NO_ID_ALLOCATED)
+        for publication, position in linked:
+            self._announce_spy_image(publication, link, position)
+
+    def _link_spies(self, publication: NetworkPublication) -> None:
+        for link in self._subscription_links.values():
+            if link.matches_network_publication(publication) and not link.is_linked(publication):
+                self._announce_spy_image(publication, link, self._link_spy(publication, link))
+
+    def _link_spy(self, publication: NetworkPublication, link: SubscriptionLink) -> AtomicCounter:
+        join_position = publication.sender_position.get()  # a spy starts where the sender is
+        position = stream_counters.subscriber_pos(
+            self._counters,
+            link.registration_id,
+            publication.session_id,
+            link.stream_id,
+            link.channel,
+            join_position,
+        )
+        publication.add_subscriber(position)
+        link.link(publication, position)
+        return position
+
+    def _announce_spy_image(
+        self, publication: NetworkPublication, link: SubscriptionLink, position: AtomicCounter
+    ) -> None:
+        # 1.15.1 names a spy's source identity "aeron:ipc": the log is read in shared memory.
+        self._client_proxy.on_available_image(
+            publication.registration_id,
+            publication.session_id,
+            publication.stream_id,
+            link.registration_id,
+            position.id,
+            publication.log_file_name,
+            IPC_CHANNEL,
+        )
+
+    def cleanup_spies(self, publication: NetworkPublication) -> None:
+        """Every spy has read the drained publication to its end: their images go away."""
+        for link in self._subscription_links.values():
+            if link.is_linked(publication):
+                self._client_proxy.on_unavailable_image(
+                    publication.registration_id, link.registration_id, publication.stream_id, publication.channel
+                )
+                link.unlink(publication)
 
     def on_remove_subscription(self, msg: cp.RemoveMessage) -> None:
         link = self._subscription_links.pop(msg.registration_id, None)
@@ -712,6 +778,7 @@ class DriverConductor:
             publication.log_file_name,
             exclusive,
         )
+        self._link_spies(publication)
 
     def _add_network_publication(
         self,

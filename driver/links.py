@@ -61,6 +61,9 @@ class SubscriptionLink:
     def matches_endpoint(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> bool:
         return False
 
+    def matches_network_publication(self, publication: NetworkPublication) -> bool:
+        return False
+
     def is_linked(self, subscribable: Any) -> bool:
         return subscribable in self.positions
 
@@ -99,3 +102,18 @@ class NetworkSubscriptionLink(SubscriptionLink):
 
     def matches_image(self, image: PublicationImage) -> bool:
         return self.matches_endpoint(image.channel_endpoint, image.stream_id, image.session_id)
+
+
+@dataclass(eq=False)
+class SpySubscriptionLink(SubscriptionLink):
+    """``aeron-spy:<udp channel>``: reads a local network publication's log directly, as an extra consumer."""
+
+    canonical_form: str = ""
+
+    def matches_network_publication(self, publication: NetworkPublication) -> bool:
+        session_id = self.params.session_id
+        return (
+            publication.stream_id == self.stream_id
+            and publication.channel_endpoint.udp_channel.canonical_form == self.canonical_form
+            and (session_id is None or session_id == publication.session_id)
+        )

@@ -342,6 +342,8 @@ class NetworkPublication:
             else:
                 self.is_end_of_stream = True
             if all(spy.get() >= producer_position for spy in self.spy_positions):
+                if self.spy_positions:
+                    conductor.cleanup_spies(self)  # every spy read to the end: their images go
                 self._time_of_last_activity_ns = now_ns
                 self.state = State.LINGER
         elif (

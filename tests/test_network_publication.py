@@ -63,9 +63,13 @@ class FakeSendEndpoint:
 class FakeConductor:
     def __init__(self) -> None:
         self.cleaned_up: list[NetworkPublication] = []
+        self.spies_cleaned_up: list[NetworkPublication] = []
 
     def cleanup_network_publication(self, publication: NetworkPublication) -> None:
         self.cleaned_up.append(publication)
+
+    def cleanup_spies(self, publication: NetworkPublication) -> None:
+        self.spies_cleaned_up.append(publication)
 
 
 def kind(datagram: bytes) -> str:
@@ -684,12 +688,15 @@ def test_draining_waits_for_spies(make_publication, clock) -> None:
     sent_and_started(p, 100)
     producer = p.publication.producer_position()
     p.publication.dec_ref()
-    p.publication.on_time_event(clock.nano_clock(), FakeConductor())
+    conductor = FakeConductor()
+    p.publication.on_time_event(clock.nano_clock(), conductor)
     assert p.publication.is_end_of_stream
     assert p.publication.state is State.DRAINING
+    assert conductor.spies_cleaned_up == []
     spy.set(producer)
-    p.publication.on_time_event(clock.nano_clock(), FakeConductor())
+    p.publication.on_time_event(clock.nano_clock(), conductor)
     assert p.publication.state is State.LINGER
+    assert conductor.spies_cleaned_up == [p.publication]  # their images go unavailable
 
 
 # --- a publisher that died mid-claim ---------------------------------------------------------------------------------

@@ -321,6 +321,27 @@ def test_across_drivers(direction, our_client, drivers, spawn_java):
     check_sink(sink, lengths, session_id, final_position)
 
 
+@pytest.mark.parametrize("kind", ["ours", "java"])
+def test_java_spy_subscription(kind, drivers, spawn_java):
+    """A Java MessageSink on ``aeron-spy:<channel>`` beside a regular one, both on one driver with the Java
+    MessageSource: the spy reads the publication's own log (source identity "aeron:ipc"), gets every message,
+    and sees the image go unavailable at end of stream. The Java driver is the reference."""
+    driver = drivers.start(kind, JAVA_PROPS if kind == "java" else OUR_PROPS)
+    channel = udp_channel(free_udp_port())
+    lengths = cycle(MIXED_SIZES, 2_000)
+    spy = spawn_sink(spawn_java, driver, "aeron-spy:" + channel, 2006, len(lengths))
+    sink = spawn_sink(spawn_java, driver, channel, 2006, len(lengths))
+    source = spawn_source(spawn_java, driver, f"{channel}|term-length=1m", 2006, MIXED_SIZES, len(lengths))
+    session_id, final_position = check_source(source, lengths)
+    check_sink(sink, lengths, session_id, final_position)
+    assert spy.finish(WAIT_S + EOS_WAIT_S) == 0, spy.lines[-5:]
+    by_session, positions = sink_messages(spy.lines)
+    assert by_session == {session_id: expected(lengths)}
+    assert positions[session_id][-1] == final_position
+    assert line_fields(spy.lines, "AVAILABLE")[0][3] == "aeron:ipc"
+    assert line_fields(spy.lines, "UNAVAILABLE") == [[str(session_id), str(final_position), "true"]]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # StreamingPublisher -> RateSubscriber, a million small messages, both ways
 

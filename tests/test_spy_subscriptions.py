@@ -1,0 +1,78 @@
+"""Spy subscriptions (``aeron-spy:<udp channel>``): a local subscriber reads a network publication's own log,
+as 1.15.1 does -- linked to publications of the same canonical channel and stream, before or after they
+exist; joined at the sender position; named "aeron:ipc" as source; holding the publisher back like a
+receiver; told the image is gone once the drained publication ends. Real UDP on loopback, embedded driver."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+from driver.client import Aeron, FragmentAssembler
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def collect(subscription, count: int, out: list[bytes]) -> None:
+    handler = FragmentAssembler(
+        lambda buffer, offset, length, header: out.append(buffer.get_bytes(offset, length))
+    )
+    wait_until(lambda: subscription.poll(handler, 100) >= 0 and len(out) >= count, what=f"{count} messages")
+
+
+def publish(publication, messages: list[bytes]) -> None:
+    for data in messages:
+        deadline = time.monotonic() + 10
+        while publication.offer(data) < 0:
+            assert time.monotonic() < deadline, "offer kept failing"
+            time.sleep(0.0002)
+
+
+def test_spy_sees_what_the_publication_sends(embedded_driver) -> None:
+    driver = embedded_driver(publication_linger_timeout_ns=200_000_000, timer_interval_ns=50_000_000)
+    channel = f"aeron:udp?endpoint=localhost:{free_port()}"
+    unavailable = []
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        early_spy = aeron.add_subscription(
+            "aeron-spy:" + channel, 10, on_unavailable_image=unavailable.append
+        )
+        receiver = aeron.add_subscription(channel, 10)
+        publication = aeron.add_publication(channel, 10)
+        wait_until(lambda: publication.is_connected and receiver.images and early_spy.images, what="images")
+        (image,) = early_spy.images
+        assert image.source_identity == "aeron:ipc"
+        assert image.session_id == publication.session_id
+        messages = [bytes([i % 256]) * (i % 2000) for i in range(3000)]
+        spied: list[bytes] = []
+        received: list[bytes] = []
+        publish(publication, messages[:1000])
+        collect(early_spy, 1000, spied)
+        collect(receiver, 1000, received)  # so the sender has sent them all
+        late_spy = aeron.add_subscription("aeron-spy:" + channel, 10)  # joins where the sender is
+        wait_until(lambda: late_spy.images, what="late spy image")
+        assert late_spy.images[0].join_position == publication.position
+        publish(publication, messages[1000:])
+        collect(early_spy, 3000, spied)
+        collect(receiver, 3000, received)
+        late: list[bytes] = []
+        collect(late_spy, 2000, late)
+        assert spied == received == messages
+        assert late == messages[1000:]
+        other_stream = aeron.add_subscription("aeron-spy:" + channel, 11)
+        publication.close()
+        wait_until(lambda: early_spy.poll(lambda *_: None, 10) >= 0 and unavailable, what="spy image gone")
+        assert unavailable == [image]
+        assert not other_stream.images
