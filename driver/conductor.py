@@ -505,7 +505,16 @@ class DriverConductor:
             )
 
     def _link_ipc_subscription(self, publication: IpcPublication, link: SubscriptionLink) -> AtomicCounter:
-        join_position = publication.join_position()
+        position = self._link_subscriber(publication, link, publication.join_position())
+        # Raise the limit now, before the client hears of the link: a publisher that offers at once must not
+        # see the limit of an unconnected publication (BasicPublisher's first offer).
+        publication.update_publisher_limit()
+        return position
+
+    def _link_subscriber(
+        self, publication: IpcPublication | NetworkPublication, link: SubscriptionLink, join_position: int
+    ) -> AtomicCounter:
+        """A sub-pos counter at ``join_position`` for a subscription reading ``publication``'s log."""
         position = stream_counters.subscriber_pos(
             self._counters,
             link.registration_id,
@@ -516,9 +525,6 @@ class DriverConductor:
         )
         publication.add_subscriber(position)
         link.link(publication, position)
-        # Raise the limit now, before the client hears of the link: a publisher that offers at once must not
-        # see the limit of an unconnected publication (BasicPublisher's first offer).
-        publication.update_publisher_limit()
         return position
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:
@@ -572,7 +578,7 @@ class DriverConductor:
         )
         self._subscription_links[msg.correlation_id] = link
         linked = [
-            (publication, self._link_spy(publication, link))
+            (publication, self._link_subscriber(publication, link, publication.consumer_position()))
             for publication in self._network_publications
             if publication.state is NetState.ACTIVE and link.matches_network_publication(publication)
         ]
@@ -583,21 +589,11 @@ class DriverConductor:
     def _link_spies(self, publication: NetworkPublication) -> None:
         for link in self._subscription_links.values():
             if link.matches_network_publication(publication) and not link.is_linked(publication):
-                self._announce_spy_image(publication, link, self._link_spy(publication, link))
-
-    def _link_spy(self, publication: NetworkPublication, link: SubscriptionLink) -> AtomicCounter:
-        join_position = publication.sender_position.get()  # a spy starts where the sender is
-        position = stream_counters.subscriber_pos(
-            self._counters,
-            link.registration_id,
-            publication.session_id,
-            link.stream_id,
-            link.channel,
-            join_position,
-        )
-        publication.add_subscriber(position)
-        link.link(publication, position)
-        return position
+                self._announce_spy_image(
+                    publication,
+                    link,
+                    self._link_subscriber(publication, link, publication.consumer_position()),
+                )
 
     def _announce_spy_image(
         self, publication: NetworkPublication, link: SubscriptionLink, position: AtomicCounter
@@ -618,7 +614,10 @@ class DriverConductor:
         for link in self._subscription_links.values():
             if link.is_linked(publication):
                 self._client_proxy.on_unavailable_image(
-                    publication.registration_id, link.registration_id, publication.stream_id, publication.channel
+                    publication.registration_id,
+                    link.registration_id,
+                    publication.stream_id,
+                    publication.channel,
                 )
                 link.unlink(publication)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.logbuffer.log_buffer_unblocker import unblock
+from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.raw_log import RawLog
 
 if TYPE_CHECKING:
@@ -66,13 +66,11 @@ class IpcPublication:
         self._trip_limit = 0
         self._linger_timeout_ns = linger_timeout_ns
         self._time_of_last_state_change_ns = now_ns
-        self._unblock_timeout_ns = unblock_timeout_ns
         self._unblocked_publications = unblocked_publications
         self.subscriber_positions: list[AtomicCounter] = []
         self.consumer_position = self.producer_position()
         self._clean_position = self.consumer_position
-        self._last_consumer_position = self.consumer_position
-        self._time_of_last_consumer_move_ns = now_ns
+        self._blocked_log_watch = BlockedLogWatch(self.consumer_position, now_ns, unblock_timeout_ns)
 
     @property
     def log_file_name(self) -> str:
@@ -164,8 +162,15 @@ class IpcPublication:
         if self.state is State.ACTIVE:
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
-            if not self.is_exclusive:
-                self._check_for_blocked_publisher(producer_position, now_ns)
+            if not self.is_exclusive and self._blocked_log_watch.check(
+                self._term_buffers,
+                self._meta,
+                self._term_length,
+                producer_position,
+                self.consumer_position,
+                now_ns,
+            ):
+                self._unblocked_publications.increment()
         elif self.state is State.INACTIVE:
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
@@ -178,25 +183,6 @@ class IpcPublication:
                 self._unblocked_publications.increment()
         elif now_ns - self._time_of_last_state_change_ns > self._linger_timeout_ns:
             self.reached_end_of_life = True
-
-    def _check_for_blocked_publisher(self, producer_position: int, now_ns: int) -> None:
-        """Subscribers stuck short of the producer for the unblock timeout are waiting on an abandoned claim."""
-        consumer_position = self.consumer_position
-        if consumer_position == self._last_consumer_position and self._is_possibly_blocked(
-            producer_position, consumer_position
-        ):
-            if now_ns - (self._time_of_last_consumer_move_ns + self._unblock_timeout_ns) > 0 and unblock(
-                self._term_buffers, self._meta, consumer_position, self._term_length
-            ):
-                self._unblocked_publications.increment()
-        else:
-            self._time_of_last_consumer_move_ns = now_ns
-            self._last_consumer_position = consumer_position
-
-    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
-        if lbd.active_term_count(self._meta) != consumer_position >> self._bits:
-            return True
-        return producer_position > consumer_position
 
     def close(self) -> None:
         """Free the counters (subscriber positions included) and delete the log file."""

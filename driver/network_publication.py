@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.logbuffer.log_buffer_unblocker import unblock
+from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
 from driver.protocol.retransmit_handler import RetransmitHandler
@@ -88,7 +88,6 @@ class NetworkPublication:
         self._term_window_length = term_window_length
         self._linger_timeout_ns = linger_timeout_ns
         self._connection_timeout_ns = connection_timeout_ns
-        self._unblock_timeout_ns = unblock_timeout_ns
         self._heartbeats_sent = system_counters.get(SC.HEARTBEATS_SENT)
         self._retransmits_sent = system_counters.get(SC.RETRANSMITS_SENT)
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
@@ -108,8 +107,7 @@ class NetworkPublication:
         self._time_of_last_send_or_heartbeat_ns = now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1
         self._status_message_deadline_ns = now_ns + connection_timeout_ns
         self._time_of_last_activity_ns = now_ns
-        self._last_sender_position = 0
-        self._time_of_last_sender_move_ns = now_ns
+        self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
         position = self.producer_position()
         self._clean_position = position
@@ -326,8 +324,15 @@ class NetworkPublication:
                 self.is_connected = self.has_receivers
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
-            if not self.is_exclusive:
-                self._check_for_blocked_publisher(producer_position, self.sender_position.get(), now_ns)
+            if not self.is_exclusive and self._blocked_log_watch.check(
+                self._term_buffers,
+                self._meta,
+                self.term_buffer_length,
+                producer_position,
+                self.sender_position.get(),
+                now_ns,
+            ):
+                self._unblocked_publications.increment()
         elif self.state is State.DRAINING:
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
@@ -352,24 +357,6 @@ class NetworkPublication:
         ):
             conductor.cleanup_network_publication(self)
             self.state = State.CLOSING
-
-    def _check_for_blocked_publisher(self, producer_position: int, sender_position: int, now_ns: int) -> None:
-        """A sender stuck short of the producer for the unblock timeout is waiting on an abandoned claim."""
-        if sender_position == self._last_sender_position and self._is_possibly_blocked(
-            producer_position, sender_position
-        ):
-            if now_ns - (self._time_of_last_sender_move_ns + self._unblock_timeout_ns) > 0 and unblock(
-                self._term_buffers, self._meta, sender_position, self.term_buffer_length
-            ):
-                self._unblocked_publications.increment()
-        else:
-            self._time_of_last_sender_move_ns = now_ns
-            self._last_sender_position = sender_position
-
-    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
-        if lbd.active_term_count(self._meta) != consumer_position >> self.position_bits_to_shift:
-            return True
-        return producer_position > consumer_position
 
     def close(self) -> None:
         self.publisher_pos.close()

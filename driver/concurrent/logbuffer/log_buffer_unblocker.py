@@ -25,6 +25,46 @@ from driver.protocol.frames import (
 )
 
 
+class BlockedLogWatch:
+    """Watches the position a log's consumers (subscribers, or the sender) have reached; when it has not moved
+    for ``timeout_ns`` while the producer is ahead, a publisher died mid-claim: ``check`` unblocks the log."""
+
+    __slots__ = ("_last_position", "_time_of_last_move_ns", "_timeout_ns")
+
+    def __init__(self, position: int, now_ns: int, timeout_ns: int) -> None:
+        self._last_position = position
+        self._time_of_last_move_ns = now_ns
+        self._timeout_ns = timeout_ns
+
+    def check(
+        self,
+        term_buffers: Sequence[AtomicBuffer],
+        meta: AtomicBuffer,
+        term_length: int,
+        producer_position: int,
+        consumer_position: int,
+        now_ns: int,
+    ) -> bool:
+        """True if this call unblocked the log."""
+        if consumer_position != self._last_position or not _is_possibly_blocked(
+            meta, term_length, producer_position, consumer_position
+        ):
+            self._last_position = consumer_position
+            self._time_of_last_move_ns = now_ns
+            return False
+        return now_ns - (self._time_of_last_move_ns + self._timeout_ns) > 0 and unblock(
+            term_buffers, meta, consumer_position, term_length
+        )
+
+
+def _is_possibly_blocked(
+    meta: AtomicBuffer, term_length: int, producer_position: int, consumer_position: int
+) -> bool:
+    if lbd.active_term_count(meta) != consumer_position >> lbd.position_bits_to_shift(term_length):
+        return True
+    return producer_position > consumer_position
+
+
 class TermUnblockStatus(Enum):
     NO_ACTION = 0
     UNBLOCKED = 1
