@@ -40,6 +40,8 @@ class DataPacketDispatcher:
         self._streams: dict[int, StreamInterest] = {}
         self._create_image = create_image
         self._on_pending_setup = on_pending_setup
+        self.version = 0
+        """Bumped whenever the set of images data is routed to changes (see :meth:`images`)."""
 
     # --- subscriptions and images (commands from the conductor) -----------------------------------
 
@@ -59,6 +61,7 @@ class DataPacketDispatcher:
         interest = self._streams.get(stream_id)
         if interest is None:
             return
+        self.version += 1
         if session_id is None:
             interest.is_for_all_sessions = False
         else:
@@ -73,12 +76,14 @@ class DataPacketDispatcher:
     def add_publication_image(self, image: PublicationImage) -> None:
         interest = self._streams.setdefault(image.stream_id, StreamInterest())
         interest.sessions[image.session_id] = image
+        self.version += 1
         image.activate()
 
     def remove_publication_image(self, image: PublicationImage) -> None:
         interest = self._streams.get(image.stream_id)
         if interest is not None and interest.sessions.get(image.session_id) is image:
             interest.sessions[image.session_id] = ON_COOL_DOWN
+            self.version += 1
 
     def remove_cool_down(self, session_id: int, stream_id: int) -> None:
         interest = self._streams.get(stream_id)
@@ -89,6 +94,15 @@ class DataPacketDispatcher:
         interest = self._streams.get(stream_id)
         if interest is not None and interest.sessions.get(session_id) == PENDING_SETUP:
             del interest.sessions[session_id]
+
+    def images(self) -> list[PublicationImage]:
+        """Every image data is routed to now (it changes only when :attr:`version` does)."""
+        return [
+            state
+            for interest in self._streams.values()
+            for state in interest.sessions.values()
+            if not isinstance(state, str)
+        ]
 
     def image(self, session_id: int, stream_id: int) -> PublicationImage | None:
         interest = self._streams.get(stream_id)

@@ -177,6 +177,40 @@ class PublicationImage:
         self.hwm_position.propose_max_ordered(proposed_position)
         return length
 
+    def rebuild_window(self) -> tuple[int, int]:
+        """(position below which data is an under-run, position above which it is an over-run): what the
+        receiver's batch rebuild checks exactly as :meth:`insert_packet` does."""
+        return self._last_sm_position, self._last_sm_window_limit
+
+    def is_accepting_batch_inserts(self, transport_index: int) -> bool:
+        """Whether the batch rebuild may insert this image's data from ``transport_index`` (a known
+        connection; else :meth:`insert_packet` records the new one)."""
+        return transport_index in self.connections and self.state is not State.DONE
+
+    def on_batch_rebuilt(
+        self,
+        transport_index: int,
+        inserted: int,
+        hwm_position: int,
+        under_runs: int,
+        over_runs: int,
+        invalid: int,
+        now_ns: int,
+    ) -> None:
+        """What :meth:`insert_packet` does after its inserts, for the receiver's batch rebuild: counters,
+        the connection's and image's last-frame times, the high-water mark."""
+        if under_runs:
+            self._under_runs.get_and_add(under_runs)
+        if over_runs:
+            self._over_runs.get_and_add(over_runs)
+        if invalid:
+            self._invalid_packets.get_and_add(invalid)
+        if inserted or invalid:
+            self.connections[transport_index].time_of_last_frame_ns = now_ns
+        if inserted:
+            self.last_packet_timestamp_ns = now_ns
+            self.hwm_position.propose_max_ordered(hwm_position)
+
     def send_pending_status_message(self) -> int:
         if self.state is not State.ACTIVE or not self._sm_pending:
             return 0

@@ -11,6 +11,7 @@ from functools import partial
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
+from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
 from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
@@ -44,6 +45,10 @@ class Receiver:
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self._loss_generator = loss_generator
+        # Per endpoint: (dispatcher version, native table, its images) for the batch rebuild of data.
+        self._rebuild_tables: dict[
+            ReceiveChannelEndpoint, tuple[int, RebuildBatch, list[PublicationImage]]
+        ] = {}
 
     def on_start(self) -> None:
         pass
@@ -66,6 +71,9 @@ class Receiver:
     def close_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
         self._periodic_setups = [(t, e) for t, e in self._periodic_setups if e is not endpoint]
+        table = self._rebuild_tables.pop(endpoint, None)
+        if table is not None:
+            table[1].clear()
         for transport in endpoint.transports:
             if transport is not None:
                 with contextlib.suppress(RuntimeError):
@@ -146,12 +154,66 @@ class Receiver:
             received = transport.receive_batch(batch)
             while received:
                 total += received
-                for i in range(received):
-                    self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
+                if self._loss_generator is None and isinstance(batch, ReceiveBatch):
+                    self._rebuild(endpoint, dispatcher, batch, received, transport_index, now_ns)
+                else:
+                    for i in range(received):
+                        self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
                 if received < batch.capacity:
                     break
                 received = transport.receive_batch(batch)
         return total
+
+    def _rebuild(
+        self,
+        endpoint: ReceiveChannelEndpoint,
+        dispatcher: DataPacketDispatcher,
+        batch: ReceiveBatch,
+        received: int,
+        transport_index: int,
+        now_ns: int,
+    ) -> None:
+        """The batch's data for known images in one native call; the rest datagram by datagram."""
+        entry = self._rebuild_tables.get(endpoint)
+        if entry is None or entry[0] != dispatcher.version:
+            table = entry[1] if entry is not None else RebuildBatch()
+            images = [i for i in dispatcher.images() if not i.has_reached_end_of_life]  # DONE: closed
+            count = table.set_images(
+                [
+                    (
+                        i.session_id,
+                        i.stream_id,
+                        i.initial_term_id,
+                        i.position_bits_to_shift,
+                        i.raw_log.term_buffers,
+                    )
+                    for i in images
+                ]
+            )
+            entry = self._rebuild_tables[endpoint] = (dispatcher.version, table, images[:count])
+        _, table, images = entry
+        if not images:
+            for i in range(received):
+                self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
+            return
+        for index, image in enumerate(images):
+            last_sm_position, window_limit = image.rebuild_window()
+            table.prepare(
+                index, last_sm_position, window_limit, image.is_accepting_batch_inserts(transport_index)
+            )
+        unhandled = table.rebuild(batch)
+        bytes_received = table.bytes_received
+        if bytes_received:
+            self._bytes_received.get_and_add(bytes_received)
+        for index, image in enumerate(images):
+            inserted, hwm_position, under_runs, over_runs, invalid = table.result(index)
+            if inserted or under_runs or over_runs or invalid:
+                image.on_batch_rebuilt(
+                    transport_index, inserted, hwm_position, under_runs, over_runs, invalid, now_ns
+                )
+        if unhandled:
+            for i in table.unhandled(unhandled):
+                self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
 
     def _on_datagram(
         self,

@@ -59,6 +59,9 @@ class FakeSendEndpoint:
         sent, self.sent = self.sent, []
         return sent
 
+    def send_term_burst(self, *args: Any) -> None:
+        return None  # no one-call path: the publication sends datagram by datagram through send()
+
 
 class FakeConductor:
     def __init__(self) -> None:

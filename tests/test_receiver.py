@@ -16,6 +16,7 @@ import pytest
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.protocol import frames
@@ -51,6 +52,29 @@ class FakeBatch:
         return self.items[i][1]
 
 
+class NativeBatch(ReceiveBatch):
+    """A real ReceiveBatch (so the receiver takes its native batch rebuild) filled by the fake transport;
+    sources are kept aside as (host, port)."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        super().__init__(capacity)
+        self.sources: list[tuple[str, int]] = []
+
+    def put(self, items: list[tuple[bytes, tuple[str, int]]]) -> None:
+        for i, (packet, _) in enumerate(items):
+            offset = self.slot_offset(i)
+            kept = packet[
+                : self.slot_length
+            ]  # as recvmmsg: a longer datagram is truncated, its length negated
+            self.slot_buffer.view[offset : offset + len(kept)] = kept
+            self.lengths_pointer[i] = len(kept) if len(kept) == len(packet) else -len(kept)
+        self.sources = [source for _, source in items]
+        self.count = len(items)
+
+    def address(self, i: int) -> tuple[str, int]:
+        return self.sources[i]
+
+
 class FakeTransport:
     def __init__(self) -> None:
         self.inbox: deque[tuple[bytes, tuple[str, int]]] = deque()
@@ -58,10 +82,14 @@ class FakeTransport:
         self.polls = 0
         self.closed = False
 
-    def receive_batch(self, batch: FakeBatch) -> int:
+    def receive_batch(self, batch: FakeBatch | NativeBatch) -> int:
         self.polls += 1
-        batch.items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
-        return len(batch.items)
+        items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
+        if isinstance(batch, NativeBatch):
+            batch.put(items)
+        else:
+            batch.items = items
+        return len(items)
 
     def send_to(self, data: Any, address: Any) -> int:
         self.sent.append((bytes(data), address))
@@ -96,7 +124,7 @@ def setup_packet(session_id: int = SESSION_ID, term_offset: int = 0) -> bytes:
 
 
 class Env:
-    def __init__(self, tmp_path: Path, clock: Any, uri: str = CHANNEL) -> None:
+    def __init__(self, tmp_path: Path, clock: Any, uri: str = CHANNEL, native: bool = False) -> None:
         self.tmp_path = tmp_path
         self.clock = clock
         self.manager = CountersManager(
@@ -104,7 +132,7 @@ class Env:
         )
         self.system = SystemCounters(self.manager)
         self.receiver = Receiver(self.system, nano_clock=clock.nano_clock)
-        self.receiver._batch = FakeBatch(4)
+        self.receiver._batch = NativeBatch(4) if native else FakeBatch(4)
         self.transport = FakeTransport()
         self.udp_channel = UdpChannel.parse(uri)
         self.endpoint = ReceiveChannelEndpoint(
@@ -195,13 +223,18 @@ class Env:
         return image
 
     def close(self) -> None:
+        self.receiver.do_work()  # the image removals queued by the test go through first, as in the driver
+        self.receiver.close_endpoint(self.endpoint)
         for image in self.images:
             image.close()
+        if isinstance(self.receiver._batch, NativeBatch):
+            self.receiver._batch.close()
 
 
-@pytest.fixture
-def env(tmp_path: Path, clock) -> Iterator[Env]:
-    env = Env(tmp_path, clock)
+@pytest.fixture(params=["python", "native"])
+def env(request, tmp_path: Path, clock) -> Iterator[Env]:
+    """Every receiver test runs twice: datagram by datagram, and through the native batch rebuild."""
+    env = Env(tmp_path, clock, native=request.param == "native")
     yield env
     env.close()
 

@@ -2,7 +2,11 @@
 
 An agent has ``on_start()``, a synchronous ``do_work() -> int`` duty cycle and ``on_close()``. The runner
 schedules duty cycles as loop callbacks (``call_soon`` to yield, ``call_later`` to park) following its
-idle strategy. An exception from ``do_work`` goes to the error handler and the runner carries on.
+idle strategy. A park shorter than ``PRECISE_PARK_BELOW_NS`` waits on a timerfd the loop watches instead
+(:class:`driver.concurrent.park_timer.ParkTimer`): uvloop's timers have millisecond resolution, so a
+short park there is either no park at all or a millisecond or more, while the processes the driver
+serves (a subscriber freeing window, a publisher filling the term) move on in microseconds. An exception
+from ``do_work`` goes to the error handler and the runner carries on.
 """
 
 from __future__ import annotations
@@ -13,8 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
+from driver.concurrent.park_timer import ParkTimer
 
 log = logging.getLogger(__name__)
+
+PRECISE_PARK_BELOW_NS = 1_000_000
+"""Parks shorter than this use the runner's timerfd (when the loop can watch one); longer ones call_later."""
 
 
 class Agent(Protocol):
@@ -68,6 +76,7 @@ class AgentRunner:
         self._parked = False
         self._running = False
         self._closed: asyncio.Future[None] | None = None
+        self._park_timer: ParkTimer | None = None
 
     @property
     def waker(self) -> Waker:
@@ -83,8 +92,29 @@ class AgentRunner:
             self._close()  # as Agrona: on_close runs even when on_start fails, and join() returns
             raise
         self._running = True
+        self._open_park_timer(loop)
         self.idle_strategy.waker.bind(self._wake)
         self._handle = loop.call_soon(self._tick)
+
+    def _open_park_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            timer = ParkTimer()
+        except OSError as e:  # pragma: no cover - timerfd is Linux; parks then fall back to call_later
+            log.debug("no timerfd for %s parks: %s", self.agent.role_name, e)
+            return
+        try:
+            loop.add_reader(timer.fileno(), self._on_park_timer)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - a loop that cannot watch fds
+            timer.close()
+            return
+        self._park_timer = timer
+
+    def _close_park_timer(self) -> None:
+        timer, self._park_timer = self._park_timer, None
+        if timer is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(timer.fileno())
+            timer.close()
 
     def _tick(self) -> None:
         self._handle = None
@@ -108,7 +138,16 @@ class AgentRunner:
             self._handle = loop.call_soon(self._tick)
         else:
             self._parked = True
-            self._handle = loop.call_later(delay_ns / 1e9, self._tick)
+            if delay_ns < PRECISE_PARK_BELOW_NS and self._park_timer is not None:
+                self._park_timer.arm(delay_ns)  # _on_park_timer runs the next cycle
+            else:
+                self._handle = loop.call_later(delay_ns / 1e9, self._tick)
+
+    def _on_park_timer(self) -> None:
+        timer = self._park_timer
+        # A stale readiness (the park was already ended by a wake, or re-armed) consumes nothing: no cycle.
+        if timer is not None and timer.clear() and self._parked and self._handle is None:
+            self._tick()
 
     def _report(self, error: Exception) -> None:
         try:
@@ -117,8 +156,9 @@ class AgentRunner:
             log.exception("error handler of agent %s failed on %r", self.agent.role_name, error)
 
     def _wake(self) -> None:
-        if self._parked and self._handle is not None and self._loop is not None:
-            self._handle.cancel()
+        if self._parked and self._loop is not None:
+            if self._handle is not None:
+                self._handle.cancel()
             self._parked = False
             self._handle = self._loop.call_soon(self._tick)
 
@@ -131,10 +171,13 @@ class AgentRunner:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        self._parked = False
+        self._close_park_timer()
         assert self._loop is not None
         self._loop.call_soon(self._close)
 
     def _close(self) -> None:
+        self._close_park_timer()  # idempotent: stop() closed it already unless on_start failed
         try:
             self.agent.on_close()
         except Exception as e:

@@ -188,6 +188,11 @@ class ReceiveBatch:
         return self._addrs_view[offset : offset + self._addr_lengths_view[i]].tobytes()
 
     @property
+    def lengths_pointer(self) -> Any:
+        """The native ``int32_t[max_messages]`` of lengths (for native batch consumers in this package)."""
+        return self._lengths
+
+    @property
     def slot_buffer(self) -> AtomicBuffer:
         """An AtomicBuffer over all slots (``max_messages * slot_length`` bytes), for native copies."""
         return self._buffer
@@ -271,3 +276,60 @@ class SendBatch:
         if address is None:
             return lib.amd_udp_send_batch(fd, buffer.address(0), offsets, lengths, count, ffi.NULL, 0)
         return lib.amd_udp_send_batch(fd, buffer.address(0), offsets, lengths, count, address, len(address))
+
+
+class TermBurst:
+    """The sender's burst in one native call: up to ``max_datagrams`` MTU-sized datagrams of a term's committed
+    frames from ``term_offset``, scanned as ``scan_for_availability`` would one by one and sent with one
+    sendmmsg (``amd_udp_send_term_burst``; native/README.md "Batched UDP I/O")."""
+
+    __slots__ = ("_result",)
+
+    def __init__(self) -> None:
+        self._result = ffi.new("int64_t[3]")
+
+    def send(
+        self,
+        fd: int,
+        term_buffer: AtomicBuffer,
+        term_offset: int,
+        window: int,
+        mtu: int,
+        max_datagrams: int,
+        address: bytes | None = None,
+    ) -> tuple[int, int, int, int]:
+        """(datagrams sent, bytes sent, sender position advance, datagrams scanned) for the burst to
+        ``address`` (raw sockaddr) or the connected peer. Datagrams sent is -errno when not even the first
+        went (then nothing moves); fewer sent than scanned is a short send. The scan stops at the term's
+        end, at the first uncommitted frame, after a PAD frame, or when ``window`` bytes are used."""
+        term_length = len(term_buffer)
+        if not 0 <= term_offset <= term_length or term_offset & (SLOT_ALIGNMENT - 1) or mtu < SLOT_ALIGNMENT:
+            raise ValueError(f"term offset {term_offset} / mtu {mtu} for a term of {term_length} bytes")
+        result = self._result
+        if address is None:
+            sent = lib.amd_udp_send_term_burst(
+                fd,
+                term_buffer.address(0),
+                term_length,
+                term_offset,
+                window,
+                mtu,
+                max_datagrams,
+                ffi.NULL,
+                0,
+                result,
+            )
+        else:
+            sent = lib.amd_udp_send_term_burst(
+                fd,
+                term_buffer.address(0),
+                term_length,
+                term_offset,
+                window,
+                mtu,
+                max_datagrams,
+                address,
+                len(address),
+                result,
+            )
+        return sent, result[0], result[1], result[2]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
@@ -35,6 +36,8 @@ class SendChannelEndpoint:
         self.is_multi_destination = udp_channel.has_explicit_control
         self.is_manual_control = udp_channel.is_manual_control_mode
         self.destinations: dict[tuple[str, int], int] = {}
+        # One destination (the connected socket): a publication's burst goes out in one native call.
+        self._term_burst = None if self.is_multi_destination else getattr(transport, "send_term_burst", None)
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -49,6 +52,15 @@ class SendChannelEndpoint:
         for destination in self.destinations:
             sent = min(sent, self.transport.send_to(data, destination))
         return sent
+
+    def send_term_burst(
+        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
+    ) -> tuple[int, int, int, bool] | None:
+        """A burst of a term's committed frames in one sendmmsg (``UdpTransport.send_term_burst``), or None
+        when this endpoint has no such path (multi-destination): the caller then sends datagram by datagram."""
+        if self._term_burst is None:
+            return None
+        return self._term_burst(term_buffer, term_offset, window, mtu, max_datagrams)
 
     def add_destination(self, address: tuple[str, int]) -> None:
         self.destinations[address] = 2**63 - 1  # manual destinations never time out

@@ -33,7 +33,7 @@ from typing import Any
 from driver.agent.idle_strategy import Waker
 from driver.concurrent import udp_batch
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import ReceiveBatch, SendBatch
+from driver.concurrent.udp_batch import ReceiveBatch, SendBatch, TermBurst
 from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import Address, UdpChannel
 
@@ -148,6 +148,7 @@ class UdpTransport:
         self.short_sends = 0
         """Sends that did not go whole (counted here; the agent adds them to the SHORT_SENDS counter)."""
         self._reader_loop: asyncio.AbstractEventLoop | None = None
+        self._term_burst = TermBurst()
 
     # --- opening ---
 
@@ -401,6 +402,33 @@ class UdpTransport:
         if sent != batch.count:
             self.short_sends += 1
         return sent
+
+    def send_term_burst(
+        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
+    ) -> tuple[int, int, int, bool]:
+        """Up to ``max_datagrams`` datagrams of ``term_buffer``'s committed frames from ``term_offset`` to the
+        connected destination in one sendmmsg (:class:`driver.concurrent.udp_batch.TermBurst`).
+
+        Returns (datagrams sent, bytes sent, sender position advance, short): ``short`` when fewer went than
+        were scanned (counted in :attr:`short_sends`, as :meth:`send` counts one). Raises OSError as
+        :meth:`send` does."""
+        if self._send_sock is None:
+            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+        sent, bytes_sent, advance, scanned = self._term_burst.send(
+            self._send_fd, term_buffer, term_offset, window, mtu, max_datagrams
+        )
+        if sent < 0:
+            if -sent not in _SHORT_SEND_ERRNOS:
+                raise OSError(
+                    -sent,
+                    f"failed to send {scanned} datagrams to {self._destination()}: "
+                    f"{errno.errorcode.get(-sent, -sent)}",
+                )
+            sent = bytes_sent = advance = 0
+        if sent != scanned:
+            self.short_sends += 1
+            return sent, bytes_sent, advance, True
+        return sent, bytes_sent, advance, False
 
     def encode_address(self, address: Address) -> bytes:
         """(host, port) as raw sockaddr bytes for this transport's family (an IPv6 scope name resolved)."""

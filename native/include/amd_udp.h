@@ -46,4 +46,24 @@ int32_t amd_udp_send_batch(
     int32_t count,
     const uint8_t *addr,
     int32_t addr_length);
+
+/* The sender's burst (NetworkPublication.send): from term_offset, up to max_datagrams datagrams of the
+ * committed frames a TermScanner.scanForAvailability would hand out one by one (each at most
+ * min(mtu, what is left of window) bytes; a PAD frame travels as its header and its rest is skipped), in one
+ * sendmmsg to addr (addr_length > 0) or the connected peer. The scan stops at the end of the term.
+ * result[0] = bytes sent (the datagrams' lengths), result[1] = how far the sender position moves for them
+ * (padding included), result[2] = datagrams scanned (more than sent: a short send). Returns the datagrams
+ * sent (0: nothing to send), or -errno when not even the first could go (result[0..1] are then 0).
+ * Frame lengths are read with acquire loads; nothing is written to the term. */
+int32_t amd_udp_send_term_burst(
+    int fd,
+    const uint8_t *term,
+    int32_t term_length,
+    int32_t term_offset,
+    int64_t window,
+    int32_t mtu,
+    int32_t max_datagrams,
+    const uint8_t *addr,
+    int32_t addr_length,
+    int64_t *result);
 #endif

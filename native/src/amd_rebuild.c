@@ -237,3 +237,104 @@ int32_t amd_term_gap_fill(
     amd_frame_write_padding(term, gap_offset, gap_length, header_template, term_id);
     return 1;
 }
+
+/* The receiver's hot path over one recvmmsg batch: each plain DATA datagram (not a heartbeat, first frame
+ * sound as frames.validate_frame checks it) of an accepting image is checked against the image's flow
+ * control window and inserted, exactly as PublicationImage.insert_packet does; everything else (SETUP,
+ * RTTM, heartbeats, PAD first, unknown sessions, anything odd) is left to the caller, in order, by index. */
+int32_t amd_term_rebuild_batch(
+    const uint8_t *slots, int32_t slot_length, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
+    int32_t image_count, int32_t *unhandled, int64_t *bytes_received)
+{
+    int32_t unhandled_count = 0;
+    int32_t last = 0;
+
+    for (int32_t i = 0; i < count; i++)
+    {
+        const uint8_t *packet = slots + (int64_t)i * slot_length;
+        const int32_t length = lengths[i];
+        amd_rebuild_image *image = NULL;
+
+        if (length >= AMD_DATA_HEADER_LENGTH && length <= AMD_MAX_UDP_PAYLOAD_LENGTH && packet[4] == 0 &&
+            load_u16(packet + AMD_TYPE_OFFSET) == AMD_HDR_TYPE_DATA && image_count > 0)
+        {
+            const int32_t frame_length = load_i32(packet);
+            const int32_t term_offset = load_i32(packet + AMD_TERM_OFFSET_OFFSET);
+            const int32_t session_id = load_i32(packet + AMD_SESSION_ID_OFFSET);
+            const int32_t stream_id = load_i32(packet + AMD_STREAM_ID_OFFSET);
+            if (frame_length >= AMD_DATA_HEADER_LENGTH && frame_length <= length && term_offset >= 0 &&
+                (term_offset & (AMD_FRAME_ALIGNMENT - 1)) == 0)
+            {
+                if (images[last].session_id != session_id || images[last].stream_id != stream_id)
+                {
+                    for (last = 0; last < image_count; last++)
+                    {
+                        if (images[last].session_id == session_id && images[last].stream_id == stream_id)
+                        {
+                            break;
+                        }
+                    }
+                }
+                if (last < image_count)
+                {
+                    image = &images[last];
+                }
+                else
+                {
+                    last = 0;
+                }
+            }
+            if (NULL != image && (!image->is_accepting || (int64_t)term_offset + length > image->term_length))
+            {
+                image = NULL; /* no connection on this transport yet, or out of its term: the caller decides */
+            }
+            if (NULL != image)
+            {
+                const int32_t term_count =
+                    (int32_t)((uint32_t)load_i32(packet + AMD_TERM_ID_OFFSET) - (uint32_t)image->initial_term_id);
+                const int64_t position = (int64_t)term_count * ((int64_t)1 << image->position_bits_to_shift) +
+                    term_offset;
+                if (position < 0)
+                {
+                    image = NULL;
+                }
+                else
+                {
+                    const int64_t proposed = position + length;
+                    *bytes_received += length;
+                    if (position < image->last_sm_position)
+                    {
+                        image->under_runs++;
+                    }
+                    else if (proposed > image->window_limit)
+                    {
+                        image->over_runs++;
+                    }
+                    else
+                    {
+                        uint8_t *term = image->terms[(position >> image->position_bits_to_shift) % 3];
+                        if (amd_term_rebuild_insert(term, image->term_length, term_offset, packet, 0, length) < 0)
+                        {
+                            image->invalid++;
+                        }
+                        else
+                        {
+                            image->inserted++;
+                            if (proposed > image->hwm_position)
+                            {
+                                image->hwm_position = proposed;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        if (NULL == image)
+        {
+            unhandled[unhandled_count++] = i;
+        }
+    }
+
+    return unhandled_count;
+}

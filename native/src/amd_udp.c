@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include "amd_term.h"
 #include "amd_udp.h"
 
 _Static_assert(
@@ -129,4 +130,85 @@ int32_t amd_udp_send_batch(
     while (result < 0 && EINTR == errno);
 
     return result < 0 ? -errno : result;
+}
+
+int32_t amd_udp_send_term_burst(
+    int fd,
+    const uint8_t *term,
+    int32_t term_length,
+    int32_t term_offset,
+    int64_t window,
+    int32_t mtu,
+    int32_t max_datagrams,
+    const uint8_t *addr,
+    int32_t addr_length,
+    int64_t *result)
+{
+    struct mmsghdr messages[AMD_UDP_MAX_BATCH];
+    struct iovec iov[AMD_UDP_MAX_BATCH];
+    int32_t advances[AMD_UDP_MAX_BATCH];
+    int32_t count = 0;
+    int64_t offset = term_offset;
+
+    result[0] = 0;
+    result[1] = 0;
+    result[2] = 0;
+    if (max_datagrams > AMD_UDP_MAX_BATCH)
+    {
+        max_datagrams = AMD_UDP_MAX_BATCH;
+    }
+
+    while (count < max_datagrams && window > 0 && offset < term_length)
+    {
+        const int32_t max_length = window < mtu ? (int32_t)window : mtu;
+        const int64_t scan = amd_term_scan_for_availability(term, term_length, (int32_t)offset, max_length);
+        const int32_t available = (int32_t)(scan & 0xFFFFFFFF);
+        const int32_t advance = available + (int32_t)(scan >> 32);
+        if (available <= 0)
+        {
+            break;
+        }
+
+        iov[count].iov_base = (void *)(term + offset);
+        iov[count].iov_len = (size_t)available;
+        memset(&messages[count].msg_hdr, 0, sizeof(messages[count].msg_hdr));
+        messages[count].msg_hdr.msg_iov = &iov[count];
+        messages[count].msg_hdr.msg_iovlen = 1;
+        if (addr_length > 0)
+        {
+            messages[count].msg_hdr.msg_name = (void *)addr;
+            messages[count].msg_hdr.msg_namelen = (socklen_t)addr_length;
+        }
+        messages[count].msg_len = 0;
+        advances[count] = advance;
+        offset += advance;
+        window -= advance;
+        count++;
+    }
+
+    result[2] = count;
+    if (0 == count)
+    {
+        return 0;
+    }
+
+    int sent;
+    do
+    {
+        sent = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
+    }
+    while (sent < 0 && EINTR == errno);
+
+    if (sent < 0)
+    {
+        return -errno;
+    }
+
+    for (int i = 0; i < sent; i++)
+    {
+        result[0] += (int64_t)iov[i].iov_len;
+        result[1] += advances[i];
+    }
+
+    return sent;
 }

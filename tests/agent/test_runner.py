@@ -389,3 +389,43 @@ def test_do_work_until_idle_over_a_composite() -> None:
     b = RecordingAgent("b", script=[1, 0, 0])
     assert do_work_until_idle(CompositeAgent([a, b])) == 3
     assert (a.cycles, b.cycles) == (3, 3)
+
+
+def test_short_parks_wait_on_the_park_timer_and_stop_closes_it(event_loop_under_test) -> None:
+    async def scenario() -> None:
+        agent = RecordingAgent()
+        runner = AgentRunner(agent, ScriptedIdle([300_000, 300_000, 300_000], then=10_000_000_000))
+        runner.start()
+        timer = runner._park_timer
+        assert timer is not None and timer.fileno() >= 0
+        await wait_until(lambda: agent.cycles == 4)  # three sub-millisecond parks, each ended by the timer
+        assert runner._handle is not None  # now in the long call_later park
+        runner.waker.wake()
+        await wait_until(lambda: agent.cycles == 5)
+        runner.stop()
+        await runner.join(1.0)
+        assert runner._park_timer is None and timer.fileno() == -1
+
+    event_loop_under_test.run(scenario())
+
+
+def test_a_wake_ends_a_short_park_and_the_stale_expiry_runs_no_extra_cycle(event_loop_under_test) -> None:
+    async def scenario() -> None:
+        agent = RecordingAgent()
+        runner = AgentRunner(agent, ScriptedIdle([900_000], then=10_000_000_000))
+        seen: list[tuple[bool, bool]] = []
+
+        def wake_while_parked() -> None:
+            seen.append((runner._parked, runner._handle is None))  # parked on the timer, no loop timer
+            runner.waker.wake()
+
+        agent.on_cycle = lambda n: asyncio.get_running_loop().call_soon(wake_while_parked) if n == 1 else None
+        runner.start()
+        await wait_until(lambda: agent.cycles == 2)
+        assert seen == [(True, True)]
+        await asyncio.sleep(0.01)  # the timer expires meanwhile: consumed, no cycle
+        assert agent.cycles == 2
+        runner.stop()
+        await runner.join(1.0)
+
+    event_loop_under_test.run(scenario())

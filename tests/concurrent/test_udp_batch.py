@@ -10,7 +10,9 @@ import pytest
 
 from driver.concurrent import udp_batch
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import ReceiveBatch, SendBatch, decode_sockaddr, encode_sockaddr
+from driver.concurrent.udp_batch import ReceiveBatch, SendBatch, TermBurst, decode_sockaddr, encode_sockaddr
+from driver.protocol import frames as f
+from driver.util.bit_util import align
 
 
 def test_constants_match_the_platform() -> None:
@@ -95,3 +97,122 @@ def test_sendto_and_send_batch_return_negative_errno() -> None:
             buffer.close()
     finally:
         sock.close()
+
+
+# --- TermBurst: the sender's scan + sendmmsg in one call ---------------------------------------------------
+
+T = 64 * 1024
+TEMPLATE = f.create_default_header(7, 1001, 5)
+
+
+def build_term(payload_lengths: list[int], pad_to_end: bool = False) -> tuple[AtomicBuffer, list[int]]:
+    """A term of committed DATA frames (and, optionally, padding to its end); returns it and the frame offsets
+    followed by the end offset."""
+    term = AtomicBuffer(bytearray(T))
+    offsets = [0]
+    for i, length in enumerate(payload_lengths):
+        term.write_frame(offsets[-1], length + 32, TEMPLATE, 5, -1, i, bytes([i % 256]) * length)
+        offsets.append(offsets[-1] + align(length + 32, 32))
+    if pad_to_end:
+        term.write_padding_frame(offsets[-1], T - offsets[-1], TEMPLATE, 5)
+        offsets.append(T)
+    return term, offsets
+
+
+@pytest.fixture
+def udp_pair():
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.connect(receiver.getsockname())
+    yield sender, receiver
+    sender.close()
+    receiver.close()
+
+
+def drain(sock: socket.socket) -> list[bytes]:
+    datagrams = []
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            datagrams.append(sock.recv(65536))
+        except BlockingIOError:
+            if datagrams:
+                break
+            time.sleep(0.001)
+    return datagrams
+
+
+def expected_burst(term: AtomicBuffer, offset: int, window: int, mtu: int, max_datagrams: int):
+    """What repeated scan_for_availability + send would put on the wire: (datagrams, bytes, advance)."""
+    datagrams, advance = [], 0
+    while len(datagrams) < max_datagrams and window - advance > 0 and offset + advance < T:
+        available, padding = term.scan_for_availability(offset + advance, min(mtu, window - advance))
+        if available <= 0:
+            break
+        datagrams.append(bytes(term.view[offset + advance : offset + advance + available]))
+        advance += available + padding
+    return datagrams, sum(map(len, datagrams)), advance
+
+
+@pytest.mark.parametrize(
+    ("payloads", "pad", "offset_index", "window", "mtu", "max_datagrams"),
+    [
+        ([32] * 100, False, 0, 1 << 20, 1408, 64),  # MTU-sized datagrams of small frames
+        ([1024] * 20, False, 0, 1 << 20, 1408, 64),  # one frame per datagram
+        ([32] * 100, False, 3, 5000, 1408, 64),  # the window ends the burst (partial last datagram)
+        ([32] * 100, False, 0, 1 << 20, 1408, 2),  # max_datagrams ends it
+        ([100] * 30, True, 0, 1 << 20, 1408, 64),  # PAD travels as its header; advance skips to the end
+        ([2000, 32], False, 0, 1 << 20, 1408, 64),  # a frame longer than the MTU is never split or sent
+    ],
+)
+def test_term_burst_sends_what_scans_would_and_advances_past_padding(
+    udp_pair, payloads, pad, offset_index, window, mtu, max_datagrams
+) -> None:
+    sender, receiver = udp_pair
+    term, offsets = build_term(payloads, pad)
+    try:
+        offset = offsets[offset_index]
+        datagrams, total, advance = expected_burst(term, offset, window, mtu, max_datagrams)
+        sent, bytes_sent, moved, scanned = TermBurst().send(
+            sender.fileno(), term, offset, window, mtu, max_datagrams
+        )
+        assert (sent, bytes_sent, moved, scanned) == (len(datagrams), total, advance, len(datagrams))
+        if datagrams:
+            assert drain(receiver) == datagrams
+        if pad:
+            assert offset + moved == T
+    finally:
+        term.close()
+
+
+def test_term_burst_of_nothing_committed_sends_nothing(udp_pair) -> None:
+    sender, _ = udp_pair
+    term = AtomicBuffer(bytearray(T))
+    try:
+        assert TermBurst().send(sender.fileno(), term, 0, 1 << 20, 1408, 64) == (0, 0, 0, 0)
+        assert TermBurst().send(sender.fileno(), term, T, 1 << 20, 1408, 64) == (0, 0, 0, 0)  # at the end
+        assert TermBurst().send(sender.fileno(), term, 0, 0, 1408, 64) == (0, 0, 0, 0)  # no window
+    finally:
+        term.close()
+
+
+def test_term_burst_to_an_address_and_errors_as_negative_errno(udp_pair) -> None:
+    _, receiver = udp_pair
+    term, _ = build_term([32] * 3)
+    unconnected = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        burst = TermBurst()
+        # not connected, no address: EDESTADDRREQ, and nothing moves
+        assert burst.send(unconnected.fileno(), term, 0, 1 << 20, 1408, 64) == (-89, 0, 0, 1)
+        address = encode_sockaddr(*receiver.getsockname())
+        assert burst.send(unconnected.fileno(), term, 0, 1 << 20, 1408, 64, address) == (1, 192, 192, 1)
+        assert drain(receiver) == [bytes(term.view[0:192])]
+        with pytest.raises(ValueError):
+            burst.send(unconnected.fileno(), term, 16, 1 << 20, 1408, 64)  # not a frame offset
+        with pytest.raises(ValueError):
+            burst.send(unconnected.fileno(), term, T + 32, 1 << 20, 1408, 64)
+    finally:
+        unconnected.close()
+        term.close()

@@ -66,6 +66,7 @@ def test_the_c_header_mirrors_these_offsets() -> None:
     assert lib.AMD_HDR_TYPE_PAD == f.HDR_TYPE_PAD
     assert lib.AMD_HDR_TYPE_DATA == f.HDR_TYPE_DATA
     assert (lib.AMD_BEGIN_FLAG, lib.AMD_END_FLAG) == (f.BEGIN_FLAG, f.END_FLAG)
+    assert lib.AMD_MAX_UDP_PAYLOAD_LENGTH == f.MAX_UDP_PAYLOAD_LENGTH
 
 
 # --- control frames (spec/wire.md sections 3-6) --------------------------------------------------------------

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_rebuilder
+from driver.concurrent.udp_batch import ReceiveBatch
 from driver.protocol import frames as f
 from driver.util.bit_util import align
 
@@ -219,3 +220,154 @@ def test_random_and_mutated_datagrams_are_rejected_or_inserted_whole(
         assert written[:32] == bytes(packet[:32])
     assert backing[T:] == bytes(64)
     term.close()
+
+
+# --- RebuildBatch: the receiver's one call per received batch ---------------------------------------------
+
+BITS = 16  # log2(T)
+
+
+def fill(batch: ReceiveBatch, datagrams: list[bytes], truncated: tuple[int, ...] = ()) -> None:
+    """Put ``datagrams`` in the batch's slots as a recvmmsg would (indices in ``truncated`` marked so)."""
+    for i, packet in enumerate(datagrams):
+        offset = batch.slot_offset(i)
+        batch.slot_buffer.view[offset : offset + len(packet)] = packet
+        batch.lengths_pointer[i] = -len(packet) if i in truncated else len(packet)
+    batch.count = len(datagrams)
+
+
+class Table:
+    """Three terms of one image (initial term id TERM_ID, so positions are term offsets in the first term)."""
+
+    def __init__(self) -> None:
+        self.terms = [AtomicBuffer(bytearray(T)) for _ in range(3)]
+        self.batch = ReceiveBatch(8, 2048)
+        self.rebuild = term_rebuilder.RebuildBatch(2)
+        assert self.rebuild.set_images([(SESSION, STREAM, TERM_ID, BITS, self.terms)]) == 1
+
+    def run(self, datagrams, last_sm=0, window_limit=T, accepting=True, truncated=()):
+        fill(self.batch, datagrams, truncated)
+        self.rebuild.prepare(0, last_sm, window_limit, accepting)
+        left = self.rebuild.rebuild(self.batch)
+        return self.rebuild.unhandled(left), self.rebuild.result(0), self.rebuild.bytes_received
+
+    def close(self) -> None:
+        self.rebuild.clear()
+        self.batch.close()
+        for t in self.terms:
+            t.close()
+
+
+@pytest.fixture
+def table() -> Iterator[Table]:
+    t = Table()
+    yield t
+    t.close()
+
+
+def test_batch_inserts_data_and_proposes_the_highest_end_position(table: Table) -> None:
+    data, offsets = build_stream([100, 0, 200, 64])
+    first, second = datagram(data, offsets[2], offsets[4]), datagram(data, 0, offsets[2])
+    left, result, received = table.run([first, second])
+    assert left == []
+    assert result == (2, offsets[4], 0, 0, 0)  # (inserted, hwm, under-runs, over-runs, invalid)
+    assert received == len(first) + len(second)
+    assert table.terms[0].get_bytes(0, offsets[4]) == bytes(data[: offsets[4]])
+
+
+def test_batch_leaves_everything_but_plain_data_of_its_images_to_the_caller_in_order(table: Table) -> None:
+    data, offsets = build_stream([100, 100], pad_to_end=True)
+    other_session = bytearray(datagram(data, 0, offsets[1]))
+    other_session[12] ^= 1
+    datagrams = [
+        f.encode_setup(0, SESSION, STREAM, TERM_ID, TERM_ID, T, 1408, 0),  # 0: SETUP
+        f.encode_heartbeat(SESSION, STREAM, TERM_ID, 0, eos=False),  # 1: heartbeat
+        bytes(other_session),  # 2: unknown session
+        datagram(data, offsets[2], T),  # 3: PAD first
+        datagram(data, 0, offsets[1]),  # 4: taken
+        datagram(data, offsets[1], offsets[2]),  # 5: truncated by recvmmsg
+        f.encode_rttm(SESSION, STREAM, 1, 0, 9),  # 6: RTTM
+    ]
+    left, result, received = table.run(datagrams, truncated=(5,))
+    assert left == [0, 1, 2, 3, 5, 6]
+    assert result[:2] == (1, offsets[1])
+    assert received == len(datagrams[4])
+
+
+def test_batch_checks_the_window_as_insert_packet_does(table: Table) -> None:
+    data, offsets = build_stream([100, 100, 100])
+    a, b, c = (datagram(data, offsets[i], offsets[i + 1]) for i in range(3))
+    left, result, received = table.run([a, b, c], last_sm=offsets[1], window_limit=offsets[2])
+    assert left == []
+    assert result == (1, offsets[2], 1, 1, 0)  # a: under-run, b: inserted, c: over-run
+    assert received == len(a) + len(b) + len(c)  # counted as 1.15.1 does, dropped or not
+    assert table.terms[0].get_bytes(0, offsets[1]) == bytes(offsets[1])
+
+
+def test_batch_counts_a_datagram_the_insert_rejects_as_invalid(table: Table) -> None:
+    data, offsets = build_stream([100, 100])
+    bad = bytearray(datagram(data, 0, offsets[2]))
+    bad[offsets[1] + 16] ^= 1  # the second frame's stream id differs
+    left, result, _ = table.run([bytes(bad)])
+    assert left == []
+    assert result == (0, 0, 0, 0, 1)
+    assert table.terms[0].get_bytes(0, T) == bytes(T)
+
+
+def test_batch_leaves_unaccepted_and_odd_datagrams_to_the_caller(table: Table) -> None:
+    data, offsets = build_stream([100])
+    good = datagram(data, 0, offsets[1])
+    assert table.run([good], accepting=False)[:2] == ([0], (0, 0, 0, 0, 0))
+    too_long_frame = bytearray(good)
+    too_long_frame[0:4] = (len(good) + 32).to_bytes(4, "little")
+    misaligned = bytearray(good)
+    misaligned[8:12] = (16).to_bytes(4, "little")
+    version = bytearray(good)
+    version[4] = 1
+    before_start = bytearray(good)
+    before_start[20:24] = (TERM_ID - 1).to_bytes(4, "little", signed=True)  # position < 0
+    odd = [bytes(too_long_frame), bytes(misaligned), bytes(version), bytes(before_start), good[:20]]
+    left, result, received = table.run(odd)
+    assert left == [0, 1, 2, 3, 4]
+    assert (result, received) == ((0, 0, 0, 0, 0), 0)
+
+
+def test_batch_picks_the_term_of_the_position_and_matches_each_image(table: Table) -> None:
+    other = [AtomicBuffer(bytearray(T)) for _ in range(3)]
+    try:
+        table.rebuild.set_images(
+            [(SESSION, STREAM, TERM_ID, BITS, table.terms), (SESSION + 1, STREAM, TERM_ID, BITS, other)]
+        )
+        data, offsets = build_stream([100])
+        in_third_term = bytearray(datagram(data, 0, offsets[1]))
+        in_third_term[20:24] = (TERM_ID + 2).to_bytes(4, "little", signed=True)
+        second_image = bytearray(datagram(data, 0, offsets[1]))
+        second_image[12:16] = (SESSION + 1).to_bytes(4, "little")
+        fill(table.batch, [bytes(in_third_term), bytes(second_image)])
+        table.rebuild.prepare(0, 0, 3 * T, True)
+        table.rebuild.prepare(1, 0, T, True)
+        assert table.rebuild.rebuild(table.batch) == 0
+        assert table.rebuild.result(0) == (1, 2 * T + offsets[1], 0, 0, 0)
+        assert table.rebuild.result(1) == (1, offsets[1], 0, 0, 0)
+        assert table.terms[2].get_bytes(32, 100) == bytes(data[32:132])
+        assert other[0].get_bytes(32, 100) == bytes(data[32:132])
+    finally:
+        table.rebuild.clear()
+        for t in other:
+            t.close()
+
+
+def test_batch_table_keeps_at_most_its_capacity_and_an_empty_table_takes_nothing(table: Table) -> None:
+    entry = (SESSION, STREAM, TERM_ID, BITS, table.terms)
+    assert table.rebuild.set_images([entry, entry, entry]) == 2
+    table.rebuild.clear()
+    data, offsets = build_stream([100])
+    fill(table.batch, [datagram(data, 0, offsets[1])])
+    assert table.rebuild.rebuild(table.batch) == 1
+    short = AtomicBuffer(bytearray(T // 2))
+    try:
+        with pytest.raises(ValueError):
+            table.rebuild.set_images([(SESSION, STREAM, TERM_ID, BITS, [*table.terms[:2], short])])
+        assert table.rebuild.count == 0
+    finally:
+        short.close()
