@@ -828,6 +828,7 @@ class DriverConductor:
             ctx.publication_unblock_timeout_ns,
             self._nano_clock,
             exclusive,
+            spies_simulate_connection=ctx.spies_simulate_connection,
         )
         endpoint.ref_count += 1
         self._network_publications.append(publication)

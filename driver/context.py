@@ -180,6 +180,13 @@ class DriverContext:
     ipc_mtu_length: int = _setting(
         "aeron.ipc.mtu.length", parse_size, 1408, "bytes", "MTU of IPC publications"
     )
+    spies_simulate_connection: bool = _setting(
+        "aeron.spies.simulate.connection",
+        parse_bool,
+        False,
+        "bool",
+        "a network publication with spies counts as connected and moves on with them, receivers or not",
+    )
     term_buffer_sparse_file: bool = _setting(
         "aeron.term.buffer.sparse.file", parse_bool, False, "bool", "sparse log files (no pre-touching)"
     )

@@ -60,8 +60,10 @@ class NetworkPublication:
         unblock_timeout_ns: int,
         nano_clock: Callable[[], int],
         is_exclusive: bool,
+        spies_simulate_connection: bool = False,
     ) -> None:
         now_ns = nano_clock()
+        self._spies_simulate_connection = spies_simulate_connection
         self._nano_clock = nano_clock
         self.registration_id = registration_id
         self.channel = channel
@@ -105,7 +107,10 @@ class NetworkPublication:
         self._track_sender_limits = False
         self._time_of_last_setup_ns = now_ns - PUBLICATION_SETUP_TIMEOUT_NS - 1
         self._time_of_last_send_or_heartbeat_ns = now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1
-        self._status_message_deadline_ns = now_ns + connection_timeout_ns
+        # Simulating spies may move the sender on at once; otherwise receivers get a connection timeout.
+        self._status_message_deadline_ns = now_ns + (
+            0 if spies_simulate_connection else connection_timeout_ns
+        )
         self._time_of_last_activity_ns = now_ns
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
@@ -153,11 +158,23 @@ class NetworkPublication:
                 burst += 1
         if bytes_sent == 0:
             bytes_sent = self._heartbeat_message_check(now_ns, active_term_id, term_offset)
-            self.sender_limit.set(
-                self.flow_control.on_idle(
-                    now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream
+            if (
+                self._spies_simulate_connection
+                and self.spy_positions
+                and self._status_message_deadline_ns - now_ns < 0
+            ):
+                # No receiver is heard from: the spies set the pace.
+                position = max(sender_position, *(spy.get() for spy in self.spy_positions))
+                self.sender_position.set(position)
+                self.sender_limit.set(
+                    self.flow_control.on_idle(now_ns, position, position, self.is_end_of_stream)
                 )
-            )
+            else:
+                self.sender_limit.set(
+                    self.flow_control.on_idle(
+                        now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream
+                    )
+                )
         if self._status_message_deadline_ns - now_ns < 0 and self.has_receivers:
             self.has_receivers = False
         self.retransmit_handler.process_timeouts(now_ns, self.resend)
@@ -312,7 +329,7 @@ class NetworkPublication:
 
     def update_publisher_limit(self) -> int:
         sender_position = self.sender_position.get()
-        if self.has_receivers:
+        if self.has_receivers or (self._spies_simulate_connection and self.spy_positions):
             min_consumer_position = sender_position
             for spy in self.spy_positions:
                 min_consumer_position = min(min_consumer_position, spy.get())
@@ -338,6 +355,9 @@ class NetworkPublication:
 
     def add_subscriber(self, spy_position: AtomicCounter) -> None:
         self.spy_positions.append(spy_position)
+        if self._spies_simulate_connection:
+            lbd.set_is_connected(self._meta, True)
+            self.is_connected = True
 
     def remove_subscriber(self, spy_position: AtomicCounter) -> None:
         self.spy_positions.remove(spy_position)
@@ -361,9 +381,10 @@ class NetworkPublication:
 
     def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
         if self.state is State.ACTIVE:
-            if self.has_receivers != self.is_connected:
-                lbd.set_is_connected(self._meta, self.has_receivers)
-                self.is_connected = self.has_receivers
+            connected = self.has_receivers or bool(self._spies_simulate_connection and self.spy_positions)
+            if connected != self.is_connected:
+                lbd.set_is_connected(self._meta, connected)
+                self.is_connected = connected
             producer_position = self.producer_position()
             self.publisher_pos.set(producer_position)
             if not self.is_exclusive and self._blocked_log_watch.check(

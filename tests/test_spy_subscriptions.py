@@ -76,3 +76,38 @@ def test_spy_sees_what_the_publication_sends(embedded_driver) -> None:
         wait_until(lambda: early_spy.poll(lambda *_: None, 10) >= 0 and unavailable, what="spy image gone")
         assert unavailable == [image]
         assert not other_stream.images
+
+
+def test_spies_simulate_a_connection_when_asked(embedded_driver) -> None:
+    """aeron.spies.simulate.connection: with no receiver at all, a spy alone connects the publication and sets
+    its pace; without the setting the publication waits for a receiver."""
+    driver = embedded_driver(spies_simulate_connection=True)
+    channel = f"aeron:udp?endpoint=localhost:{free_port()}"  # nobody listens there
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        spy = aeron.add_subscription("aeron-spy:" + channel, 10)
+        publication = aeron.add_publication(channel, 10)
+        wait_until(lambda: publication.is_connected and spy.images, what="connected through the spy")
+        messages = [i.to_bytes(4, "little") * 100 for i in range(20_000)]  # ~9 MB: many windows' worth
+        spied: list[bytes] = []
+        handler = FragmentAssembler(
+            lambda buffer, offset, length, header: spied.append(buffer.get_bytes(offset, length))
+        )
+        for data in messages:
+            deadline = time.monotonic() + 10
+            while publication.offer(data) < 0:
+                assert time.monotonic() < deadline, "offer kept failing"
+                spy.poll(handler, 100)
+        wait_until(lambda: spy.poll(handler, 100) >= 0 and len(spied) >= len(messages), what="every message")
+        assert spied == messages
+
+
+def test_without_simulation_a_spy_does_not_connect_a_publication(embedded_driver) -> None:
+    driver = embedded_driver()
+    channel = f"aeron:udp?endpoint=localhost:{free_port()}"
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        spy = aeron.add_subscription("aeron-spy:" + channel, 10)
+        publication = aeron.add_publication(channel, 10)
+        wait_until(lambda: spy.images, what="spy image")
+        time.sleep(0.2)
+        assert not publication.is_connected
+        assert publication.offer(b"x") < 0
