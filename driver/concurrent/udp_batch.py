@@ -306,30 +306,17 @@ class TermBurst:
         if not 0 <= term_offset <= term_length or term_offset & (SLOT_ALIGNMENT - 1) or mtu < SLOT_ALIGNMENT:
             raise ValueError(f"term offset {term_offset} / mtu {mtu} for a term of {term_length} bytes")
         result = self._result
-        if address is None:
-            sent = lib.amd_udp_send_term_burst(
-                fd,
-                term_buffer.address(0),
-                term_length,
-                term_offset,
-                window,
-                mtu,
-                max_datagrams,
-                ffi.NULL,
-                0,
-                result,
-            )
-        else:
-            sent = lib.amd_udp_send_term_burst(
-                fd,
-                term_buffer.address(0),
-                term_length,
-                term_offset,
-                window,
-                mtu,
-                max_datagrams,
-                address,
-                len(address),
-                result,
-            )
+        addr, addr_length = (ffi.NULL, 0) if address is None else (address, len(address))
+        sent = lib.amd_udp_send_term_burst(
+            fd,
+            term_buffer.address(0),
+            term_length,
+            term_offset,
+            window,
+            mtu,
+            max_datagrams,
+            addr,
+            addr_length,
+            result,
+        )
         return sent, result[0], result[1], result[2]

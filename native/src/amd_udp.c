@@ -86,6 +86,28 @@ int32_t amd_udp_sendto(int fd, const uint8_t *buf, int32_t length, const uint8_t
     return result < 0 ? -errno : (int32_t)result;
 }
 
+/* One datagram of a sendmmsg batch: ``length`` bytes at ``data``, to ``addr`` or (none) the connected peer. */
+static void set_message(
+    struct mmsghdr *message,
+    struct iovec *iov,
+    const uint8_t *data,
+    int32_t length,
+    const uint8_t *addr,
+    int32_t addr_length)
+{
+    iov->iov_base = (void *)data;
+    iov->iov_len = (size_t)length;
+    memset(&message->msg_hdr, 0, sizeof(message->msg_hdr));
+    message->msg_hdr.msg_iov = iov;
+    message->msg_hdr.msg_iovlen = 1;
+    if (addr_length > 0)
+    {
+        message->msg_hdr.msg_name = (void *)addr;
+        message->msg_hdr.msg_namelen = (socklen_t)addr_length;
+    }
+    message->msg_len = 0;
+}
+
 int32_t amd_udp_send_batch(
     int fd,
     const uint8_t *base,
@@ -109,17 +131,7 @@ int32_t amd_udp_send_batch(
 
     for (int32_t i = 0; i < count; i++)
     {
-        iov[i].iov_base = (void *)(base + offsets[i]);
-        iov[i].iov_len = (size_t)lengths[i];
-        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
-        messages[i].msg_hdr.msg_iov = &iov[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        if (addr_length > 0)
-        {
-            messages[i].msg_hdr.msg_name = (void *)addr;
-            messages[i].msg_hdr.msg_namelen = (socklen_t)addr_length;
-        }
-        messages[i].msg_len = 0;
+        set_message(&messages[i], &iov[i], base + offsets[i], lengths[i], addr, addr_length);
     }
 
     int result;
@@ -169,17 +181,7 @@ int32_t amd_udp_send_term_burst(
             break;
         }
 
-        iov[count].iov_base = (void *)(term + offset);
-        iov[count].iov_len = (size_t)available;
-        memset(&messages[count].msg_hdr, 0, sizeof(messages[count].msg_hdr));
-        messages[count].msg_hdr.msg_iov = &iov[count];
-        messages[count].msg_hdr.msg_iovlen = 1;
-        if (addr_length > 0)
-        {
-            messages[count].msg_hdr.msg_name = (void *)addr;
-            messages[count].msg_hdr.msg_namelen = (socklen_t)addr_length;
-        }
-        messages[count].msg_len = 0;
+        set_message(&messages[count], &iov[count], term + offset, available, addr, addr_length);
         advances[count] = advance;
         offset += advance;
         window -= advance;
