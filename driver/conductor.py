@@ -173,7 +173,7 @@ class DriverConductor:
         if self._ipc_publications:
             for publication in self._ipc_publications:
                 if publication.state is IpcState.ACTIVE:
-                    work += publication.update_publisher_limit()
+                    work += publication.update_publisher_limit(now_ns)
         return work
 
     def receive_commands(self) -> int:
@@ -508,7 +508,7 @@ class DriverConductor:
         position = self._link_subscriber(publication, link, publication.join_position())
         # Raise the limit now, before the client hears of the link: a publisher that offers at once must not
         # see the limit of an unconnected publication (BasicPublisher's first offer).
-        publication.update_publisher_limit()
+        publication.update_publisher_limit(self._nano_clock())
         return position
 
     def _link_subscriber(

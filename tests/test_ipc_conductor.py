@@ -179,6 +179,33 @@ def test_limit_follows_the_slowest_subscriber_and_cleans_behind_it(
         assert log.term_buffers[0].get_bytes(0, 4096) == bytes(4096)  # cleaned up to the slowest reader
 
 
+def test_limit_moves_count_as_work_only_when_they_come_quickly(
+    client: Client, driver: MediaDriver, clock
+) -> None:
+    """A move soon after the previous one keeps the conductor polling; one after a quiet spell does not reset the
+    idle backoff (the next needs window/8 more bytes consumed). Limit and cleaning are the same either way."""
+    client.add_subscription()
+    client_events = client.add_publication()[1]
+    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
+    ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+    counters, conductor = driver.counters, driver.conductor
+    gain = TERM_LENGTH // 8
+    with LogBuffers(ready.log_file_name) as log:
+        log.term_buffers[0].put_bytes(0, b"\xff" * (3 * gain))
+        clock.advance_ms(10)
+        counters.set_counter_value(image.subscriber_position_id, gain + 32)
+        assert conductor.do_work() == 0  # moved after a quiet spell: routine
+        assert counters.get_counter_value(ready.publication_limit_counter_id) == gain + 32 + TERM_LENGTH
+        assert log.term_buffers[0].get_bytes(0, gain + 32) == bytes(gain + 32)
+        assert conductor.do_work() == 0  # within the trip gain: no move
+        clock.nanos += 100_000
+        counters.set_counter_value(image.subscriber_position_id, 2 * gain + 64)
+        assert conductor.do_work() == 1  # moved again 100 us later: a fast reader, keep polling
+        assert counters.get_counter_value(ready.publication_limit_counter_id) == 2 * gain + 64 + TERM_LENGTH
+        assert log.term_buffers[0].get_bytes(0, 2 * gain + 64) == bytes(2 * gain + 64)
+        assert log.term_buffers[0].get_bytes(2 * gain + 64, 1) == b"\xff"  # never ahead of the reader
+
+
 def test_late_subscriber_joins_at_the_furthest_consumer_position(client: Client, driver: MediaDriver) -> None:
     client.add_subscription()
     events = client.add_publication()[1]

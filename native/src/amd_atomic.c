@@ -1,6 +1,9 @@
 /* See native/README.md for the memory-ordering contract of each function.
  * Offsets must keep 4- and 8-byte fields naturally aligned; the callers' layouts guarantee it. */
 #include <string.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "amd_atomic.h"
 
 #define I32(base, offset) ((int32_t *)((base) + (offset)))
@@ -77,7 +80,37 @@ void amd_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src, int64_t src_
     memmove(dst + dst_offset, src + src_offset, (size_t)length);
 }
 
+/* Cleaning a consumed term (megabytes per call on IPC) with memset runs at ~12 GB/s on the 2-core bench box
+ * (glibc 2.36, rep stosb) and pulls every line into the cache first; non-temporal stores skip both and run at
+ * ~27 GB/s, and the zeros are not read again until the term comes round (3 terms later). Small zeroing (ring
+ * records, counter keys) stays memset: those bytes are reused at once. The sfence orders the streamed stores
+ * before any later store, so the caller's release store (head, position, limit) still publishes them. */
+#define AMD_ZERO_STREAM_MIN (256 * 1024)
+
 void amd_zero(uint8_t *base, int64_t offset, int64_t length)
 {
-    memset(base + offset, 0, (size_t)length);
+    uint8_t *p = base + offset;
+    size_t n = (size_t)length;
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (n >= AMD_ZERO_STREAM_MIN)
+    {
+        size_t head = (size_t)(-(uintptr_t)p & 63);
+        memset(p, 0, head);
+        p += head;
+        n -= head;
+        size_t body = n & ~(size_t)63;
+        const __m128i zero = _mm_setzero_si128();
+        for (size_t i = 0; i < body; i += 64)
+        {
+            _mm_stream_si128((__m128i *)(p + i), zero);
+            _mm_stream_si128((__m128i *)(p + i + 16), zero);
+            _mm_stream_si128((__m128i *)(p + i + 32), zero);
+            _mm_stream_si128((__m128i *)(p + i + 48), zero);
+        }
+        _mm_sfence();
+        memset(p + body, 0, n - body);
+        return;
+    }
+#endif
+    memset(p, 0, n);
 }

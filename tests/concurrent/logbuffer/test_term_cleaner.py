@@ -19,3 +19,19 @@ def test_clean_zeroes_exactly_the_range() -> None:
     with pytest.raises(ValueError, match="cannot clean 2 bytes at 65535"):
         clean(term, 65535, 2)
     term.close()
+
+
+@pytest.mark.parametrize(
+    ("offset", "length"),
+    [(0, 1 << 20), (3, (1 << 20) + 5), (64, 256 * 1024), (7, 256 * 1024 - 1), (1, 300_001), (4096, 8 << 20)],
+)
+def test_large_cleans_stream_zeroes_exactly_the_range(offset: int, length: int) -> None:
+    """Large cleans use non-temporal stores (native amd_zero): unaligned edges must still be exact."""
+    size = offset + length + 128
+    term = AtomicBuffer(bytearray(b"\xff" * size))
+    term.set_zero(offset, length)
+    view = term.view
+    assert bytes(view[offset : offset + length]) == bytes(length)
+    assert bytes(view[:offset]) == b"\xff" * offset
+    assert bytes(view[offset + length :]) == b"\xff" * 128
+    term.close()
