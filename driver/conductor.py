@@ -237,13 +237,20 @@ class DriverConductor:
             publication.close()
         return len(ended)
 
+    def _announce_unavailable(
+        self, subscribable: object, correlation_id: int, stream_id: int, channel: str
+    ) -> list[SubscriptionLink]:
+        """ON_UNAVAILABLE_IMAGE to every subscription linked to ``subscribable``; returns those links."""
+        links = [link for link in self._subscription_links.values() if link.is_linked(subscribable)]
+        for link in links:
+            self._client_proxy.on_unavailable_image(correlation_id, link.registration_id, stream_id, channel)
+        return links
+
     def on_ipc_publication_drained(self, publication: IpcPublication) -> None:
         """The last publisher left and every subscriber has read to the end: their images go away."""
-        for link in self._subscription_links.values():
-            if link.is_linked(publication):
-                self._client_proxy.on_unavailable_image(
-                    publication.registration_id, link.registration_id, publication.stream_id, IPC_CHANNEL
-                )
+        self._announce_unavailable(
+            publication, publication.registration_id, publication.stream_id, IPC_CHANNEL
+        )
 
     def _check_clients(self, now_ms: int) -> int:
         expired = [c for c in self._clients.values() if c.has_timed_out(now_ms)]
@@ -611,15 +618,11 @@ class DriverConductor:
 
     def cleanup_spies(self, publication: NetworkPublication) -> None:
         """Every spy has read the drained publication to its end: their images go away."""
-        for link in self._subscription_links.values():
-            if link.is_linked(publication):
-                self._client_proxy.on_unavailable_image(
-                    publication.registration_id,
-                    link.registration_id,
-                    publication.stream_id,
-                    publication.channel,
-                )
-                link.unlink(publication)
+        links = self._announce_unavailable(
+            publication, publication.registration_id, publication.stream_id, publication.channel
+        )
+        for link in links:
+            link.unlink(publication)
 
     def on_remove_subscription(self, msg: cp.RemoveMessage) -> None:
         link = self._subscription_links.pop(msg.registration_id, None)
@@ -1085,14 +1088,9 @@ class DriverConductor:
         return len(ended)
 
     def on_image_linger(self, image: PublicationImage) -> None:
-        for link in self._subscription_links.values():
-            if link.is_linked(image):
-                self._client_proxy.on_unavailable_image(
-                    image.correlation_id,
-                    link.registration_id,
-                    image.stream_id,
-                    image.channel_endpoint.channel,
-                )
+        self._announce_unavailable(
+            image, image.correlation_id, image.stream_id, image.channel_endpoint.channel
+        )
         entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
         if entry is not None:
             self._receiver_commands.offer(entry[1].remove_cool_down, image.session_id, image.stream_id)

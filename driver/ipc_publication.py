@@ -93,13 +93,7 @@ class IpcPublication:
         return self._term_length
 
     def producer_position(self) -> int:
-        raw_tail = lbd.active_raw_tail_volatile(self._meta)
-        return lbd.compute_position(
-            lbd.term_id(raw_tail),
-            lbd.term_offset(raw_tail, self._term_length),
-            self._bits,
-            self._initial_term_id,
-        )
+        return lbd.producer_position(self._meta, self._term_length, self._bits, self._initial_term_id)
 
     def join_position(self) -> int:
         """Where a new subscriber starts: the furthest any subscriber has read (never cleaned data)."""

@@ -123,12 +123,8 @@ class NetworkPublication:
         return self.raw_log.file_name
 
     def producer_position(self) -> int:
-        raw_tail = lbd.active_raw_tail_volatile(self._meta)
-        return lbd.compute_position(
-            lbd.term_id(raw_tail),
-            lbd.term_offset(raw_tail, self.term_buffer_length),
-            self.position_bits_to_shift,
-            self.initial_term_id,
+        return lbd.producer_position(
+            self._meta, self.term_buffer_length, self.position_bits_to_shift, self.initial_term_id
         )
 
     def consumer_position(self) -> int:

@@ -155,12 +155,8 @@ class Publication(_PublicationBase):
     def position(self) -> int:
         if self.is_closed:
             return CLOSED
-        raw_tail = lbd.active_raw_tail_volatile(self._meta)
-        return lbd.compute_position(
-            lbd.term_id(raw_tail),
-            lbd.term_offset(raw_tail, self.term_buffer_length),
-            self.position_bits_to_shift,
-            self.initial_term_id,
+        return lbd.producer_position(
+            self._meta, self.term_buffer_length, self.position_bits_to_shift, self.initial_term_id
         )
 
     def offer(self, data: Any, reserved_value: int = 0) -> int:

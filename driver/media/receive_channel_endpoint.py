@@ -85,9 +85,8 @@ class ReceiveChannelEndpoint:
     def send_setup_eliciting_status_message(
         self, address: tuple[str, int], session_id: int, stream_id: int, transport_index: int = 0
     ) -> None:
-        self.send_status_message(
-            [(transport_index, address)], session_id, stream_id, 0, 0, 0, frames.SEND_SETUP_FLAG
-        )
+        sm = frames.encode_setup_eliciting_status_message(session_id, stream_id, self.receiver_id)
+        self._send(sm, [(transport_index, address)])
 
     def send_nak(
         self,

@@ -23,6 +23,13 @@ from driver.protocol.frames import StatusMessageFrame
 RECEIVER_TIMEOUT_NS = 2_000_000_000
 
 
+def _sm_position(sm: StatusMessageFrame, initial_term_id: int, position_bits_to_shift: int) -> int:
+    """The stream position a status message reports the receiver has consumed to."""
+    return compute_position(
+        sm.consumption_term_id, sm.consumption_term_offset, position_bits_to_shift, initial_term_id
+    )
+
+
 class FlowControl(Protocol):
     def initialize(self, initial_term_id: int, term_buffer_length: int) -> None: ...
 
@@ -78,9 +85,7 @@ class _MaxPositionFlowControl:
         now_ns: int,
         receiver_address: Any = None,
     ) -> int:
-        position = compute_position(
-            sm.consumption_term_id, sm.consumption_term_offset, position_bits_to_shift, initial_term_id
-        )
+        position = _sm_position(sm, initial_term_id, position_bits_to_shift)
         if position > self._last_position:
             self._last_position = position
         self._time_of_last_sm_ns = now_ns
@@ -158,9 +163,7 @@ class MinMulticastFlowControl:
         now_ns: int,
         receiver_address: Any = None,
     ) -> int:
-        position = compute_position(
-            sm.consumption_term_id, sm.consumption_term_offset, position_bits_to_shift, initial_term_id
-        )
+        position = _sm_position(sm, initial_term_id, position_bits_to_shift)
         limit = position + sm.receiver_window
         receiver = self._receivers.get(sm.receiver_id)
         if receiver is None:

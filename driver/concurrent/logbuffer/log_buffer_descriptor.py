@@ -176,6 +176,14 @@ def active_raw_tail_volatile(meta: AtomicBuffer) -> int:
     return raw_tail_volatile(meta, index_by_term_count(active_term_count(meta)))
 
 
+def producer_position(meta: AtomicBuffer, term_length: int, position_bits: int, initial_term_id: int) -> int:
+    """The stream position of the active partition's tail: where the next append goes."""
+    raw_tail = active_raw_tail_volatile(meta)
+    return compute_position(
+        term_id(raw_tail), term_offset(raw_tail, term_length), position_bits, initial_term_id
+    )
+
+
 def cas_raw_tail(meta: AtomicBuffer, partition_index: int, expected: int, update: int) -> bool:
     return meta.compare_and_set_int64(
         TERM_TAIL_COUNTERS_OFFSET + partition_index * SIZE_OF_INT64, expected, update
