@@ -189,3 +189,41 @@ def test_closed_publication_ends_the_remote_stream(two_drivers) -> None:
         publication.close()
         wait_for(lambda: subscription.poll(lambda *_: None, 10) >= 0 and image.is_end_of_stream, 10)
         wait_for(lambda: unavailable == [image], 15)
+
+
+@pytest.mark.parametrize("strategy", ["min", "max"])
+def test_mdc_flow_control_strategy_decides_who_sets_the_pace(tmp_path: Path, strategy: str) -> None:
+    """aeron.multicast.flow.control.strategy on an MDC publication with one reading and one stalled receiver:
+    with min the stalled one holds the publisher back; with max the reader's pace wins and the publisher
+    goes far past the stalled receiver's window."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from conftest import EmbeddedDriver
+
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
+    driver = EmbeddedDriver(
+        base / f"aeron-fc-{time.monotonic_ns()}", dir_delete_on_start=True, multicast_flow_control=strategy
+    )
+    try:
+        control, reading_port, stalled_port = free_port(), free_port(), free_port()
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
+            reading = client.add_subscription(
+                f"aeron:udp?endpoint=localhost:{reading_port}|control=localhost:{control}", 10
+            )
+            stalled = client.add_subscription(
+                f"aeron:udp?endpoint=localhost:{stalled_port}|control=localhost:{control}", 10
+            )
+            publication = client.add_publication(f"aeron:udp?control=localhost:{control}|term-length=64k", 10)
+            wait_for(lambda: reading.images and stalled.images, 10)
+            target = 1024 * 1024  # 32x the 32 KiB windows
+            deadline = time.monotonic() + 3
+            while publication.position < target and time.monotonic() < deadline:
+                publication.offer(bytes(992))
+                reading.poll(lambda *_: None, 100)  # the stalled subscription is never polled
+            if strategy == "min":
+                assert publication.position < 128 * 1024, publication.position
+            else:
+                assert publication.position >= target
+    finally:
+        driver.close()
