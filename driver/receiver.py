@@ -54,7 +54,9 @@ class Receiver:
         pass
 
     def on_close(self) -> None:
-        pass
+        # An endpoint the conductor already let go of may still wait for its queued close: close it here.
+        for endpoint, _ in list(self._endpoints):
+            self.close_endpoint(endpoint)
 
     # --- commands (queued by the conductor) -----------------------------------------------------
 

@@ -118,3 +118,26 @@ def test_launch_embedded_uses_a_unique_dir_and_removes_it(tmp_path: Path) -> Non
         directory = driver.aeron_dir
         assert directory.name.startswith("aeron-") and (directory / "cnc.dat").exists()
     assert not directory.exists()
+
+
+def test_a_stopped_driver_leaves_no_udp_port_bound(aeron_dir) -> None:
+    """Subscriptions closed just before the driver stops (their endpoints' close still queued to the
+    receiver) must not leave sockets open: the ports can be bound again at once."""
+    import socket
+
+    from driver.client import Aeron
+    from tests.conftest import EmbeddedDriver
+
+    ports = []
+    for _ in range(3):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    driver = EmbeddedDriver(aeron_dir)
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
+        for port in ports:
+            client.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{port}", 10)
+    driver.close()
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", port))  # OSError (address in use) if a socket was left open

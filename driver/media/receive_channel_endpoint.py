@@ -144,6 +144,9 @@ class ReceiveChannelEndpoint:
         return not self.ref_count_by_stream and not self.ref_count_by_stream_and_session
 
     def close(self) -> None:
+        """Idempotent: the conductor and the agent that owns the sockets may both close at shutdown."""
+        if self.status.is_closed:
+            return
         self.status.set(CHANNEL_STATUS_CLOSING)
         for transport in self.transports:
             if transport is not None:

@@ -120,6 +120,9 @@ class SendChannelEndpoint:
         return received
 
     def close(self) -> None:
+        """Idempotent: the conductor and the agent that owns the sockets may both close at shutdown."""
+        if self.status.is_closed:
+            return
         self.status.set(CHANNEL_STATUS_CLOSING)
         self.transport.close()
         self.status.close()
