@@ -12,14 +12,7 @@ from driver.client import Aeron, ClientTimeoutError, CncVersionError, DriverTime
 from driver.concurrent.counters import RECORD_ALLOCATED
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
+from tests.support import wait_for
 
 
 def _labels(aeron: Aeron) -> dict[int, str]:
@@ -42,7 +35,7 @@ def test_connect_add_counter_and_close(driver_process) -> None:
         assert reader.get_counter_state(counter.id) != RECORD_ALLOCATED
     # After CLIENT_CLOSE the driver reaps the client at its next timer tick (1 s).
     with Aeron.connect(aeron_dir=driver.aeron_dir, timeout_s=5) as observer:
-        _wait(
+        wait_for(
             lambda: f"client-heartbeat: {aeron.client_id}" not in _labels(observer).values(),
             3,
             "client reaped",
@@ -95,7 +88,7 @@ def test_driver_that_dies_is_detected_by_the_client(driver_process) -> None:
     try:
         driver.proc.kill()
         driver.proc.wait()
-        _wait(lambda: aeron.conductor.failure is not None, 4, "the client to notice the dead driver")
+        wait_for(lambda: aeron.conductor.failure is not None, 4, "the client to notice the dead driver")
         with pytest.raises(DriverTimeoutError, match="has not heartbeated"):
             aeron.add_counter(1, "after death")
     finally:
