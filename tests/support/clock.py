@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 NANOS_PER_MS = 1_000_000
 
 
@@ -15,6 +17,12 @@ class ManualClock:
     def __init__(self, epoch_ms: int = 1_700_000_000_000, nanos: int = 1_000_000_000) -> None:
         self._epoch_ms = epoch_ms
         self.nanos = nanos
+
+    @classmethod
+    def starting_now(cls) -> ManualClock:
+        """Epoch view starting at the real time: for drivers whose real-time clients check their heartbeat
+        (a client takes a driver whose heartbeat is older than its driver timeout for dead)."""
+        return cls(epoch_ms=time.time_ns() // NANOS_PER_MS)
 
     @property
     def epoch_ms(self) -> int:
