@@ -18,7 +18,7 @@ from driver.client import (
     FragmentAssembler,
 )
 from driver.concurrent.logbuffer.header import Header
-from tests.support import wait_for
+from tests.support import ManualClock, wait_for
 
 CHANNEL = "aeron:ipc?term-length=64k"
 TERM_LENGTH = 64 * 1024
@@ -31,6 +31,13 @@ def offer(publication, data: bytes, timeout_s: float = 5.0) -> int:
             raise AssertionError(f"offer still failing with {result}")
         time.sleep(0.0002)
     return result
+
+
+def ticked(clock: ManualClock, step_ms: int = 100) -> bool:
+    """One timer interval of manual time per poll; poll every 20 ms so that the driver's agents (parked at most
+    1 ms while a client is connected) see each step. Always True."""
+    clock.advance_ms(step_ms)
+    return True
 
 
 class Collector:
@@ -149,7 +156,13 @@ def test_shared_publication_is_one_stream_for_both_publishers(aeron: Aeron) -> N
 
 
 def test_removed_publication_ends_the_stream(embedded_driver) -> None:
-    driver = embedded_driver(publication_linger_timeout_ns=500_000_000, timer_interval_ns=100_000_000)
+    clock = ManualClock.starting_now()
+    driver = embedded_driver(
+        publication_linger_timeout_ns=500_000_000,
+        timer_interval_ns=100_000_000,
+        epoch_clock_ms=clock.epoch_clock_ms,
+        nano_clock=clock.nano_clock,
+    )
     unavailable = []
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, 1007, on_unavailable_image=unavailable.append)
@@ -159,11 +172,17 @@ def test_removed_publication_ends_the_stream(embedded_driver) -> None:
         image = subscription.images[0]
         log_file = image.log_buffers.path
         publication.close()
+        closed_at = clock.nanos
         collector = Collector()
         collector.drain(subscription, 1)
         assert image.is_end_of_stream
-        wait_for(lambda: unavailable == [image], what="image unavailable")
-        wait_for(lambda: not log_file.exists(), 3, "log file deleted after linger")
+        wait_for(lambda: ticked(clock) and unavailable == [image], what="image unavailable", interval=0.02)
+        wait_for(
+            lambda: ticked(clock) and not log_file.exists(),
+            what="log file deleted after linger",
+            interval=0.02,
+        )
+        assert clock.nanos - closed_at >= 500_000_000
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -224,7 +243,13 @@ def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Ae
 def test_an_abandoned_claim_is_unblocked_after_the_unblock_timeout(embedded_driver) -> None:
     """A publisher that claims and never commits (it died) would stall the stream for every other publisher
     of the shared log; after aeron.publication.unblock.timeout the driver pads over the claim."""
-    driver = embedded_driver(publication_unblock_timeout_ns=300_000_000, timer_interval_ns=100_000_000)
+    clock = ManualClock.starting_now()
+    driver = embedded_driver(
+        publication_unblock_timeout_ns=1_000_000_000,
+        timer_interval_ns=100_000_000,
+        epoch_clock_ms=clock.epoch_clock_ms,
+        nano_clock=clock.nano_clock,
+    )
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, 1010)
         publication = aeron.add_publication(CHANNEL, 1010)
@@ -235,6 +260,14 @@ def test_an_abandoned_claim_is_unblocked_after_the_unblock_timeout(embedded_driv
         claim.put_bytes(b"never committed")
         offer(publication, b"after")
         collector = Collector()
-        collector.drain(subscription, 2, timeout_s=10)
+        collector.drain(subscription, 1)
+        blocked_since = clock.nanos
+        handler = FragmentAssembler(collector)
+        wait_for(
+            lambda: ticked(clock) and subscription.poll(handler, 100) >= 0 and len(collector.messages) >= 2,
+            what="the abandoned claim to be padded over",
+            interval=0.02,
+        )
+        assert clock.nanos - blocked_since >= 1_000_000_000
         assert [m[0] for m in collector.messages] == [b"before", b"after"]
         assert driver.driver.counters.get_counter_value(19) == 1  # Unblocked Publications
