@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: manual clocks, in-process drivers (INVOKER mode) and driver processes."""
+"""Fixtures shared by every test: manual clocks, aeron dirs, embedded drivers (uvloop, background thread) and
+driver processes. The helpers themselves live in tests/support/."""
 
 from __future__ import annotations
 
@@ -9,35 +10,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION
+from tests.support import EmbeddedDriver, ManualClock, new_aeron_dir
 
 # CI (.ci/run sets CI=true) replays the same examples every run, so a landing never hinges on a random draw;
 # developers' runs keep exploring new ones (and the example database replays what failed before).
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-
-class ManualClock:
-    """Epoch-ms and monotonic-ns clocks that move only when a test says so."""
-
-    def __init__(self, epoch_ms: int = 1_700_000_000_000) -> None:
-        self.epoch_ms = epoch_ms
-        self.nanos = 1_000_000_000
-
-    def advance_ms(self, ms: int) -> None:
-        self.epoch_ms += ms
-        self.nanos += ms * 1_000_000
-
-    def epoch_clock_ms(self) -> int:
-        return self.epoch_ms
-
-    def nano_clock(self) -> int:
-        return self.nanos
 
 
 @pytest.fixture
@@ -48,8 +33,7 @@ def clock() -> ManualClock:
 @pytest.fixture
 def aeron_dir(tmp_path: Path) -> Path:
     """A fresh aeron dir path on /dev/shm when it exists (as Aeron's default), else under tmp_path."""
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
-    path = base / f"aeron-test-{os.getpid()}-{time.monotonic_ns()}"
+    path = new_aeron_dir(tmp_path)
     yield path
     subprocess.run(["rm", "-rf", str(path)], check=False)
 
@@ -125,41 +109,13 @@ def driver_process(aeron_dir: Path) -> Iterator[Callable[..., DriverProcess]]:
                 stream.close()
 
 
-class EmbeddedDriver:
-    """A MediaDriver running on its own event loop in a background thread (fast to start, same process)."""
-
-    def __init__(self, aeron_dir: Path, **settings: object) -> None:
-        import asyncio
-        import threading
-
-        from driver.context import DriverContext
-        from driver.media_driver import MediaDriver
-
-        self.aeron_dir = aeron_dir
-        self.driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), **settings))
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_until_complete, args=(self.driver.run(),), daemon=True
-        )
-        self._thread.start()
-
-    def close(self) -> None:
-        deadline = time.monotonic() + 5
-        while self.driver._stop_requested is None and time.monotonic() < deadline:
-            time.sleep(0.001)
-        self._loop.call_soon_threadsafe(self.driver.request_stop)
-        self._thread.join(10)
-        assert not self._thread.is_alive(), "embedded driver did not stop"
-        self._loop.close()
-        self.driver.close()
-
-
 @pytest.fixture
 def embedded_driver(aeron_dir: Path) -> Iterator[Callable[..., EmbeddedDriver]]:
-    """Start an in-process driver (settings as DriverContext fields); stopped at teardown."""
+    """Start an in-process driver on uvloop (settings as DriverContext fields, plus ``epoch_clock_ms`` and
+    ``nano_clock``); stopped at teardown."""
     started: list[EmbeddedDriver] = []
 
-    def start(**settings: object) -> EmbeddedDriver:
+    def start(**settings: Any) -> EmbeddedDriver:
         driver = EmbeddedDriver(aeron_dir, **settings)
         started.append(driver)
         return driver

@@ -24,6 +24,7 @@ from driver.data_packet_dispatcher import (
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.protocol import frames
 from driver.protocol.udp_channel import InterfaceAddress, NetworkInterface, UdpChannel
+from tests.support import FakeTransport
 
 STREAM_ID = 1001
 OTHER_STREAM_ID = 1002
@@ -38,23 +39,6 @@ LOOPBACK = NetworkInterface(
     is_loopback=True,
     supports_multicast=True,
 )
-
-
-class FakeTransport:
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, Any]] = []
-        self.closed = False
-
-    def send_to(self, data: Any, address: Any) -> int:
-        self.sent.append((bytes(data), address))
-        return len(data)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def take(self) -> list[tuple[bytes, Any]]:
-        sent, self.sent = self.sent, []
-        return sent
 
 
 class FakeImage:

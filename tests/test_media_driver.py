@@ -126,13 +126,9 @@ def test_a_stopped_driver_leaves_no_udp_port_bound(aeron_dir) -> None:
     import socket
 
     from driver.client import Aeron
-    from tests.conftest import EmbeddedDriver
+    from tests.support import EmbeddedDriver, free_port
 
-    ports = []
-    for _ in range(3):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
+    ports = [free_port() for _ in range(3)]
     driver = EmbeddedDriver(aeron_dir)
     with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
         for port in ports:

@@ -6,7 +6,6 @@ going out, and invalid datagrams counted and dropped.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from driver.raw_log import RawLog
 from driver.receiver import Receiver
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
+from tests.support import FakeBatch, FakeTransport
 
 T = 64 * 1024
 SESSION_ID, STREAM_ID = 0x77, 1001
@@ -36,20 +36,6 @@ SOURCE = ("192.0.2.1", 40001)
 OTHER_SOURCE = ("192.0.2.2", 40002)
 RECEIVER_ID = 4242
 SM_TIMEOUT_NS = 200_000_000
-
-
-class FakeBatch:
-    """What the receiver uses of a ReceiveBatch: capacity, data(i), address(i)."""
-
-    def __init__(self, capacity: int = 4) -> None:
-        self.capacity = capacity
-        self.items: list[tuple[bytes, tuple[str, int]]] = []
-
-    def data(self, i: int) -> memoryview:
-        return memoryview(self.items[i][0])
-
-    def address(self, i: int) -> tuple[str, int]:
-        return self.items[i][1]
 
 
 class NativeBatch(ReceiveBatch):
@@ -73,40 +59,6 @@ class NativeBatch(ReceiveBatch):
 
     def address(self, i: int) -> tuple[str, int]:
         return self.sources[i]
-
-
-class FakeTransport:
-    def __init__(self) -> None:
-        self.inbox: deque[tuple[bytes, tuple[str, int]]] = deque()
-        self.sent: list[tuple[bytes, Any]] = []
-        self.polls = 0
-        self.closed = False
-
-    def receive_batch(self, batch: FakeBatch | NativeBatch) -> int:
-        self.polls += 1
-        items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
-        if isinstance(batch, NativeBatch):
-            batch.put(items)
-        else:
-            batch.items = items
-        return len(items)
-
-    def send_to(self, data: Any, address: Any) -> int:
-        self.sent.append((bytes(data), address))
-        return len(data)
-
-    def register_reader(self, loop: Any, waker: Any) -> None:
-        pass
-
-    def unregister_reader(self, loop: Any = None) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def take(self) -> list[tuple[bytes, Any]]:
-        sent, self.sent = self.sent, []
-        return sent
 
 
 def data_packet(session_id: int, term_offset: int, payload: bytes, term_id: int = INITIAL_TERM_ID) -> bytes:

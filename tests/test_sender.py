@@ -6,7 +6,6 @@ control poll ratio, and control frames dispatched, counted, or dropped as invali
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from driver.raw_log import RawLog
 from driver.sender import Sender
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
+from tests.support import FakeBatch, FakeTransport
 
 T = 64 * 1024
 MTU = 1408
@@ -35,51 +35,6 @@ STREAM_ID = 1003
 INITIAL_TERM_ID = 3
 CHANNEL = "aeron:udp?endpoint=127.0.0.1:40470"
 RECEIVER = ("127.0.0.1", 40470)
-
-
-class FakeBatch:
-    def __init__(self, capacity: int = 32) -> None:
-        self.capacity = capacity
-        self.items: list[tuple[bytes, tuple[str, int]]] = []
-
-    def data(self, i: int) -> memoryview:
-        return memoryview(self.items[i][0])
-
-    def address(self, i: int) -> tuple[str, int]:
-        return self.items[i][1]
-
-
-class FakeTransport:
-    def __init__(self) -> None:
-        self.inbox: deque[tuple[bytes, tuple[str, int]]] = deque()
-        self.sent: list[bytes] = []
-        self.polls = 0
-        self.closed = False
-
-    def send(self, data: Any) -> int:
-        self.sent.append(bytes(data))
-        return len(data)
-
-    def send_to(self, data: Any, address: Any) -> int:
-        return self.send(data)
-
-    def receive_batch(self, batch: FakeBatch) -> int:
-        self.polls += 1
-        batch.items = [self.inbox.popleft() for _ in range(min(batch.capacity, len(self.inbox)))]
-        return len(batch.items)
-
-    def register_reader(self, loop: Any, waker: Any) -> None:
-        pass
-
-    def unregister_reader(self, loop: Any = None) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def take(self) -> list[bytes]:
-        sent, self.sent = self.sent, []
-        return sent
 
 
 def kinds(datagrams: list[bytes]) -> list[str]:
@@ -167,7 +122,7 @@ def test_setup_then_status_message_then_data(env: Env) -> None:
     publication = env.add_publication(11)
     env.offer(publication, 100, 100)
     env.sender.do_work()
-    assert kinds(env.transport.take()) == ["setup"]
+    assert kinds(env.transport.take_data()) == ["setup"]
     assert env.transport.polls == 1  # nothing sent: the control socket is polled
     env.control(sm(11))
     env.sender.do_work()
@@ -175,7 +130,7 @@ def test_setup_then_status_message_then_data(env: Env) -> None:
     assert publication.has_receivers
     assert publication.sender_limit.get() == T // 2
     assert env.sender.do_work() == 320
-    [data] = env.transport.take()
+    [data] = env.transport.take_data()
     assert kinds([data]) == ["data"] and len(data) == 320
     assert env[SC.BYTES_SENT] == 320
 
@@ -204,10 +159,10 @@ def test_nak_is_answered_with_a_retransmission(env: Env) -> None:
     env.offer(publication, *[100] * 10)
     while env.sender.do_work():
         pass
-    env.transport.take()
+    env.transport.take_data()
     env.control(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 480))
     env.sender.do_work()
-    [resent] = env.transport.take()
+    [resent] = env.transport.take_data()
     assert resent == publication.raw_log.term_buffers[0].get_bytes(320, 480)
     assert env[SC.NAK_MESSAGES_RECEIVED] == 1
     assert env[SC.RETRANSMITS_SENT] == 1
@@ -244,23 +199,23 @@ def test_setup_eliciting_status_message_rearms_setups(env: Env, clock) -> None:
     env.sender.do_work()
     clock.advance_ms(101)
     env.sender.do_work()  # the last setup (an SM was seen)
-    env.transport.take()
+    env.transport.take_data()
     assert not publication.should_send_setup_frame
     env.control(sm(11, flags=frames.SEND_SETUP_FLAG))
     clock.advance_ms(101)
     env.sender.do_work()
     env.sender.do_work()
-    assert "setup" in kinds(env.transport.take())
+    assert "setup" in kinds(env.transport.take_data())
     assert env[SC.STATUS_MESSAGES_RECEIVED] == 2
 
 
 def test_rttm_request_is_echoed(env: Env) -> None:
     env.add_publication(11)
     env.sender.do_work()
-    env.transport.take()
+    env.transport.take_data()
     env.control(frames.encode_rttm(11, STREAM_ID, 555, 0, 9, frames.REPLY_FLAG))
     env.sender.do_work()
-    [reply] = [d for d in env.transport.take() if kinds([d]) == ["rttm"]]
+    [reply] = [d for d in env.transport.take_data() if kinds([d]) == ["rttm"]]
     assert frames.RttmFrame.decode(reply)[4:] == (11, STREAM_ID, 555, 0, 9)
 
 
@@ -268,25 +223,25 @@ def test_every_publication_gets_its_turn(env: Env) -> None:
     first, second = env.add_publication(11), env.add_publication(12)
     env.control(sm(11), sm(12))
     env.sender.do_work()
-    env.transport.take()
+    env.transport.take_data()
     env.offer(first, 100)
     env.offer(second, 200)
     assert env.sender.do_work() == 160 + 256
-    sessions = sorted(frames.DataHeader.decode(d).session_id for d in env.transport.take())
+    sessions = sorted(frames.DataHeader.decode(d).session_id for d in env.transport.take_data())
     assert sessions == [11, 12]
 
 
 def test_removed_publication_and_closed_endpoint(env: Env) -> None:
     publication = env.add_publication(11)
     env.sender.do_work()
-    env.transport.take()
+    env.transport.take_data()
     env.sender.commands.offer(env.sender.remove_publication, publication)
     env.sender.do_work()
     assert publication.has_sender_released
     env.control(sm(11))
     env.sender.do_work()
     assert env[SC.STATUS_MESSAGES_RECEIVED] == 0  # no longer known to the endpoint
-    assert env.transport.take() == []
+    assert env.transport.take_data() == []
     env.sender.commands.offer(env.sender.close_endpoint, env.endpoint)
     env.sender.do_work()
     assert env.transport.closed

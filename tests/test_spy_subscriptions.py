@@ -5,32 +5,17 @@ receiver; told the image is gone once the drained publication ends. Real UDP on 
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Callable
 
 from driver.client import Aeron, FragmentAssembler
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.001)
+from tests.support import free_port, wait_for
 
 
 def collect(subscription, count: int, out: list[bytes]) -> None:
     handler = FragmentAssembler(
         lambda buffer, offset, length, header: out.append(buffer.get_bytes(offset, length))
     )
-    wait_until(lambda: subscription.poll(handler, 100) >= 0 and len(out) >= count, what=f"{count} messages")
+    wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(out) >= count, what=f"{count} messages")
 
 
 def publish(publication, messages: list[bytes]) -> None:
@@ -51,7 +36,7 @@ def test_spy_sees_what_the_publication_sends(embedded_driver) -> None:
         )
         receiver = aeron.add_subscription(channel, 10)
         publication = aeron.add_publication(channel, 10)
-        wait_until(lambda: publication.is_connected and receiver.images and early_spy.images, what="images")
+        wait_for(lambda: publication.is_connected and receiver.images and early_spy.images, what="images")
         (image,) = early_spy.images
         assert image.source_identity == "aeron:ipc"
         assert image.session_id == publication.session_id
@@ -62,7 +47,7 @@ def test_spy_sees_what_the_publication_sends(embedded_driver) -> None:
         collect(early_spy, 1000, spied)
         collect(receiver, 1000, received)  # so the sender has sent them all
         late_spy = aeron.add_subscription("aeron-spy:" + channel, 10)  # joins where the sender is
-        wait_until(lambda: late_spy.images, what="late spy image")
+        wait_for(lambda: late_spy.images, what="late spy image")
         assert late_spy.images[0].join_position == publication.position
         publish(publication, messages[1000:])
         collect(early_spy, 3000, spied)
@@ -73,7 +58,7 @@ def test_spy_sees_what_the_publication_sends(embedded_driver) -> None:
         assert late == messages[1000:]
         other_stream = aeron.add_subscription("aeron-spy:" + channel, 11)
         publication.close()
-        wait_until(lambda: early_spy.poll(lambda *_: None, 10) >= 0 and unavailable, what="spy image gone")
+        wait_for(lambda: early_spy.poll(lambda *_: None, 10) >= 0 and unavailable, what="spy image gone")
         assert unavailable == [image]
         assert not other_stream.images
 
@@ -86,7 +71,7 @@ def test_spies_simulate_a_connection_when_asked(embedded_driver) -> None:
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         spy = aeron.add_subscription("aeron-spy:" + channel, 10)
         publication = aeron.add_publication(channel, 10)
-        wait_until(lambda: publication.is_connected and spy.images, what="connected through the spy")
+        wait_for(lambda: publication.is_connected and spy.images, what="connected through the spy")
         messages = [i.to_bytes(4, "little") * 100 for i in range(20_000)]  # ~9 MB: many windows' worth
         spied: list[bytes] = []
         handler = FragmentAssembler(
@@ -97,7 +82,7 @@ def test_spies_simulate_a_connection_when_asked(embedded_driver) -> None:
             while publication.offer(data) < 0:
                 assert time.monotonic() < deadline, "offer kept failing"
                 spy.poll(handler, 100)
-        wait_until(lambda: spy.poll(handler, 100) >= 0 and len(spied) >= len(messages), what="every message")
+        wait_for(lambda: spy.poll(handler, 100) >= 0 and len(spied) >= len(messages), what="every message")
         assert spied == messages
 
 
@@ -107,7 +92,7 @@ def test_without_simulation_a_spy_does_not_connect_a_publication(embedded_driver
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         spy = aeron.add_subscription("aeron-spy:" + channel, 10)
         publication = aeron.add_publication(channel, 10)
-        wait_until(lambda: spy.images, what="spy image")
+        wait_for(lambda: spy.images, what="spy image")
         time.sleep(0.2)
         assert not publication.is_connected
         assert publication.offer(b"x") < 0

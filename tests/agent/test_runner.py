@@ -11,6 +11,7 @@ import pytest
 
 from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
 from driver.agent.runner import AgentRunner, CompositeAgent, do_work_until_idle
+from tests.support import wait_until
 
 
 class RecordingAgent:
@@ -65,14 +66,6 @@ class ScriptedIdle:
     def next_delay_ns(self, work_count: int) -> int:
         self.seen.append(work_count)
         return self.decisions.pop(0) if self.decisions else self.then
-
-
-async def wait_until(condition: Callable[[], bool], timeout_s: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.001)
 
 
 # --- lifecycle -------------------------------------------------------------------------------------------

@@ -12,14 +12,8 @@ from driver.client import Aeron, ClientTimeoutError, CncVersionError, DriverTime
 from driver.concurrent.counters import RECORD_ALLOCATED
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
+from driver.status.system_counters import SystemCounterDescriptor as SC
+from tests.support import ManualClock, wait_for
 
 
 def _labels(aeron: Aeron) -> dict[int, str]:
@@ -42,7 +36,7 @@ def test_connect_add_counter_and_close(driver_process) -> None:
         assert reader.get_counter_state(counter.id) != RECORD_ALLOCATED
     # After CLIENT_CLOSE the driver reaps the client at its next timer tick (1 s).
     with Aeron.connect(aeron_dir=driver.aeron_dir, timeout_s=5) as observer:
-        _wait(
+        wait_for(
             lambda: f"client-heartbeat: {aeron.client_id}" not in _labels(observer).values(),
             3,
             "client reaped",
@@ -95,19 +89,33 @@ def test_driver_that_dies_is_detected_by_the_client(driver_process) -> None:
     try:
         driver.proc.kill()
         driver.proc.wait()
-        _wait(lambda: aeron.conductor.failure is not None, 4, "the client to notice the dead driver")
+        wait_for(lambda: aeron.conductor.failure is not None, 4, "the client to notice the dead driver")
         with pytest.raises(DriverTimeoutError, match="has not heartbeated"):
             aeron.add_counter(1, "after death")
     finally:
         aeron.close()
 
 
-def test_client_that_stops_keeping_alive_is_timed_out(driver_process) -> None:
-    driver = driver_process("-Daeron.client.liveness.timeout=500ms")
+def test_client_that_stops_keeping_alive_is_timed_out(embedded_driver) -> None:
+    clock = ManualClock.starting_now()
+    driver = embedded_driver(
+        client_liveness_timeout_ns=500_000_000,
+        timer_interval_ns=100_000_000,
+        epoch_clock_ms=clock.epoch_clock_ms,
+        nano_clock=clock.nano_clock,
+    )
+    timeouts = driver.driver.system_counters.get(SC.CLIENT_TIMEOUTS)
     aeron = Aeron.connect(aeron_dir=driver.aeron_dir, use_conductor_invoker=True)
     try:
         aeron.add_counter(1, "makes the driver know this client")
-        time.sleep(2.2)  # > liveness timeout + timer interval, with no duty cycle (no keepalive)
+        known_at = clock.nanos
+        # No duty cycle of the client (no keepalive) while the driver's time passes the liveness timeout.
+        wait_for(
+            lambda: clock.advance_ms(100) or timeouts.get() == 1,
+            what="the driver to time the client out",
+            interval=0.02,
+        )
+        assert clock.nanos - known_at >= 500_000_000
         aeron.do_work()
         with pytest.raises(ClientTimeoutError, match=f"timed out client {aeron.client_id}"):
             aeron.add_counter(1, "too late")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,17 +18,10 @@ from driver.client import (
     FragmentAssembler,
 )
 from driver.concurrent.logbuffer.header import Header
+from tests.support import ManualClock, wait_for
 
 CHANNEL = "aeron:ipc?term-length=64k"
 TERM_LENGTH = 64 * 1024
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.001)
 
 
 def offer(publication, data: bytes, timeout_s: float = 5.0) -> int:
@@ -39,6 +31,13 @@ def offer(publication, data: bytes, timeout_s: float = 5.0) -> int:
             raise AssertionError(f"offer still failing with {result}")
         time.sleep(0.0002)
     return result
+
+
+def ticked(clock: ManualClock, step_ms: int = 100) -> bool:
+    """One timer interval of manual time per poll; poll every 20 ms so that the driver's agents (parked at most
+    1 ms while a client is connected) see each step. Always True."""
+    clock.advance_ms(step_ms)
+    return True
 
 
 class Collector:
@@ -58,7 +57,7 @@ class Collector:
 
     def drain(self, subscription, count: int, timeout_s: float = 5.0) -> None:
         handler = FragmentAssembler(self)
-        wait_until(lambda: subscription.poll(handler, 100) >= 0 and len(self.messages) >= count, timeout_s)
+        wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(self.messages) >= count, timeout_s)
 
 
 @pytest.fixture
@@ -71,7 +70,7 @@ def aeron(embedded_driver) -> Aeron:
 def test_messages_arrive_in_order_with_their_header_fields(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1001)
     publication = aeron.add_publication(CHANNEL, 1001)
-    wait_until(lambda: publication.is_connected and subscription.images, what="connection")
+    wait_for(lambda: publication.is_connected and subscription.images, what="connection")
     positions = [offer(publication, f"message {i}".encode()) for i in range(100)]
     assert positions == sorted(positions) and positions[0] == 64  # 32-byte header + payload, aligned
     collector = Collector()
@@ -93,7 +92,7 @@ def test_unconnected_and_closed_publications_say_so(aeron: Aeron) -> None:
 def test_fragmented_messages_up_to_the_maximum_reassemble(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1003)
     publication = aeron.add_publication(CHANNEL, 1003)
-    wait_until(lambda: publication.is_connected, what="connection")
+    wait_for(lambda: publication.is_connected, what="connection")
     assert publication.max_message_length == TERM_LENGTH // 8
     sizes = [0, 1, 1375, 1376, 1377, 4000, publication.max_message_length]
     payloads = [bytes((i * 7 + k) & 0xFF for k in range(size)) for i, size in enumerate(sizes)]
@@ -109,12 +108,12 @@ def test_fragmented_messages_up_to_the_maximum_reassemble(aeron: Aeron) -> None:
 def test_try_claim_commit_and_abort(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1004)
     publication = aeron.add_publication(CHANNEL, 1004)
-    wait_until(lambda: publication.is_connected, what="connection")
+    wait_for(lambda: publication.is_connected, what="connection")
     claim = BufferClaim()
-    wait_until(lambda: publication.try_claim(5, claim) > 0, what="claim")
+    wait_for(lambda: publication.try_claim(5, claim) > 0, what="claim")
     claim.put_bytes(b"first")
     claim.commit()
-    wait_until(lambda: publication.try_claim(7, claim) > 0, what="claim")
+    wait_for(lambda: publication.try_claim(7, claim) > 0, what="claim")
     claim.put_bytes(b"aborted")
     claim.abort()
     offer(publication, b"third")
@@ -126,7 +125,7 @@ def test_try_claim_commit_and_abort(aeron: Aeron) -> None:
 def test_exclusive_publication_runs_across_term_rotations(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1005)
     publication = aeron.add_exclusive_publication(CHANNEL, 1005)
-    wait_until(lambda: publication.is_connected, what="connection")
+    wait_for(lambda: publication.is_connected, what="connection")
     collector = Collector()
     handler = FragmentAssembler(collector)
     count = 3000  # 3000 x 96-byte frames = 4.4 terms of 64 KiB
@@ -135,7 +134,7 @@ def test_exclusive_publication_runs_across_term_rotations(aeron: Aeron) -> None:
         data = i.to_bytes(4, "little") * 16
         while (last_position := publication.offer(data)) < 0:
             subscription.poll(handler, 100)
-    wait_until(lambda: subscription.poll(handler, 100) >= 0 and len(collector.messages) >= count)
+    wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(collector.messages) >= count)
     assert [int.from_bytes(m[0][:4], "little") for m in collector.messages] == list(range(count))
     # Each 64 KiB term holds 682 whole frames of 96 bytes; the rest of a term is padding.
     assert publication.position == last_position == 4 * TERM_LENGTH + (count - 4 * 682) * 96
@@ -146,7 +145,7 @@ def test_shared_publication_is_one_stream_for_both_publishers(aeron: Aeron) -> N
     first = aeron.add_publication(CHANNEL, 1006)
     second = aeron.add_publication(CHANNEL, 1006)
     assert first.session_id == second.session_id and first.registration_id != second.registration_id
-    wait_until(lambda: first.is_connected, what="connection")
+    wait_for(lambda: first.is_connected, what="connection")
     offer(first, b"a")
     offer(second, b"b")
     first.close()
@@ -157,21 +156,33 @@ def test_shared_publication_is_one_stream_for_both_publishers(aeron: Aeron) -> N
 
 
 def test_removed_publication_ends_the_stream(embedded_driver) -> None:
-    driver = embedded_driver(publication_linger_timeout_ns=500_000_000, timer_interval_ns=100_000_000)
+    clock = ManualClock.starting_now()
+    driver = embedded_driver(
+        publication_linger_timeout_ns=500_000_000,
+        timer_interval_ns=100_000_000,
+        epoch_clock_ms=clock.epoch_clock_ms,
+        nano_clock=clock.nano_clock,
+    )
     unavailable = []
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, 1007, on_unavailable_image=unavailable.append)
         publication = aeron.add_publication(CHANNEL, 1007)
-        wait_until(lambda: publication.is_connected and subscription.images, what="connection")
+        wait_for(lambda: publication.is_connected and subscription.images, what="connection")
         offer(publication, b"last words")
         image = subscription.images[0]
         log_file = image.log_buffers.path
         publication.close()
+        closed_at = clock.nanos
         collector = Collector()
         collector.drain(subscription, 1)
         assert image.is_end_of_stream
-        wait_until(lambda: unavailable == [image], what="image unavailable")
-        wait_until(lambda: not log_file.exists(), 3, "log file deleted after linger")
+        wait_for(lambda: ticked(clock) and unavailable == [image], what="image unavailable", interval=0.02)
+        wait_for(
+            lambda: ticked(clock) and not log_file.exists(),
+            what="log file deleted after linger",
+            interval=0.02,
+        )
+        assert clock.nanos - closed_at >= 500_000_000
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -193,8 +204,8 @@ def test_back_pressure_never_overwrites_unread_data(aeron: Aeron, steps: list[tu
     publication = aeron.add_publication(CHANNEL, stream_id)
     try:
         # Images arrive asynchronously (the driver's events follow its response to the add).
-        wait_until(lambda: publication.is_connected and subscription.images, what="connection")
-        wait_until(lambda: publication.position_limit > 0, what="publisher limit")
+        wait_for(lambda: publication.is_connected and subscription.images, what="connection")
+        wait_for(lambda: publication.position_limit > 0, what="publisher limit")
         sent: list[bytes] = []
         received: list[bytes] = []
         handler = FragmentAssembler(lambda b, o, n, h: received.append(b.get_bytes(o, n)))
@@ -214,7 +225,7 @@ def test_back_pressure_never_overwrites_unread_data(aeron: Aeron, steps: list[tu
                     assert result - image.position <= TERM_LENGTH + publication.max_message_length + 64
                 else:
                     assert result in (BACK_PRESSURED, ADMIN_ACTION), result
-        wait_until(lambda: subscription.poll(handler, 100) >= 0 and len(received) >= len(sent), what="drain")
+        wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(received) >= len(sent), what="drain")
         assert received == sent
     finally:
         publication.close()
@@ -232,17 +243,31 @@ def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Ae
 def test_an_abandoned_claim_is_unblocked_after_the_unblock_timeout(embedded_driver) -> None:
     """A publisher that claims and never commits (it died) would stall the stream for every other publisher
     of the shared log; after aeron.publication.unblock.timeout the driver pads over the claim."""
-    driver = embedded_driver(publication_unblock_timeout_ns=300_000_000, timer_interval_ns=100_000_000)
+    clock = ManualClock.starting_now()
+    driver = embedded_driver(
+        publication_unblock_timeout_ns=1_000_000_000,
+        timer_interval_ns=100_000_000,
+        epoch_clock_ms=clock.epoch_clock_ms,
+        nano_clock=clock.nano_clock,
+    )
     with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, 1010)
         publication = aeron.add_publication(CHANNEL, 1010)
-        wait_until(lambda: publication.is_connected, what="connection")
+        wait_for(lambda: publication.is_connected, what="connection")
         offer(publication, b"before")
         claim = BufferClaim()
-        wait_until(lambda: publication.try_claim(100, claim) > 0, what="claim")
+        wait_for(lambda: publication.try_claim(100, claim) > 0, what="claim")
         claim.put_bytes(b"never committed")
         offer(publication, b"after")
         collector = Collector()
-        collector.drain(subscription, 2, timeout_s=10)
+        collector.drain(subscription, 1)
+        blocked_since = clock.nanos
+        handler = FragmentAssembler(collector)
+        wait_for(
+            lambda: ticked(clock) and subscription.poll(handler, 100) >= 0 and len(collector.messages) >= 2,
+            what="the abandoned claim to be padded over",
+            interval=0.02,
+        )
+        assert clock.nanos - blocked_since >= 1_000_000_000
         assert [m[0] for m in collector.messages] == [b"before", b"after"]
         assert driver.driver.counters.get_counter_value(19) == 1  # Unblocked Publications

@@ -15,14 +15,7 @@ from driver.concurrent.counters import (
     CountersReader,
 )
 from driver.util.bit_util import INT64_MAX
-
-
-class ManualClock:
-    def __init__(self, now_ms: int = 1_000) -> None:
-        self.now_ms = now_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
+from tests.support import ManualClock
 
 
 def make_manager(
@@ -30,8 +23,8 @@ def make_manager(
 ) -> tuple[CountersManager, bytearray, bytearray, ManualClock]:
     metadata = bytearray(counters * c.METADATA_LENGTH)
     values = bytearray(counters * c.COUNTER_LENGTH)
-    clock = clock or ManualClock()
-    manager = CountersManager(AtomicBuffer(metadata), AtomicBuffer(values), clock, timeout_ms)
+    clock = clock or ManualClock(epoch_ms=1_000)
+    manager = CountersManager(AtomicBuffer(metadata), AtomicBuffer(values), clock.epoch_clock_ms, timeout_ms)
     return manager, metadata, values, clock
 
 
@@ -92,7 +85,9 @@ def test_invalid_ids_are_rejected(bad_id: int) -> None:
 
 def test_metadata_must_be_four_times_values() -> None:
     with pytest.raises(ValueError, match="at least 8192 bytes"):
-        CountersManager(AtomicBuffer(bytearray(4096)), AtomicBuffer(bytearray(2048)), ManualClock())
+        CountersManager(
+            AtomicBuffer(bytearray(4096)), AtomicBuffer(bytearray(2048)), ManualClock().epoch_clock_ms
+        )
 
 
 def test_reader_over_foreign_smaller_metadata_is_bounded() -> None:
@@ -140,9 +135,9 @@ def test_free_and_reuse_after_deadline() -> None:
     assert manager.get_counter_state(first) == c.RECORD_RECLAIMED
     assert manager.get_free_for_reuse_deadline(first) == 2_000
     assert manager.get_counter_value(first) == 99  # not cleared on free
-    clock.now_ms = 1_999
+    clock.epoch_ms = 1_999
     assert manager.allocate("three") == 2  # deadline not reached: a fresh id
-    clock.now_ms = 2_000
+    clock.epoch_ms = 2_000
     reused = manager.allocate("four", type_id=9)
     assert reused == first
     assert manager.get_counter_value(reused) == 0  # zeroed on reuse
@@ -157,7 +152,7 @@ def test_reuse_takes_first_freed_and_clears_old_key() -> None:
     ids = [manager.allocate(f"c{i}", key=b"\xff" * 50) for i in range(4)]
     manager.free(ids[2])
     manager.free(ids[0])
-    clock.now_ms += 10
+    clock.epoch_ms += 10
     assert manager.allocate("again", key=b"\x01") == ids[2]
     assert manager.get_counter_key(ids[2]) == b"\x01" + bytes(111)
     assert manager.allocate("again2") == ids[0]
@@ -183,7 +178,7 @@ def test_full_raises_with_advice() -> None:
     manager.free(0)
     with pytest.raises(CountersFullError, match="1 freed, waiting out the reuse timeout"):
         manager.allocate("c")
-    clock.now_ms += 100
+    clock.epoch_ms += 100
     assert manager.allocate("c") == 0
 
 
@@ -331,15 +326,15 @@ def test_allocate_free_sequences(ops: list[tuple[str, int]], timeout_ms: int) ->
     high_water = -1
     for op, arg in ops:
         if op == "tick":
-            clock.now_ms += arg
+            clock.epoch_ms += arg
         elif op == "free":
             if not allocated:
                 continue
             counter_id = allocated.pop(arg % len(allocated))
             manager.free(counter_id)
-            freed.append((counter_id, clock.now_ms + timeout_ms))
+            freed.append((counter_id, clock.epoch_ms + timeout_ms))
         else:
-            due = [i for i, (_, deadline) in enumerate(freed) if deadline <= clock.now_ms]
+            due = [i for i, (_, deadline) in enumerate(freed) if deadline <= clock.epoch_ms]
             if due:
                 expected = freed.pop(due[0])[0]
             elif high_water + 1 < capacity:

@@ -11,24 +11,17 @@ from driver.concurrent.error_log import (
     format_error_log,
     format_timestamp_ms,
 )
+from tests.support import ManualClock
 
 # 2026-11-21 14:24:47.123 UTC
 T0 = 1_795_271_087_123
 
 
-class ManualClock:
-    def __init__(self, now_ms: int = T0) -> None:
-        self.now_ms = now_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-
 def make_log(capacity: int = 64 * 1024) -> tuple[DistinctErrorLog, bytearray, AtomicBuffer, ManualClock]:
     raw = bytearray(capacity)
     buffer = AtomicBuffer(raw)
-    clock = ManualClock()
-    return DistinctErrorLog(buffer, clock), raw, buffer, clock
+    clock = ManualClock(epoch_ms=T0)
+    return DistinctErrorLog(buffer, clock.epoch_clock_ms), raw, buffer, clock
 
 
 def read_all(buffer: AtomicBuffer, since: int = 0) -> list[tuple[int, int, int, str]]:
@@ -62,7 +55,7 @@ def test_layout_constants() -> None:
 def test_same_site_twice_is_one_record() -> None:
     log, _, buffer, clock = make_log()
     assert log.record(caught(site_a))
-    clock.now_ms += 500
+    clock.epoch_ms += 500
     # Same frames, different message: Agrona's rule (class + stack) still calls it the same error.
     assert log.record(caught(site_a, "other message"))
     records = read_all(buffer)
@@ -104,7 +97,7 @@ def test_cause_chain_distinguishes() -> None:
 def test_record_layout_bytes() -> None:
     log, raw, buffer, clock = make_log()
     assert log.record_message("first")
-    clock.now_ms = T0 + 7
+    clock.epoch_ms = T0 + 7
     assert log.record_message("second!")
     length = 24 + len("first")
     assert struct.unpack_from("<iiqq", raw, 0) == (length, 1, T0, T0)
@@ -113,7 +106,7 @@ def test_record_layout_bytes() -> None:
     assert struct.unpack_from("<iiqq", raw, second) == (24 + 7, 1, T0 + 7, T0 + 7)
     assert raw[second + 24 : second + 31] == b"second!"
     assert raw[second + 31 :] == bytes(len(raw) - second - 31)
-    clock.now_ms = T0 + 9
+    clock.epoch_ms = T0 + 9
     log.record_message("first")
     assert struct.unpack_from("<iiqq", raw, 0) == (length, 2, T0 + 9, T0)
     assert ErrorLogReader.has_errors(buffer)
@@ -146,9 +139,9 @@ def test_text_is_utf8() -> None:
 def test_reader_since_filter() -> None:
     log, _, buffer, clock = make_log()
     log.record_message("old")
-    clock.now_ms += 1_000
+    clock.epoch_ms += 1_000
     log.record_message("new")
-    clock.now_ms += 1_000
+    clock.epoch_ms += 1_000
     log.record_message("old")  # seen again: its last timestamp moves past the filter
     assert [r[3] for r in read_all(buffer, since=T0 + 1_000)] == ["old", "new"]
     assert [r[3] for r in read_all(buffer, since=T0 + 1_001)] == ["old"]
@@ -175,7 +168,7 @@ def test_format_timestamp_like_java() -> None:
 def test_format_error_log_matches_error_stat() -> None:
     log, _, buffer, clock = make_log()
     log.record_message("java.lang.IllegalStateException: one\n\tat X.y(X.java:1)\n")
-    clock.now_ms += 1_001
+    clock.epoch_ms += 1_001
     log.record_message("two")
     log.record_message("two")
     expected = (

@@ -18,8 +18,8 @@ java_driver        module    one Java MediaDriver per module; extra ``-D`` props
 run_driver_cli     session   ``run_driver_cli(*args, timeout=30.0) -> CompletedProcess[str]`` for
                              ``python -m driver ARGS`` (e.g. ``"stat", "--dir", d, "--once"``).
 cnc                session   ``CncTools``: ``header(dir)``, ``counters(dir, allocated_only=True)``, ``ready(dir)``,
-                             ``ring_positions(dir)``, ``ring_drained(dir)``, ``wait_for(predicate, timeout, interval,
-                             what)``, ``parse_stat(text)``, ``parse_errors(text)``
+                             ``ring_positions(dir)``, ``ring_drained(dir)``, ``wait_for(predicate, timeout_s, what,
+                             interval=0.02)``, ``parse_stat(text)``, ``parse_errors(text)``
                              -- a tiny independent reader of cnc.dat (pread), usable against either driver.
 
 Aeron dirs live under /dev/shm (``aeron-interop-*``) and are removed at teardown. Every subprocess is bounded by
@@ -29,6 +29,7 @@ a timeout and stopped by its own pid.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import re
@@ -46,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
@@ -564,27 +567,14 @@ def read_cnc_counters(aeron_dir: Path | str, *, allocated_only: bool = True) -> 
     return counters
 
 
-def wait_for(
-    predicate: Callable[[], Any], timeout: float, interval: float = 0.02, what: str = "condition"
-) -> Any:
-    """Poll ``predicate`` until it returns a truthy value (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
 class CncTools:
     header = staticmethod(read_cnc_header)
     counters = staticmethod(read_cnc_counters)
     ready = staticmethod(cnc_ready)
     ring_positions = staticmethod(read_to_driver_positions)
     ring_drained = staticmethod(to_driver_ring_drained)
-    wait_for = staticmethod(wait_for)
+    # cnc.dat reads are not free: poll them less often than tests.support.wait_for does by default.
+    wait_for = staticmethod(functools.partial(wait_for, interval=0.02))
     parse_stat = staticmethod(parse_stat)
     parse_errors = staticmethod(parse_errors)
 

@@ -22,6 +22,7 @@ from driver.client import Aeron
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
+from tests.support import wait_for
 
 pytestmark = pytest.mark.interop
 
@@ -126,15 +127,6 @@ def poll_until(sub, handler, done, timeout: float = WAIT_S, what: str = "message
             if time.monotonic() > deadline:
                 pytest.fail(f"timed out after {timeout}s waiting for {what}")
             time.sleep(0.0005)
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while not (result := predicate()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-    return result
 
 
 def sink_messages(lines: list[str]) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[int]]]:

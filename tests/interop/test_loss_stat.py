@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
 from driver.reports.loss_report import LossEntry, LossReport, LossReportFile, create_loss_report_file
+from tests.support import free_port
 
 pytestmark = pytest.mark.interop
 
@@ -31,12 +31,6 @@ DEBUG_LOSS = {
 MIN_BYTES_LOST = 200_000  # more than any synthetic stream below can lose
 SYNTHETIC_LOSS_PER_ENTRY = 1024
 SPARK_TIMEOUT_S = 120.0
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _entries(location: Path) -> list[LossEntry]:
@@ -70,7 +64,7 @@ def test_java_loss_report_read_by_our_reader_loss_stat_and_spark(
 ) -> None:
     started = time.monotonic()
     driver = drivers.java(DEBUG_LOSS)
-    channel = f"aeron:udp?endpoint=localhost:{_free_udp_port()}"
+    channel = f"aeron:udp?endpoint=localhost:{free_port()}"
     sample = {
         "aeron.dir": driver.aeron_dir,
         "aeron.sample.channel": channel,
@@ -86,7 +80,9 @@ def test_java_loss_report_read_by_our_reader_loss_stat_and_spark(
         found = [e for e in _entries(live) if (e.channel, e.stream_id) == (channel, STREAM_ID)]
         return found[0] if found and found[0].total_bytes_lost >= MIN_BYTES_LOST else None
 
-    entry = cnc.wait_for(lossy_entry, 20.0, 0.1, what=f"{MIN_BYTES_LOST} bytes lost on {channel} in {live}")
+    entry = cnc.wait_for(
+        lossy_entry, 20.0, interval=0.1, what=f"{MIN_BYTES_LOST} bytes lost on {channel} in {live}"
+    )
     # Our command reads the live file the Java driver is still writing.
     result = run_driver_cli("loss", "--dir", driver.aeron_dir)
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,6 @@ Every endpoint port is a free loopback port found by binding port 0.
 from __future__ import annotations
 
 import re
-import socket
 import threading
 import time
 import zlib
@@ -28,6 +27,7 @@ import pytest
 from driver.client import Aeron
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
+from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.interop
 
@@ -58,12 +58,6 @@ SOURCE_IDENTITY = re.compile(r"^127\.0\.0\.1:\d+$")
 _PATTERN = bytes(range(256)) * (MAX_MESSAGE_1M // 256 + 2)
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def udp_channel(port: int) -> str:
     return f"aeron:udp?endpoint=localhost:{port}"
 
@@ -79,15 +73,6 @@ def cycle(sizes: tuple[int, ...], count: int) -> list[int]:
 
 def expected(lengths: list[int]) -> list[tuple[int, int]]:
     return [(n, zlib.crc32(payload(k, n))) for k, n in enumerate(lengths)]
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while not (result := predicate()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-    return result
 
 
 def publish(pub, lengths: list[int], timeout: float = WAIT_S) -> int:
@@ -255,7 +240,7 @@ def test_java_to_java_through_our_driver(drivers, spawn_java):
     """Publication and subscription on the same UDP channel of our driver; every fragmentation case, several
     1 MiB terms (so the log rotates); the source's close ends the stream at the sink."""
     driver = drivers.ours(OUR_PROPS)
-    port = free_udp_port()
+    port = free_port()
     channel = udp_channel(port)
     lengths = cycle(FRAGMENT_SIZES, 7 * 40)  # 40 x 206 KiB ~ 8 terms
     sink = spawn_sink(spawn_java, driver, channel, 2001, len(lengths))
@@ -278,7 +263,7 @@ def test_across_drivers(direction, our_client, drivers, spawn_java):
     pub_kind, sub_kind = ("java", "ours") if direction == "java-to-ours" else ("ours", "java")
     pub_driver = drivers.start(pub_kind, JAVA_PROPS if pub_kind == "java" else OUR_PROPS)
     sub_driver = drivers.start(sub_kind, JAVA_PROPS if sub_kind == "java" else OUR_PROPS)
-    channel = udp_channel(free_udp_port())
+    channel = udp_channel(free_port())
     pub_channel = f"{channel}|term-length=1m"
     stream = 2002
     lengths = cycle(MIXED_SIZES, MIXED_COUNT)
@@ -327,7 +312,7 @@ def test_java_spy_subscription(kind, drivers, spawn_java):
     MessageSource: the spy reads the publication's own log (source identity "aeron:ipc"), gets every message,
     and sees the image go unavailable at end of stream. The Java driver is the reference."""
     driver = drivers.start(kind, JAVA_PROPS if kind == "java" else OUR_PROPS)
-    channel = udp_channel(free_udp_port())
+    channel = udp_channel(free_port())
     lengths = cycle(MIXED_SIZES, 2_000)
     spy = spawn_sink(spawn_java, driver, "aeron-spy:" + channel, 2006, len(lengths))
     sink = spawn_sink(spawn_java, driver, channel, 2006, len(lengths))
@@ -354,7 +339,7 @@ def test_streaming_million_messages_across_drivers(direction, drivers, spawn_jav
     pub_driver = drivers.start(pub_kind, JAVA_PROPS if pub_kind == "java" else OUR_PROPS)
     sub_driver = drivers.start(sub_kind, JAVA_PROPS if sub_kind == "java" else OUR_PROPS)
     sample = {
-        "aeron.sample.channel": udp_channel(free_udp_port()),
+        "aeron.sample.channel": udp_channel(free_port()),
         "aeron.sample.streamId": 2003,
         "aeron.sample.messages": messages,
         "aeron.sample.messageLength": 32,
@@ -422,7 +407,7 @@ def _udp_counters(kind: str, drivers, cnc) -> tuple[dict[str, tuple], dict[int, 
     system counter values, the normalized (type id, label) of every other non-system counter, and whether the
     byte counters include the heartbeats as 1.15.1's do."""
     driver = drivers.start(kind, JAVA_PROPS if kind == "java" else OUR_PROPS)
-    port = free_udp_port()
+    port = free_port()
     channel = udp_channel(port)
     lengths = cycle((100, 3000, 0, 1376), 200)
     collector = Collector()
@@ -524,7 +509,7 @@ def test_mdc_to_a_subscriber_on_each_driver(pub_kind, mode, drivers, spawn_java)
         pub_kind, {**(JAVA_PROPS if pub_kind == "java" else OUR_PROPS), **MIN_FLOW_CONTROL}
     )
     other_driver = drivers.start(other_kind, JAVA_PROPS if other_kind == "java" else OUR_PROPS)
-    control, first, second = free_udp_port(), free_udp_port(), free_udp_port()
+    control, first, second = free_port(), free_port(), free_port()
     stream = 2005
     lengths = cycle(MIXED_SIZES, 2_000)
     sinks = [

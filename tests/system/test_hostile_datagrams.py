@@ -41,6 +41,7 @@ from driver.client import Aeron
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
 from driver.protocol import frames
+from tests.support import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 INVALID_PACKETS, ERRORS = 14, 15
@@ -57,21 +58,6 @@ _PATTERN = bytes(range(256)) * 40
 def payload(k: int, length: int) -> bytes:
     start = (k * 31) & 0xFF
     return _PATTERN[start : start + length]
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while not (result := predicate()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-    return result
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -180,7 +166,7 @@ class Checker:
 class HealthyStream:
     def __init__(self, live: Live, term_length: int = TERM_LENGTH) -> None:
         self.live = live
-        self.port = free_udp_port()
+        self.port = free_port()
         self.stream_id = live.stream_id()
         self.channel = f"aeron:udp?endpoint=localhost:{self.port}"
         self.available: list[int] = []

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.exporter.collector import SYSTEM_METRIC_NAMES
+from tests.support import free_port, wait_for
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -61,12 +61,6 @@ def _load_interop_harness() -> Any:
 harness = _load_interop_harness()
 
 
-def free_port(kind: int) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def http_get(url: str, timeout: float = 5.0) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read().decode()
@@ -91,11 +85,7 @@ class Live:
         return body["data"]["result"]
 
     def wait_for(self, promql: str, timeout: float = 20.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while not (result := self.query(promql)):
-            assert time.monotonic() < deadline, f"no data for {promql} within {timeout} s"
-            time.sleep(0.25)
-        return result
+        return wait_for(lambda: self.query(promql), timeout, f"data for {promql}", interval=0.25)
 
 
 def _start_prometheus(tmp: Path, exporter_address: str) -> tuple[subprocess.Popen[bytes], str, Path]:
@@ -112,7 +102,7 @@ def _start_prometheus(tmp: Path, exporter_address: str) -> tuple[subprocess.Pope
     )
     assert exporter_address in config and "scrape_interval: 1s" in config
     (tmp / "prometheus.yml").write_text(config)
-    port = free_port(socket.SOCK_STREAM)
+    port = free_port("tcp")
     log = tmp / "prometheus.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -166,7 +156,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     traffic = None
     try:
         driver = pool.java(None, peers=peers)
-        channel = f"aeron:udp?endpoint=localhost:{free_port(socket.SOCK_DGRAM)}"
+        channel = f"aeron:udp?endpoint=localhost:{free_port('udp')}"
         # 2,000 messages/s of 200 bytes, for at most 90 s (normally stopped much sooner, below).
         traffic = peers.spawn(
             "ThrottledTraffic", channel, STREAM_ID, 2000, 200, 90, props={"aeron.dir": driver.aeron_dir}

@@ -3,7 +3,6 @@ with the seeded loss generator, multicast on loopback, MDC (manual and dynamic) 
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
@@ -11,25 +10,14 @@ import pytest
 
 from driver.client import Aeron
 from driver.status.system_counters import SystemCounterDescriptor as SC
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support import EmbeddedDriver, free_port, new_aeron_dir, wait_for
 
 
 @pytest.fixture
 def two_drivers(tmp_path: Path, request):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from conftest import EmbeddedDriver
-
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
     settings = getattr(request, "param", {})
-    a = EmbeddedDriver(base / f"aeron-udp-a-{time.monotonic_ns()}", dir_delete_on_start=True)
-    b = EmbeddedDriver(base / f"aeron-udp-b-{time.monotonic_ns()}", dir_delete_on_start=True, **settings)
+    a = EmbeddedDriver(new_aeron_dir(tmp_path, "aeron-udp-a"), dir_delete_on_start=True)
+    b = EmbeddedDriver(new_aeron_dir(tmp_path, "aeron-udp-b"), dir_delete_on_start=True, **settings)
     yield a, b
     a.close()
     b.close()
@@ -50,13 +38,6 @@ def stream(
         for subscription, handler in zip(subscriptions, handlers, strict=True):
             subscription.poll(handler, 100)
     return received
-
-
-def wait_for(predicate, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
 
 
 def expected(count: int, size: int = 32) -> list[bytes]:
@@ -196,14 +177,8 @@ def test_mdc_flow_control_strategy_decides_who_sets_the_pace(tmp_path: Path, str
     """aeron.multicast.flow.control.strategy on an MDC publication with one reading and one stalled receiver:
     with min the stalled one holds the publisher back; with max the reader's pace wins and the publisher
     goes far past the stalled receiver's window."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from conftest import EmbeddedDriver
-
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
     driver = EmbeddedDriver(
-        base / f"aeron-fc-{time.monotonic_ns()}", dir_delete_on_start=True, multicast_flow_control=strategy
+        new_aeron_dir(tmp_path, "aeron-fc"), dir_delete_on_start=True, multicast_flow_control=strategy
     )
     try:
         control, reading_port, stalled_port = free_port(), free_port(), free_port()

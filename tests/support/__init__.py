@@ -1,0 +1,44 @@
+"""Test support: the one copy of each helper the tests share. Import with ``from tests.support import ...``
+(pyproject's pytest ``pythonpath = ["."]`` makes ``tests`` importable under ``--import-mode=importlib``).
+
+What is here, and when to use which:
+
+``ManualClock`` (clock.py)
+    Epoch-ms and monotonic-ns views of one manual time (``epoch_clock_ms``, ``nano_clock``, ``advance_ms``,
+    ``advance_ns``, settable ``epoch_ms``). Use it for every protocol timer (NAK delay, SM timeout, liveness,
+    linger, keepalive, image timeouts, counter reuse): hand its clocks to the agent or ``MediaDriver`` under
+    test and advance it, instead of sleeping. The ``clock`` fixture gives a fresh one.
+``FakeTransport``, ``FakeBatch`` (transport.py)
+    A recording stand-in for a UDP transport and its receive batch, for sans-IO tests of endpoints, sender and
+    receiver: ``inbox`` feeds ``receive_batch``; ``take()`` returns (datagram, address) pairs sent,
+    ``take_data()`` the datagrams only.
+``wait_for(predicate, timeout_s, what)``, ``wait_until`` (wait.py)
+    Poll with a deadline for what another thread, process or socket does (a Java peer, a driver's thread);
+    the failure names ``what``. ``wait_until`` is the ``async`` form, for code on an event loop.
+``free_port(kind)`` (ports.py)
+    A loopback port the OS just had free ("udp" or "tcp"); never use fixed ports.
+``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
+    A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
+    start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
+    them in the test's ``aeron_dir`` and stops them at teardown; the context manager of the same name is for
+    code outside fixtures. For a driver in its own process use the ``driver_process`` fixture (tests/conftest.py),
+    and for Java peers the interop fixtures (tests/interop/conftest.py).
+"""
+
+from tests.support.clock import ManualClock
+from tests.support.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
+from tests.support.ports import free_port
+from tests.support.transport import FakeBatch, FakeTransport
+from tests.support.wait import wait_for, wait_until
+
+__all__ = [
+    "EmbeddedDriver",
+    "FakeBatch",
+    "FakeTransport",
+    "ManualClock",
+    "embedded_driver",
+    "free_port",
+    "new_aeron_dir",
+    "wait_for",
+    "wait_until",
+]

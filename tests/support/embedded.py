@@ -1,0 +1,102 @@
+"""An in-process MediaDriver on a uvloop loop in a background thread, as users run the driver."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from driver.context import DriverContext
+from driver.media_driver import MediaDriver
+
+START_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 10.0
+
+
+def new_aeron_dir(base: Path | None = None, prefix: str = "aeron-test") -> Path:
+    """A fresh, unique aeron dir path on /dev/shm when it exists (as Aeron's default), else under ``base``."""
+    shm = Path("/dev/shm")
+    parent = shm if shm.is_dir() else (base or Path("/tmp"))
+    return parent / f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+class EmbeddedDriver:
+    """Starts at construction; ``close()`` stops the loop, joins the thread and closes the driver.
+
+    ``settings`` are DriverContext fields. Clocks default to the real ones; pass a ManualClock's
+    ``epoch_clock_ms``/``nano_clock`` to drive the driver's protocol timers by hand.
+    """
+
+    def __init__(
+        self,
+        aeron_dir: Path,
+        *,
+        epoch_clock_ms: Callable[[], int] | None = None,
+        nano_clock: Callable[[], int] | None = None,
+        **settings: Any,
+    ) -> None:
+        self.aeron_dir = aeron_dir
+        clocks = {k: v for k, v in (("epoch_clock_ms", epoch_clock_ms), ("nano_clock", nano_clock)) if v}
+        self.driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), **settings), **clocks)
+        self._failure: BaseException | None = None
+        self._loop = uvloop.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._run, name=f"embedded-driver-{aeron_dir.name}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # run() has started once it can take a stop request.
+        while self.driver._stop_requested is None and self._thread.is_alive():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+
+    def _run(self) -> None:
+        try:
+            self._loop.run_until_complete(self.driver.run())
+        except BaseException as exc:  # reported by close(), in the test's thread
+            self._failure = exc
+
+    @property
+    def loop(self) -> uvloop.Loop:
+        return self._loop
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self.driver.request_stop)
+        self._thread.join(STOP_TIMEOUT_S)
+        assert not self._thread.is_alive(), "embedded driver did not stop"
+        self._loop.close()
+        self.driver.close()
+        if self._failure is not None:
+            raise AssertionError(f"embedded driver failed: {self._failure!r}") from self._failure
+
+    def __enter__(self) -> EmbeddedDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def embedded_driver(aeron_dir: Path | None = None, **settings: Any) -> Iterator[EmbeddedDriver]:
+    """``with embedded_driver(**settings) as d:`` an EmbeddedDriver in a fresh dir, stopped and removed after."""
+    directory = aeron_dir or new_aeron_dir()
+    driver = EmbeddedDriver(directory, **settings)
+    try:
+        yield driver
+    finally:
+        try:
+            driver.close()
+        finally:
+            if aeron_dir is None:
+                shutil.rmtree(directory, ignore_errors=True)
