@@ -29,6 +29,7 @@ from driver.archive.codecs.messages import (
     codec,
 )
 from driver.archive.codecs.sbe import VAR_LENGTH_LENGTH, CodecError
+from driver.archive.segment_file import recover_stop_position
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import INT32_MAX
 
@@ -304,6 +305,24 @@ class Catalog:
         self._check_known(recording_id)
         self._buffer.view[self._offset(recording_id, VALID_OFFSET)] = INVALID
         self._sync()
+
+    def recover(self, now_ms: int) -> list[int]:
+        """At start-up: valid entries left without a stop position (the archive did not stop cleanly) get one from
+        their segment files, and stop timestamp ``now_ms``. Returns the recovered ids."""
+        recovered = []
+        for entry in self:
+            d = entry.descriptor
+            if entry.valid and d.stop_position == NULL_POSITION:
+                stop = recover_stop_position(
+                    self.archive_dir,
+                    d.recording_id,
+                    d.start_position,
+                    d.term_buffer_length,
+                    d.segment_file_length,
+                )
+                self.recording_stopped(d.recording_id, stop, now_ms)
+                recovered.append(d.recording_id)
+        return recovered
 
     # -- reads -----------------------------------------------------------------------------------------------------
 
