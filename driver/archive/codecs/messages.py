@@ -1,0 +1,243 @@
+"""Schema 101 v0: the archive's control requests, responses, recording events and catalog records
+(docs/archive.md sections 1-3). Field names are Aeron's, in snake_case; offsets chain in declaration order and
+each declared block length is checked against them."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, NamedTuple
+
+from driver.archive.codecs.sbe import (
+    INT32_NULL,
+    UINT8_NULL,
+    At,
+    Int8,
+    Int32,
+    Int64,
+    Schema,
+    UInt8,
+    VarAscii,
+    enum_field,
+)
+
+SCHEMA_ID = 101
+SCHEMA_VERSION = 0
+
+ARCHIVE = Schema("archive", SCHEMA_ID, SCHEMA_VERSION)
+message = ARCHIVE.message
+
+
+class ControlResponseCode(enum.IntEnum):
+    OK = 0
+    ERROR = 1
+    RECORDING_UNKNOWN = 2
+    NULL_VAL = INT32_NULL
+
+
+class SourceLocation(enum.IntEnum):
+    LOCAL = 0
+    REMOTE = 1
+    NULL_VAL = UINT8_NULL
+
+
+ResponseCode = enum_field(ControlResponseCode, Int32)
+Location = enum_field(SourceLocation, UInt8)
+
+
+# -- responses and events (docs/archive.md section 3) -------------------------------------------------------------
+
+
+@message(template_id=1, block_length=28)
+class ControlResponse(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    relevant_id: Int64
+    code: ResponseCode
+    error_message: VarAscii = ""
+
+
+@message(template_id=20, block_length=8)
+class CatalogHeader(NamedTuple):
+    version: Int32
+    entry_length: Int32
+
+
+@message(template_id=21, block_length=32)
+class RecordingDescriptorHeader(NamedTuple):
+    length: Int32
+    valid: Int8
+    reserved: Annotated[Int8, At(31)] = 0
+
+
+@message(template_id=22, block_length=80)
+class RecordingDescriptor(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    start_timestamp: Int64
+    stop_timestamp: Int64
+    start_position: Int64
+    stop_position: Int64
+    initial_term_id: Int32
+    segment_file_length: Int32
+    term_buffer_length: Int32
+    mtu_length: Int32
+    session_id: Int32
+    stream_id: Int32
+    stripped_channel: VarAscii = ""
+    original_channel: VarAscii = ""
+    source_identity: VarAscii = ""
+
+
+@message(template_id=101, block_length=24)
+class RecordingStarted(NamedTuple):
+    recording_id: Int64
+    start_position: Int64
+    session_id: Int32
+    stream_id: Int32
+    channel: VarAscii = ""
+    source_identity: VarAscii = ""
+
+
+@message(template_id=102, block_length=24)
+class RecordingProgress(NamedTuple):
+    recording_id: Int64
+    start_position: Int64
+    position: Int64
+
+
+@message(template_id=103, block_length=24)
+class RecordingStopped(NamedTuple):
+    recording_id: Int64
+    start_position: Int64
+    stop_position: Int64
+
+
+# -- control requests (docs/archive.md section 2) ----------------------------------------------------------------
+
+
+@message(template_id=2, block_length=12)
+class ConnectRequest(NamedTuple):
+    correlation_id: Int64
+    response_stream_id: Int32
+    response_channel: VarAscii = ""
+
+
+@message(template_id=3, block_length=8)
+class CloseSessionRequest(NamedTuple):
+    control_session_id: Int64
+
+
+@message(template_id=4, block_length=21)
+class StartRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    stream_id: Int32
+    source_location: Location
+    channel: VarAscii = ""
+
+
+@message(template_id=5, block_length=20)
+class StopRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    stream_id: Int32
+    channel: VarAscii = ""
+
+
+@message(template_id=6, block_length=44)
+class ReplayRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    position: Int64
+    length: Int64
+    replay_stream_id: Int32
+    replay_channel: VarAscii = ""
+
+
+@message(template_id=7, block_length=24)
+class StopReplayRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    replay_session_id: Int64
+
+
+@message(template_id=8, block_length=28)
+class ListRecordingsRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    from_recording_id: Int64
+    record_count: Int32
+
+
+@message(template_id=9, block_length=32)
+class ListRecordingsForUriRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    from_recording_id: Int64
+    record_count: Int32
+    stream_id: Int32
+    channel: VarAscii = ""
+
+
+@message(template_id=10, block_length=24)
+class ListRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+
+
+@message(template_id=11, block_length=29)
+class ExtendRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    stream_id: Int32
+    source_location: Location
+    channel: VarAscii = ""
+
+
+@message(template_id=12, block_length=24)
+class RecordingPositionRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+
+
+@message(template_id=13, block_length=32)
+class TruncateRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    position: Int64
+
+
+@message(template_id=14, block_length=24)
+class StopRecordingSubscriptionRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    subscription_id: Int64
+
+
+@message(template_id=15, block_length=24)
+class StopPositionRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+
+
+@message(template_id=16, block_length=32)
+class FindLastMatchingRecordingRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    min_recording_id: Int64
+    session_id: Int32
+    stream_id: Int32
+    channel: VarAscii = ""
+
+
+encode = ARCHIVE.encode
+encode_into = ARCHIVE.encode_into
+decode = ARCHIVE.decode
+codec = ARCHIVE.codec

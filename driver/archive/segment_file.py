@@ -1,0 +1,147 @@
+"""Segment files ``<recordingId>-<segmentIndex>.rec``: the recorded term frames, as Aeron Archive 1.15.1 writes
+them (docs/archive.md sections 7 and 12).
+
+1.15.1's writer lays a recording out from the term base of its start position: segment k holds positions
+[termBase + k·L, termBase + (k+1)·L) at file offset (position - termBase) & (L - 1), the bytes before the start
+position are left empty, and each file is pre-sized (sparse) to L. ``segment_position`` is that layout, and what
+our archive uses for every lookup. 1.15.1's own replay/truncate lookup, ``(position - start) >> log2(L)``, agrees
+with it only when the start is term aligned (docs/archive.md section 12); it is kept as
+``lookup_index_1_15_1`` for the cases where the archive must answer exactly as 1.15.1 does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+from driver.util.bit_util import align, is_power_of_two
+
+RECORDING_SEGMENT_SUFFIX = ".rec"
+MIN_SEGMENT_LENGTH = 64 * 1024
+MAX_SEGMENT_LENGTH = 1024 * 1024 * 1024
+FRAME_ALIGNMENT = 32
+FRAME_HEADER_LENGTH = 32
+FRAME_LENGTH_OFFSET = 0
+PAGE_SIZE = 4096
+
+_FRAME_LENGTH = struct.Struct("<i")
+_NAME = re.compile(r"^(\d+)-(\d+)" + re.escape(RECORDING_SEGMENT_SUFFIX) + "$")
+
+
+class SegmentPosition(NamedTuple):
+    index: int
+    offset: int
+
+
+def validate_segment_length(segment_length: int) -> None:
+    if not is_power_of_two(segment_length):
+        raise ValueError(f"segment file length not a power of 2: {segment_length}")
+    if not MIN_SEGMENT_LENGTH <= segment_length <= MAX_SEGMENT_LENGTH:
+        raise ValueError(f"segment file length not in valid range: {segment_length}")
+
+
+def segment_file_name(recording_id: int, segment_index: int) -> str:
+    return f"{recording_id}-{segment_index}{RECORDING_SEGMENT_SUFFIX}"
+
+
+def parse_segment_file_name(name: str) -> tuple[int, int] | None:
+    """(recordingId, segmentIndex) of a segment file name, None for any other name."""
+    match = _NAME.match(name)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def term_base(position: int, term_length: int) -> int:
+    """The position at which the term holding ``position`` starts."""
+    return position - (position & (term_length - 1))
+
+
+def segment_position(
+    start_position: int, position: int, term_length: int, segment_length: int
+) -> SegmentPosition:
+    """Segment index and file offset at which 1.15.1's writer stores ``position`` of a recording started at
+    ``start_position``."""
+    relative = position - term_base(start_position, term_length)
+    shift = segment_length.bit_length() - 1
+    return SegmentPosition(relative >> shift, relative & (segment_length - 1))
+
+
+def segment_base_position(
+    start_position: int, segment_index: int, term_length: int, segment_length: int
+) -> int:
+    """The stream position at file offset 0 of segment ``segment_index``."""
+    return term_base(start_position, term_length) + segment_index * segment_length
+
+
+def lookup_index_1_15_1(start_position: int, position: int, segment_length: int) -> int:
+    """1.15.1's ``Archive.segmentFileIndex``: its replay and truncate lookup, and the writer's first index for a
+    join position (docs/archive.md section 12)."""
+    return (position - start_position) >> (segment_length.bit_length() - 1)
+
+
+def segment_indexes(archive_dir: str | os.PathLike[str], recording_id: int) -> list[int]:
+    """Indexes of the recording's segment files present in ``archive_dir``, ascending."""
+    found = []
+    for name in os.listdir(archive_dir):
+        parsed = parse_segment_file_name(name)
+        if parsed is not None and parsed[0] == recording_id:
+            found.append(parsed[1])
+    return sorted(found)
+
+
+def segment_path(archive_dir: str | os.PathLike[str], recording_id: int, segment_index: int) -> Path:
+    return Path(archive_dir) / segment_file_name(recording_id, segment_index)
+
+
+def create_segment_file(path: str | os.PathLike[str], segment_length: int) -> None:
+    """Creates (or keeps) ``path`` sized to the segment length; sparse, like RandomAccessFile.setLength."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.ftruncate(fd, segment_length)
+    finally:
+        os.close(fd)
+
+
+def scan_stop_offset(path: str | os.PathLike[str], from_offset: int, segment_length: int) -> int:
+    """Offset just past the last complete frame of a segment, scanning frame headers from ``from_offset`` to the
+    first zero length. A last frame that straddles a 4 KiB page is dropped, a crash may have left it torn; as in
+    1.15.1, one ending exactly on a page boundary counts as straddling (docs/archive.md section 7)."""
+    last = next_offset = from_offset
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        limit = min(size, segment_length)
+        while next_offset + FRAME_HEADER_LENGTH <= limit:
+            (frame_length,) = _FRAME_LENGTH.unpack(os.pread(f.fileno(), 4, next_offset + FRAME_LENGTH_OFFSET))
+            if frame_length <= 0:
+                break
+            last = next_offset
+            next_offset = min(next_offset + align(frame_length, FRAME_ALIGNMENT), limit)
+    if next_offset // PAGE_SIZE == last // PAGE_SIZE:
+        return next_offset
+    return last
+
+
+def recover_stop_position(
+    archive_dir: str | os.PathLike[str],
+    recording_id: int,
+    start_position: int,
+    term_length: int,
+    segment_length: int,
+) -> int:
+    """The stop position of a recording that was not stopped cleanly, from its highest segment file.
+
+    Unlike 1.15.1 (which counts a non-aligned start's term offset twice, docs/archive.md section 12), the scan
+    of the first segment starts at the start position's offset and the result is a stream position."""
+    indexes = segment_indexes(archive_dir, recording_id)
+    if not indexes:
+        return start_position
+    index = indexes[-1]
+    # Segments are at least a term long (docs/archive.md section 6), so the start always falls in segment 0.
+    from_offset = start_position - term_base(start_position, term_length) if index == 0 else 0
+    stop_offset = scan_stop_offset(
+        segment_path(archive_dir, recording_id, index), from_offset, segment_length
+    )
+    stop = segment_base_position(start_position, index, term_length, segment_length) + stop_offset
+    return max(stop, start_position)
