@@ -126,7 +126,10 @@ def driver_process(aeron_dir: Path) -> Iterator[Callable[..., DriverProcess]]:
 
 
 class EmbeddedDriver:
-    """A MediaDriver running on its own event loop in a background thread (fast to start, same process)."""
+    """A MediaDriver running on its own event loop in a background thread (fast to start, same process).
+
+    In INVOKER threading mode a task on that loop calls ``driver.invoker.invoke()``, sleeping briefly
+    whenever a duty cycle finds nothing to do."""
 
     def __init__(self, aeron_dir: Path, **settings: object) -> None:
         import asyncio
@@ -138,16 +141,33 @@ class EmbeddedDriver:
         self.aeron_dir = aeron_dir
         self.driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), **settings))
         self._loop = asyncio.new_event_loop()
+        self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=self._loop.run_until_complete, args=(self.driver.run(),), daemon=True
+            target=self._loop.run_until_complete, args=(self._serve(),), daemon=True
         )
         self._thread.start()
 
+    async def _serve(self) -> None:
+        import asyncio
+
+        invoker = self.driver.invoker
+        if invoker is None:
+            await self.driver.run()
+            return
+        invoker.start()
+        idle_s = 0.0
+        while not self._stop.is_set():
+            if invoker.invoke() > 0:
+                idle_s = 0.0
+                await asyncio.sleep(0)
+            else:
+                idle_s = min(0.001, idle_s * 2 or 0.00005)
+                await asyncio.sleep(idle_s)
+        invoker.close()
+
     def close(self) -> None:
-        deadline = time.monotonic() + 5
-        while self.driver._stop_requested is None and time.monotonic() < deadline:
-            time.sleep(0.001)
-        self._loop.call_soon_threadsafe(self.driver.request_stop)
+        self._stop.set()
+        self.driver.request_stop()  # thread-safe, and heard by a run() that has not started yet
         self._thread.join(10)
         assert not self._thread.is_alive(), "embedded driver did not stop"
         self._loop.close()
