@@ -1129,11 +1129,14 @@ class DriverConductor:
     def _check_images(self, now_ns: int) -> int:
         ended = []
         for image in self._images:
-            if image.state is ImageState.ACTIVE and not image.has_activity_and_not_end_of_stream(now_ns):
+            if (
+                image.state is ImageState.ACTIVE or image.state is ImageState.INIT
+            ) and not image.has_activity_and_not_end_of_stream(now_ns):
                 image.if_active_go_inactive(now_ns)
                 self._receiver_proxy.remove_publication_image(image.channel_endpoint, image)
             image.on_time_event(now_ns, self)
-            if image.has_reached_end_of_life:
+            # The receiver may still be routing data to it until its release command has run.
+            if image.has_reached_end_of_life and image.has_receiver_released:
                 ended.append(image)
         for image in ended:
             self._images.remove(image)

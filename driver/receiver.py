@@ -146,7 +146,8 @@ class Receiver:
     def on_new_publication_image(self, endpoint: ReceiveChannelEndpoint, image: PublicationImage) -> None:
         dispatcher = self._dispatchers.get(endpoint)
         if dispatcher is None:
-            return  # the endpoint closed meanwhile: the image never gets data and the conductor retires it
+            image.has_receiver_released = True  # the endpoint closed meanwhile: no data will come
+            return
         self._images.append(image)
         dispatcher.add_publication_image(image)
 
@@ -156,6 +157,7 @@ class Receiver:
         dispatcher = self._dispatchers.get(endpoint)
         if dispatcher is not None:
             dispatcher.remove_publication_image(image)
+        image.has_receiver_released = True  # as 1.15.1's sender release: the conductor may now free it
 
     def on_remove_cool_down(self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int) -> None:
         dispatcher = self._dispatchers.get(endpoint)

@@ -29,11 +29,10 @@ def exchange(client: Aeron, channel: str, stream_id: int, count: int = 200, time
     subscription = client.add_subscription(channel, stream_id)
     publication = client.add_publication(channel, stream_id)
     received: list[int] = []
-    handler = (
-        lambda buffer, offset, length, header: received.append(  # noqa: E731
-            int.from_bytes(buffer.get_bytes(offset, length)[:4], "little")
-        )
-    )
+
+    def handler(buffer, offset: int, length: int, header) -> None:
+        received.append(int.from_bytes(buffer.get_bytes(offset, length)[:4], "little"))
+
     deadline = time.monotonic() + timeout_s
     sent = 0
     while len(received) < count:
