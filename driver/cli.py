@@ -53,6 +53,12 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         ctx = DriverContext.from_sources(explicit, properties)
     except ConfigurationError as e:
         return _fail(str(e), EXIT_USAGE)
+    if ctx.threading_mode == "INVOKER":
+        return _fail(
+            "threading mode INVOKER is for programs that embed the driver and call MediaDriver.invoker; "
+            "`mediadriver run` needs SHARED, DEDICATED or SHARED_NETWORK",
+            EXIT_USAGE,
+        )
     for prop in ctx.unknown_properties:
         print(f"mediadriver: warning: unknown property {prop} ignored", file=sys.stderr)
     # A signal may arrive as soon as cnc.dat is ready, before the loop runs: remember it until then.
@@ -213,7 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the media driver until SIGINT/SIGTERM")
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
-    run.add_argument("--threading-mode", help="DEDICATED (default), SHARED or INVOKER")
+    run.add_argument(
+        "--threading-mode",
+        help="SHARED (default: one runner over all agents), DEDICATED (one runner per agent), "
+        "SHARED_NETWORK (conductor alone, sender and receiver together) or INVOKER (embedders only: "
+        "no runner, the embedding program calls MediaDriver.invoker; `run` refuses it)",
+    )
     run.add_argument("--client-liveness-timeout", help="e.g. 5s, 500ms (default 5s)")
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
@@ -29,7 +28,6 @@ from driver.concurrent.counters import (
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
-from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.ipc_publication import IpcPublication
 from driver.ipc_publication import State as IpcState
 from driver.links import (
@@ -62,7 +60,9 @@ from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
 from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, RawLog, log_file_name
+from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport
+from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.bit_util import to_int32
@@ -74,6 +74,33 @@ NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have n
 
 def random_int32(rng: random.Random) -> int:
     return rng.randrange(-(2**31), 2**31)
+
+
+class StreamRefCounts:
+    """The conductor's count of subscriptions per stream (and per stream and session) of one receive
+    endpoint: the first one subscribes the receiver, the last one unsubscribes it."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[int, int | None], int] = {}
+
+    def increment(self, stream_id: int, session_id: int | None) -> int:
+        key = (stream_id, session_id)
+        count = self._counts[key] = self._counts.get(key, 0) + 1
+        return count
+
+    def decrement(self, stream_id: int, session_id: int | None) -> int:
+        key = (stream_id, session_id)
+        count = self._counts.get(key, 0) - 1
+        if count <= 0:
+            self._counts.pop(key, None)
+            return 0
+        self._counts[key] = count
+        return count
+
+    def is_empty(self) -> bool:
+        return not self._counts
 
 
 @dataclass(eq=False)
@@ -105,10 +132,9 @@ class DriverConductor:
         epoch_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         nano_clock: Callable[[], int] = time.monotonic_ns,
         rng: random.Random | None = None,
-        sender_commands: CommandQueue | None = None,
-        receiver_commands: CommandQueue | None = None,
-        sender: Any = None,
-        receiver: Any = None,
+        commands: CommandQueue | None = None,
+        sender_proxy: SenderProxy | None = None,
+        receiver_proxy: ReceiverProxy | None = None,
         loss_report: LossReport | None = None,
     ) -> None:
         self._ctx = ctx
@@ -127,17 +153,24 @@ class DriverConductor:
         self._active_session_ids: set[int] = set()
         self._rng = rng or random.Random()
         self._next_session_id = random_int32(self._rng)
-        self.commands = CommandQueue()
-        # Not `or`: an empty queue is falsy.
-        self._sender_commands = sender_commands if sender_commands is not None else CommandQueue()
-        self._receiver_commands = receiver_commands if receiver_commands is not None else CommandQueue()
-        self._sender = sender
-        self._receiver = receiver
+        # From the DriverConductorProxy. Not `or`: an empty queue is falsy.
+        self.commands = commands if commands is not None else CommandQueue()
+        # The only ways to the sender and receiver (alone, in tests, their commands just wait in the queues).
+        self._sender_proxy = sender_proxy or SenderProxy(
+            CommandQueue(), system_counters.get(SystemCounterDescriptor.SENDER_PROXY_FAILS)
+        )
+        self._receiver_proxy = receiver_proxy or ReceiverProxy(
+            CommandQueue(), system_counters.get(SystemCounterDescriptor.RECEIVER_PROXY_FAILS)
+        )
         self._loss_report = loss_report
         self._network_publications: list[NetworkPublication] = []
         self._images: list[PublicationImage] = []
+        # The conductor's own bookkeeping of the endpoints it handed to the sender and receiver: an
+        # endpoint is closed (by its agent, on command) only when its last user is gone.
         self._send_endpoints: dict[str, SendChannelEndpoint] = {}
-        self._receive_endpoints: dict[str, tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = {}
+        self._send_endpoint_refs: dict[SendChannelEndpoint, int] = {}
+        self._receive_endpoints: dict[str, ReceiveChannelEndpoint] = {}
+        self._receive_endpoint_refs: dict[ReceiveChannelEndpoint, StreamRefCounts] = {}
         self._timer_interval_ns = ctx.timer_interval_ns
         self._next_timer_ns = 0
         self._now_ms = epoch_clock_ms()
@@ -154,10 +187,12 @@ class DriverConductor:
 
     def do_work(self) -> int:
         now_ns = self._nano_clock()
-        work = self.receive_commands()
+        # Commands that did not fit the sender's or receiver's queue go first, in order, as room frees.
+        work = self._sender_proxy.flush() + self._receiver_proxy.flush()
+        work += self.receive_commands()
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.
         if self.commands:
-            work += self.commands.drain()
+            work += self.commands.drain(self)
         if now_ns >= self._next_timer_ns:
             self._next_timer_ns = now_ns + self._timer_interval_ns
             work += self._on_timer(now_ns)
@@ -188,6 +223,8 @@ class DriverConductor:
             or self._network_publications
             or self._images
             or self.commands
+            or self._sender_proxy.has_pending()
+            or self._receiver_proxy.has_pending()
             or self._send_endpoints
             or self._receive_endpoints
         )
@@ -206,10 +243,14 @@ class DriverConductor:
         self._images.clear()
         for endpoint in self._send_endpoints.values():
             endpoint.close()
-        for endpoint, _ in self._receive_endpoints.values():
+        # At shutdown only: an endpoint whose registration or close still waits in a queue is closed here
+        # (endpoint close is idempotent; the sender and receiver close the ones they hold).
+        for endpoint in self._receive_endpoints.values():
             endpoint.close()
         self._send_endpoints.clear()
+        self._send_endpoint_refs.clear()
         self._receive_endpoints.clear()
+        self._receive_endpoint_refs.clear()
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -348,9 +389,6 @@ class DriverConductor:
         self._client_proxy.on_unavailable_counter(msg.registration_id, counter_id)
 
     # --- publications, subscriptions, destinations (log buffers and UDP come next) ------------------
-
-    def _not_yet(self, what: str) -> None:
-        raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, f"{what} is not supported by this driver yet")
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         if not msg.channel.startswith("aeron:ipc"):
@@ -656,12 +694,12 @@ class DriverConductor:
 
     def on_add_destination(self, msg: cp.DestinationMessage) -> None:
         endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)
-        self._sender_commands.offer(endpoint.add_destination, self._destination_address(msg.channel))
+        self._sender_proxy.add_destination(endpoint, self._destination_address(msg.channel))
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_remove_destination(self, msg: cp.DestinationMessage) -> None:
         endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)
-        self._sender_commands.offer(endpoint.remove_destination, self._destination_address(msg.channel))
+        self._sender_proxy.remove_destination(endpoint, self._destination_address(msg.channel))
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
@@ -690,13 +728,13 @@ class DriverConductor:
             transport = self._open_receive(udp_channel)
         except Exception as e:
             raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
-        self._receiver_commands.offer(self._receiver.add_destination, endpoint, udp_channel, transport)
+        self._receiver_proxy.add_destination(endpoint, udp_channel, transport)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_remove_rcv_destination(self, msg: cp.DestinationMessage) -> None:
         endpoint = self._manual_mds_endpoint(msg.registration_correlation_id)
         udp_channel = self._parse_udp_channel(msg.channel)
-        self._receiver_commands.offer(self._receiver.remove_destination, endpoint, udp_channel.canonical_form)
+        self._receiver_proxy.remove_destination(endpoint, udp_channel.canonical_form)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     # --- UDP: send side -----------------------------------------------------------------------------
@@ -730,8 +768,22 @@ class DriverConductor:
                 raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
             endpoint = SendChannelEndpoint(udp_channel, transport, status)
             self._send_endpoints[udp_channel.canonical_form] = endpoint
-            self._sender_commands.offer(self._sender.register_endpoint, endpoint)
+            self._send_endpoint_refs[endpoint] = 0
+            self._sender_proxy.register_send_channel_endpoint(endpoint)
         return endpoint
+
+    def _release_send_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        """One user less; the last one gone closes it (after every command queued before)."""
+        refs = self._send_endpoint_refs.get(endpoint)
+        if refs is None:
+            return
+        if refs > 1:
+            self._send_endpoint_refs[endpoint] = refs - 1
+            return
+        del self._send_endpoint_refs[endpoint]
+        if self._send_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint:
+            del self._send_endpoints[endpoint.udp_channel.canonical_form]
+        self._sender_proxy.close_send_channel_endpoint(endpoint)
 
     def _on_add_network_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         ctx = self._ctx
@@ -746,6 +798,35 @@ class DriverConductor:
         )
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_send_endpoint(udp_channel)
+        # Held while the publication is looked up or made, so that a refusal closes a fresh endpoint.
+        self._send_endpoint_refs[endpoint] += 1
+        try:
+            publication = self._find_or_add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+        finally:
+            self._release_send_endpoint(endpoint)
+        self._publication_links[msg.correlation_id] = PublicationLink(
+            msg.correlation_id, client.client_id, publication
+        )
+        self._client_proxy.on_publication_ready(
+            msg.correlation_id,
+            publication.registration_id,
+            publication.session_id,
+            msg.stream_id,
+            publication.publisher_limit.id,
+            endpoint.status.id,
+            publication.log_file_name,
+            exclusive,
+        )
+        self._link_spies(publication)
+
+    def _find_or_add_network_publication(
+        self,
+        msg: cp.PublicationMessage,
+        params: PublicationParams,
+        udp_channel: UdpChannel,
+        endpoint: SendChannelEndpoint,
+        exclusive: bool,
+    ) -> NetworkPublication:
         publication = None
         if not exclusive:
             for candidate in self._network_publications:
@@ -767,20 +848,7 @@ class DriverConductor:
             if params.session_id is not None and not params.is_session_id_tagged:
                 self._confirm_session_id_not_in_use(params.session_id)
             publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive)
-        self._publication_links[msg.correlation_id] = PublicationLink(
-            msg.correlation_id, client.client_id, publication
-        )
-        self._client_proxy.on_publication_ready(
-            msg.correlation_id,
-            publication.registration_id,
-            publication.session_id,
-            msg.stream_id,
-            publication.publisher_limit.id,
-            endpoint.status.id,
-            publication.log_file_name,
-            exclusive,
-        )
-        self._link_spies(publication)
+        return publication
 
     def _add_network_publication(
         self,
@@ -833,22 +901,18 @@ class DriverConductor:
             exclusive,
             spies_simulate_connection=ctx.spies_simulate_connection,
         )
-        endpoint.ref_count += 1
+        # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
+        # publisher leaves: a draining or lingering publication still sends on it.
+        self._send_endpoint_refs[endpoint] += 1
         self._network_publications.append(publication)
         self._active_session_ids.add(session_id)
-        self._sender_commands.offer(self._sender.add_publication, publication)
+        self._sender_proxy.new_network_publication(publication)
         return publication
 
     def cleanup_network_publication(self, publication: NetworkPublication) -> None:
         self._active_session_ids.discard(publication.session_id)
-        self._sender_commands.offer(self._sender.remove_publication, publication)
-        endpoint = publication.channel_endpoint
-        if (
-            endpoint.ref_count <= 0
-            and self._send_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint
-        ):
-            del self._send_endpoints[endpoint.udp_channel.canonical_form]
-            self._sender_commands.offer(self._sender.close_endpoint, endpoint)
+        self._sender_proxy.remove_network_publication(publication)
+        self._release_send_endpoint(publication.channel_endpoint)
 
     def _check_network_publications(self, now_ns: int) -> int:
         ended = []
@@ -863,11 +927,9 @@ class DriverConductor:
 
     # --- UDP: receive side --------------------------------------------------------------------------
 
-    def _get_or_create_receive_endpoint(
-        self, udp_channel: UdpChannel
-    ) -> tuple[ReceiveChannelEndpoint, DataPacketDispatcher]:
-        entry = self._receive_endpoints.get(udp_channel.canonical_form)
-        if entry is None:
+    def _get_or_create_receive_endpoint(self, udp_channel: UdpChannel) -> ReceiveChannelEndpoint:
+        endpoint = self._receive_endpoints.get(udp_channel.canonical_form)
+        if endpoint is None:
             status = self._counters.new_counter(
                 channel_status_label(RECEIVE_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
                 RECEIVE_CHANNEL_STATUS_TYPE_ID,
@@ -883,16 +945,17 @@ class DriverConductor:
             endpoint = ReceiveChannelEndpoint(
                 udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
             )
-            dispatcher = DataPacketDispatcher(self._queue_create_image, self._receiver.on_pending_setup)
-            entry = self._receive_endpoints[udp_channel.canonical_form] = (endpoint, dispatcher)
-            self._receiver_commands.offer(self._receiver.register_endpoint, endpoint, dispatcher)
-        return entry
+            self._receive_endpoints[udp_channel.canonical_form] = endpoint
+            self._receive_endpoint_refs[endpoint] = StreamRefCounts()
+            self._receiver_proxy.register_receive_channel_endpoint(endpoint)
+        return endpoint
 
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
         params = SubscriptionParams.from_uri(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
-        endpoint, dispatcher = self._get_or_create_receive_endpoint(udp_channel)
+        endpoint = self._get_or_create_receive_endpoint(udp_channel)
+        refs = self._receive_endpoint_refs[endpoint]
         for other in self._subscription_links.values():
             if (
                 isinstance(other, NetworkSubscriptionLink)
@@ -901,15 +964,14 @@ class DriverConductor:
                 and other.params.session_id == params.session_id
                 and other.params.is_reliable != params.is_reliable
             ):
+                if refs.is_empty():
+                    self._close_receive_endpoint(endpoint)
                 raise ControlProtocolError(
                     cp.ErrorCode.GENERIC_ERROR,
                     f"option conflicts with existing subscriptions: reliable={params.is_reliable} on {msg.channel}",
                 )
-        if params.session_id is not None:
-            if endpoint.inc_ref_to_stream_and_session(msg.stream_id, params.session_id) == 1:
-                self._receiver_commands.offer(dispatcher.add_subscription, msg.stream_id, params.session_id)
-        elif endpoint.inc_ref_to_stream(msg.stream_id) == 1:
-            self._receiver_commands.offer(dispatcher.add_subscription, msg.stream_id, None)
+        if refs.increment(msg.stream_id, params.session_id) == 1:
+            self._receiver_proxy.add_subscription(endpoint, msg.stream_id, params.session_id)
         link = NetworkSubscriptionLink(
             msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params, endpoint=endpoint
         )
@@ -943,24 +1005,20 @@ class DriverConductor:
         if not isinstance(link, NetworkSubscriptionLink) or link.endpoint is None:
             return
         endpoint = link.endpoint
-        entry = self._receive_endpoints.get(endpoint.udp_channel.canonical_form)
-        if entry is None:
+        refs = self._receive_endpoint_refs.get(endpoint)
+        if refs is None:
             return
-        dispatcher = entry[1]
         session_id = link.params.session_id
-        if session_id is not None:
-            if endpoint.dec_ref_to_stream_and_session(link.stream_id, session_id) == 0:
-                self._receiver_commands.offer(dispatcher.remove_subscription, link.stream_id, session_id)
-        elif endpoint.dec_ref_to_stream(link.stream_id) == 0:
-            self._receiver_commands.offer(dispatcher.remove_subscription, link.stream_id, None)
-        if endpoint.should_be_closed():
-            del self._receive_endpoints[endpoint.udp_channel.canonical_form]
-            self._receiver_commands.offer(self._receiver.close_endpoint, endpoint)
+        if refs.decrement(link.stream_id, session_id) == 0:
+            self._receiver_proxy.remove_subscription(endpoint, link.stream_id, session_id)
+        if refs.is_empty():
+            self._close_receive_endpoint(endpoint)
 
-    def _queue_create_image(self, setup, endpoint, transport_index, control_address, source) -> None:
-        self.commands.offer(
-            self.on_create_publication_image, setup, endpoint, transport_index, control_address, source
-        )
+    def _close_receive_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        self._receive_endpoint_refs.pop(endpoint, None)
+        if self._receive_endpoints.get(endpoint.udp_channel.canonical_form) is endpoint:
+            del self._receive_endpoints[endpoint.udp_channel.canonical_form]
+        self._receiver_proxy.close_receive_channel_endpoint(endpoint)
 
     def on_create_publication_image(
         self,
@@ -970,11 +1028,10 @@ class DriverConductor:
         control_address: tuple[str, int],
         source: tuple[str, int],
     ) -> None:
+        """From the receiver (DriverConductorProxy): a SETUP for a wanted session that has no image."""
         ctx = self._ctx
-        entry = self._receive_endpoints.get(endpoint.udp_channel.canonical_form)
-        if entry is None or entry[0] is not endpoint:
-            return
-        dispatcher = entry[1]
+        if endpoint not in self._receive_endpoint_refs:
+            return  # closed meanwhile
         bits = lbd.position_bits_to_shift(setup.term_length)
         join_position = lbd.compute_position(
             setup.active_term_id, setup.term_offset, bits, setup.initial_term_id
@@ -986,7 +1043,7 @@ class DriverConductor:
             if link.matches_endpoint(endpoint, setup.stream_id, setup.session_id)
         ]
         if not links:
-            self._receiver_commands.offer(dispatcher.remove_pending_setup, setup.session_id, setup.stream_id)
+            self._receiver_proxy.remove_pending_setup(endpoint, setup.session_id, setup.stream_id)
             return
         positions = [
             stream_counters.subscriber_pos(
@@ -1057,7 +1114,7 @@ class DriverConductor:
         for link, position in zip(links, positions, strict=True):
             link.link(image, position)
         self._images.append(image)
-        self._receiver_commands.offer(self._receiver.add_image, image, dispatcher)
+        self._receiver_proxy.new_publication_image(endpoint, image)
         for link, position in zip(links, positions, strict=True):
             self._client_proxy.on_available_image(
                 registration_id,
@@ -1072,13 +1129,14 @@ class DriverConductor:
     def _check_images(self, now_ns: int) -> int:
         ended = []
         for image in self._images:
-            if image.state is ImageState.ACTIVE and not image.has_activity_and_not_end_of_stream(now_ns):
+            if (
+                image.state is ImageState.ACTIVE or image.state is ImageState.INIT
+            ) and not image.has_activity_and_not_end_of_stream(now_ns):
                 image.if_active_go_inactive(now_ns)
-                entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
-                if entry is not None:
-                    self._receiver_commands.offer(self._receiver.remove_image, image, entry[1])
+                self._receiver_proxy.remove_publication_image(image.channel_endpoint, image)
             image.on_time_event(now_ns, self)
-            if image.has_reached_end_of_life:
+            # The receiver may still be routing data to it until its release command has run.
+            if image.has_reached_end_of_life and image.has_receiver_released:
                 ended.append(image)
         for image in ended:
             self._images.remove(image)
@@ -1091,6 +1149,4 @@ class DriverConductor:
         self._announce_unavailable(
             image, image.correlation_id, image.stream_id, image.channel_endpoint.channel
         )
-        entry = self._receive_endpoints.get(image.channel_endpoint.udp_channel.canonical_form)
-        if entry is not None:
-            self._receiver_commands.offer(entry[1].remove_cool_down, image.session_id, image.stream_id)
+        self._receiver_proxy.remove_cool_down(image.channel_endpoint, image.session_id, image.stream_id)

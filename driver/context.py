@@ -281,7 +281,7 @@ class DriverContext:
         parse_threading_mode,
         "SHARED",
         "mode",
-        "SHARED (default), DEDICATED or INVOKER",
+        "SHARED (default), DEDICATED, SHARED_NETWORK or INVOKER (embedders: MediaDriver.invoker)",
     )
     idle_max_park_ns: int = _setting(
         "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"

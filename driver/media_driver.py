@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from driver.agent.agent_invoker import AgentInvoker
+from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import BackoffIdleStrategy
 from driver.agent.runner import AgentRunner, CompositeAgent
 from driver.client_proxy import ClientProxy
@@ -26,11 +28,14 @@ from driver.concurrent.error_log import DistinctErrorLog, ErrorLogReader, format
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.conductor import DriverConductor
 from driver.context import DriverContext
+from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.loss_generator import LossGenerator
 from driver.protocol.frames import HDR_TYPE_DATA, HDR_TYPE_PAD
 from driver.receiver import Receiver
+from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
 from driver.sender import Sender
+from driver.sender_proxy import SenderProxy
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 
 IDLE_MAX_SPINS = 2
@@ -141,8 +146,23 @@ class MediaDriver:
             loss_generator = LossGenerator(
                 ctx.receive_data_loss_rate, ctx.receive_data_loss_seed, {HDR_TYPE_DATA, HDR_TYPE_PAD}
             )
-        self.sender = Sender(self.system_counters, nano_clock)
-        self.receiver = Receiver(self.system_counters, loss_generator, nano_clock)
+        # One bounded queue into each agent; the others reach it only through its proxy.
+        sender_commands, receiver_commands, conductor_commands = (
+            CommandQueue(),
+            CommandQueue(),
+            CommandQueue(),
+        )
+        counter = self.system_counters.get
+        self.sender = Sender(self.system_counters, nano_clock, commands=sender_commands)
+        self.receiver = Receiver(
+            self.system_counters,
+            loss_generator,
+            nano_clock,
+            conductor_proxy=DriverConductorProxy(
+                conductor_commands, counter(SystemCounterDescriptor.CONDUCTOR_PROXY_FAILS)
+            ),
+            commands=receiver_commands,
+        )
         self.conductor = DriverConductor(
             ctx,
             self.to_driver,
@@ -152,17 +172,25 @@ class MediaDriver:
             self.on_error,
             epoch_clock_ms,
             nano_clock,
-            sender_commands=self.sender.commands,
-            receiver_commands=self.receiver.commands,
-            sender=self.sender,
-            receiver=self.receiver,
+            commands=conductor_commands,
+            sender_proxy=SenderProxy(sender_commands, counter(SystemCounterDescriptor.SENDER_PROXY_FAILS)),
+            receiver_proxy=ReceiverProxy(
+                receiver_commands, counter(SystemCounterDescriptor.RECEIVER_PROXY_FAILS)
+            ),
             loss_report=LossReport(self.loss_report_file.buffer),
         )
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         self.cnc.signal_ready()
         self._runners: list[AgentRunner] = []
-        self._stop_requested: asyncio.Event | None = None
+        self._stop_requested = False
+        self._stop_event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self.invoker: AgentInvoker | None = None
+        """INVOKER threading mode: the embedder calls ``invoker.start()``, then ``invoker.invoke()``
+        repeatedly on the thread (event loop) of its choice, and ``close()`` (or the driver's ``close()``)."""
+        if ctx.threading_mode == "INVOKER":
+            self.invoker = AgentInvoker(CompositeAgent(self._all_agents()), self.on_error)
 
     @classmethod
     def launch(cls, ctx: DriverContext | None = None) -> MediaDriver:
@@ -199,16 +227,31 @@ class MediaDriver:
 
     # --- running ---------------------------------------------------------------------------------
 
+    def _all_agents(self) -> list[Any]:
+        return [self.conductor, self.sender, self.receiver]
+
     def _agents(self) -> list[Any]:
-        """DEDICATED: one runner per agent; SHARED (default): one runner over all of them."""
-        agents = [self.conductor, self.sender, self.receiver]
-        if self.ctx.threading_mode == "DEDICATED":
-            return agents
-        return [CompositeAgent(agents)]
+        """What each runner runs: DEDICATED, one runner per agent; SHARED (default), one over all of
+        them; SHARED_NETWORK, the conductor alone and one over the sender and receiver."""
+        mode = self.ctx.threading_mode
+        if mode == "DEDICATED":
+            return self._all_agents()
+        if mode == "SHARED_NETWORK":
+            return [self.conductor, CompositeAgent([self.sender, self.receiver])]
+        return [CompositeAgent(self._all_agents())]
 
     async def run(self) -> None:
-        """Run every agent until ``request_stop()``; then shut down in two phases."""
-        self._stop_requested = asyncio.Event()
+        """Run every agent until ``request_stop()`` (also when that came first); then shut down in two
+        phases. In INVOKER threading mode there is nothing to run: use :attr:`invoker` instead."""
+        if self.invoker is not None:
+            raise DriverStartError(
+                "threading mode INVOKER runs no agent by itself: call driver.invoker.start(), then "
+                "driver.invoker.invoke() repeatedly, or choose DEDICATED, SHARED or SHARED_NETWORK to run()"
+            )
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        if self._stop_requested:
+            self._stop_event.set()
         max_park_ns = self.ctx.idle_max_park_ns
         self._runners = [
             AgentRunner(
@@ -239,23 +282,41 @@ class MediaDriver:
         for runner in self._runners:
             runner.start()
         try:
-            await self._stop_requested.wait()
+            await self._stop_event.wait()
         finally:
             for runner in self._runners:
                 runner.stop()
             await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
 
     def _is_dormant(self) -> bool:
-        return self.conductor.is_dormant() and not self.sender.commands and not self.receiver.commands
+        return (
+            self.conductor.is_dormant()
+            and not self.sender.commands
+            and not self.receiver.has_pending_commands()
+        )
 
     def request_stop(self) -> None:
-        if self._stop_requested is not None:
-            self._stop_requested.set()
+        """Ask ``run()`` to stop; from any thread, before or while it runs (a later run returns at once
+        after a clean start and stop)."""
+        self._stop_requested = True
+        loop, event = self._loop, self._stop_event
+        if loop is None or event is None:
+            return  # run() has not started: it sees the flag
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self.invoker is not None:
+            self.invoker.close()  # the agents close their sockets and logs before the files go
         # A clean stop withdraws the heartbeat: clients learn at once that the driver is gone, and a new
         # driver may start on the same dir without waiting out the driver timeout.
         self.to_driver.set_consumer_heartbeat_time(0)

@@ -366,7 +366,6 @@ class NetworkPublication:
         self.ref_count -= 1
         if self.ref_count == 0:
             self.state = State.DRAINING
-            self.channel_endpoint.ref_count -= 1
             self._time_of_last_activity_ns = self._nano_clock()
             producer_position = self.producer_position()
             if self.publisher_limit.get() > producer_position:

@@ -100,6 +100,8 @@ class PublicationImage:
             transport_index: ImageConnection(control_address, now_ns)
         }
         self.state = State.INIT
+        # Set by the receiver once it no longer routes data here: only then may the conductor free the log.
+        self.has_receiver_released = False
         self.is_end_of_stream = False
         self.is_tracking_rebuild = True
         self._time_of_last_state_change_ns = now_ns
@@ -337,7 +339,8 @@ class PublicationImage:
         return bool(self.subscriber_positions) and self.state in (State.INIT, State.ACTIVE)
 
     def if_active_go_inactive(self, now_ns: int) -> None:
-        if self.state is State.ACTIVE:
+        # INIT too: an image the receiver never took (its endpoint closed first) must retire as well.
+        if self.state is State.ACTIVE or self.state is State.INIT:
             self.state = State.INACTIVE
             self._time_of_last_state_change_ns = now_ns
 

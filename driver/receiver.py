@@ -14,6 +14,7 @@ from driver.agent.idle_strategy import Waker
 from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
 from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_transport import UdpTransport
 from driver.protocol import frames
@@ -33,12 +34,20 @@ class Receiver:
         system_counters: SystemCounters,
         loss_generator=None,
         nano_clock: Callable[[], int] = time.monotonic_ns,
+        *,
+        conductor_proxy: DriverConductorProxy | None = None,
+        commands: CommandQueue | None = None,
     ) -> None:
-        self.commands = CommandQueue()
+        self.commands = commands if commands is not None else CommandQueue()  # from the ReceiverProxy
+        # Where new sessions go to get an image; alone (tests), the requests just wait in its own queue.
+        self._conductor_proxy = conductor_proxy or DriverConductorProxy(
+            CommandQueue(), system_counters.get(SC.CONDUCTOR_PROXY_FAILS)
+        )
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
         self._batch = ReceiveBatch()
         self._endpoints: list[tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = []
+        self._dispatchers: dict[ReceiveChannelEndpoint, DataPacketDispatcher] = {}
         self._images: list[PublicationImage] = []
         self._pending_setups: list[tuple[int, int, int, DataPacketDispatcher]] = []
         self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint]] = []
@@ -56,11 +65,22 @@ class Receiver:
     def on_close(self) -> None:
         # An endpoint the conductor already let go of may still wait for its queued close: close it here.
         for endpoint, _ in list(self._endpoints):
-            self.close_endpoint(endpoint)
+            self.on_close_receive_channel_endpoint(endpoint)
 
-    # --- commands (queued by the conductor) -----------------------------------------------------
+    def dispatcher(self, endpoint: ReceiveChannelEndpoint) -> DataPacketDispatcher | None:
+        """The endpoint's dispatcher (None before its registration ran or after its close)."""
+        return self._dispatchers.get(endpoint)
 
-    def register_endpoint(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher) -> None:
+    def has_pending_commands(self) -> bool:
+        return bool(self.commands) or self._conductor_proxy.backlog > 0
+
+    # --- commands (from the conductor, through driver.receiver_proxy.ReceiverProxy) ---------------
+
+    def on_register_receive_channel_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        dispatcher = DataPacketDispatcher(
+            self._conductor_proxy.create_publication_image, self.on_pending_setup
+        )
+        self._dispatchers[endpoint] = dispatcher
         self._endpoints.append((endpoint, dispatcher))
         if endpoint.udp_channel.has_explicit_control:
             # An MDC subscriber makes itself known to the publisher's control address, and keeps doing so.
@@ -70,9 +90,11 @@ class Receiver:
             if transport is not None:
                 self._register_reader(transport)
 
-    def close_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+    def on_close_receive_channel_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
+        self._dispatchers.pop(endpoint, None)
         self._periodic_setups = [(t, e) for t, e in self._periodic_setups if e is not endpoint]
+        self._pending_setups = [p for p in self._pending_setups if p[3] in self._dispatchers.values()]
         table = self._rebuild_tables.pop(endpoint, None)
         if table is not None:
             table[1].clear()
@@ -87,47 +109,87 @@ class Receiver:
             with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
                 transport.register_reader(asyncio.get_running_loop(), self.waker)
 
-    def add_destination(
+    def on_add_subscription(
+        self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
+    ) -> None:
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is not None:
+            dispatcher.add_subscription(stream_id, session_id)
+
+    def on_remove_subscription(
+        self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
+    ) -> None:
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is not None:
+            dispatcher.remove_subscription(stream_id, session_id)
+
+    def on_add_destination(
         self, endpoint: ReceiveChannelEndpoint, udp_channel: UdpChannel, transport: UdpTransport
     ) -> None:
         """MDS: one more socket feeding the endpoint's images (ADD_RCV_DESTINATION)."""
+        if endpoint not in self._dispatchers:
+            transport.close()  # the endpoint closed while the command waited: nothing to feed
+            return
         endpoint.add_destination(udp_channel, transport)
         self._register_reader(transport)
         if udp_channel.has_explicit_control:
             index = len(endpoint.transports) - 1
             endpoint.send_setup_eliciting_status_message(udp_channel.local_control, 0, 0, index)
 
-    def remove_destination(self, endpoint: ReceiveChannelEndpoint, canonical_form: str) -> None:
+    def on_remove_destination(self, endpoint: ReceiveChannelEndpoint, canonical_form: str) -> None:
         transport = endpoint.remove_destination(canonical_form)
         if transport is not None:
             with contextlib.suppress(RuntimeError):
                 transport.unregister_reader(asyncio.get_running_loop())
             transport.close()
 
-    def add_image(self, image: PublicationImage, dispatcher: DataPacketDispatcher) -> None:
+    def on_new_publication_image(self, endpoint: ReceiveChannelEndpoint, image: PublicationImage) -> None:
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is None:
+            image.has_receiver_released = True  # the endpoint closed meanwhile: no data will come
+            return
         self._images.append(image)
         dispatcher.add_publication_image(image)
 
-    def remove_image(self, image: PublicationImage, dispatcher: DataPacketDispatcher) -> None:
+    def on_remove_publication_image(self, endpoint: ReceiveChannelEndpoint, image: PublicationImage) -> None:
         if image in self._images:
             self._images.remove(image)
-        dispatcher.remove_publication_image(image)
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is not None:
+            dispatcher.remove_publication_image(image)
+        image.has_receiver_released = True  # as 1.15.1's sender release: the conductor may now free it
+
+    def on_remove_cool_down(self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int) -> None:
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is not None:
+            dispatcher.remove_cool_down(session_id, stream_id)
+
+    def on_remove_pending_setup(
+        self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int
+    ) -> None:
+        dispatcher = self._dispatchers.get(endpoint)
+        if dispatcher is not None:
+            dispatcher.remove_pending_setup(session_id, stream_id)
 
     def on_pending_setup(
         self, session_id: int, stream_id: int, endpoint: ReceiveChannelEndpoint, now_ns: int
     ) -> None:
         """A setup was asked for: if no SETUP comes within 1 s, data may ask again."""
-        dispatcher = next((d for e, d in self._endpoints if e is endpoint), None)
+        dispatcher = self._dispatchers.get(endpoint)
         if dispatcher is not None:
-            self._pending_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher))
+            self._pending_setups.append(
+                (now_ns + PENDING_SETUPS_TIMEOUT_NS, session_id, stream_id, dispatcher)
+            )
 
     # --- duty cycle -------------------------------------------------------------------------------
 
     def do_work(self) -> int:
+        # Commands that did not fit the conductor's queue go first, before any newer one is offered.
+        work = self._conductor_proxy.flush()
         if not self._endpoints and not self.commands and not self._images:
-            return 0  # nothing to poll or send: keep the idle duty cycle cheap
+            return work  # nothing to poll or send: keep the idle duty cycle cheap
         now_ns = self._nano_clock()
-        work = self.commands.drain()
+        work += self.commands.drain(self)
         for endpoint, dispatcher in self._endpoints:
             work += self._poll(endpoint, dispatcher, now_ns)
         for image in self._images:

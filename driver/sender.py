@@ -23,9 +23,12 @@ class Sender:
     role_name = "sender"
 
     def __init__(
-        self, system_counters: SystemCounters, nano_clock: Callable[[], int] = time.monotonic_ns
+        self,
+        system_counters: SystemCounters,
+        nano_clock: Callable[[], int] = time.monotonic_ns,
+        commands: CommandQueue | None = None,
     ) -> None:
-        self.commands = CommandQueue()
+        self.commands = commands if commands is not None else CommandQueue()  # from the SenderProxy
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
         self._publications: list[NetworkPublication] = []
@@ -47,32 +50,38 @@ class Sender:
     def on_close(self) -> None:
         # An endpoint the conductor already let go of may still wait for its queued close: close it here.
         for endpoint in list(self._endpoints):
-            self.close_endpoint(endpoint)
+            self.on_close_send_channel_endpoint(endpoint)
 
-    # --- commands (queued by the conductor) -----------------------------------------------------
+    # --- commands (from the conductor, through driver.sender_proxy.SenderProxy) -------------------
 
-    def register_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+    def on_register_send_channel_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         self._endpoints.append(endpoint)
         if self.waker is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
                 endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
 
-    def close_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+    def on_close_send_channel_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         if endpoint in self._endpoints:
             self._endpoints.remove(endpoint)
         with contextlib.suppress(RuntimeError):
             endpoint.transport.unregister_reader(asyncio.get_running_loop())
         endpoint.close()
 
-    def add_publication(self, publication: NetworkPublication) -> None:
+    def on_new_network_publication(self, publication: NetworkPublication) -> None:
         publication.channel_endpoint.add_publication(publication)
         self._publications.append(publication)
 
-    def remove_publication(self, publication: NetworkPublication) -> None:
+    def on_remove_network_publication(self, publication: NetworkPublication) -> None:
         publication.channel_endpoint.remove_publication(publication)
         if publication in self._publications:
             self._publications.remove(publication)
-        publication.has_sender_released = True
+        publication.has_sender_released = True  # as 1.15.1: the conductor frees it after this
+
+    def on_add_destination(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
+        endpoint.add_destination(address)
+
+    def on_remove_destination(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
+        endpoint.remove_destination(address)
 
     # --- duty cycle -------------------------------------------------------------------------------
 
@@ -80,7 +89,7 @@ class Sender:
         if not self._endpoints and not self.commands:
             return 0  # nothing to send or poll: keep the idle duty cycle cheap
         now_ns = self._nano_clock()
-        work = self.commands.drain()
+        work = self.commands.drain(self)
         bytes_sent = self._send(now_ns)
         self._duty_cycle_count += 1
         if (

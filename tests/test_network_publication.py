@@ -47,7 +47,6 @@ class FakeSendEndpoint:
 
     def __init__(self) -> None:
         self.sent: list[bytes] = []
-        self.ref_count = 1
         self.short_by = 0
 
     def send(self, data: Any) -> int:
@@ -619,7 +618,6 @@ def test_dec_ref_drains_then_eos_heartbeats_then_linger_and_cleanup(make_publica
 
     p.publication.dec_ref()
     assert p.publication.state is State.DRAINING
-    assert p.endpoint.ref_count == 0
     assert p.publisher_limit.get() == producer
     assert lbd.end_of_stream_position(p.meta) == producer
     assert not p.publication.is_end_of_stream

@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from driver.agent.command_queue import CommandQueue
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.protocol import frames
 from driver.protocol.feedback_delay import NAK_UNICAST_DELAY_NS, StaticDelayGenerator
@@ -24,6 +26,7 @@ from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
 from driver.raw_log import RawLog
 from driver.receiver import Receiver
+from driver.receiver_proxy import ReceiverProxy
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 from tests.support import FakeBatch, FakeTransport
@@ -75,6 +78,16 @@ def setup_packet(session_id: int = SESSION_ID, term_offset: int = 0) -> bytes:
     )
 
 
+class ConductorRecorder:
+    """Stands in for the conductor as the consumer of the receiver's create-image requests."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple] = []
+
+    def on_create_publication_image(self, *args: Any) -> None:
+        self.created.append(args)
+
+
 class Env:
     def __init__(self, tmp_path: Path, clock: Any, uri: str = CHANNEL, native: bool = False) -> None:
         self.tmp_path = tmp_path
@@ -83,7 +96,16 @@ class Env:
             AtomicBuffer(bytearray(64 * 512)), AtomicBuffer(bytearray(64 * 128)), clock.epoch_clock_ms
         )
         self.system = SystemCounters(self.manager)
-        self.receiver = Receiver(self.system, nano_clock=clock.nano_clock)
+        # The conductor's side of the DriverConductorProxy: its queue, drained by a recorder.
+        self.conductor_commands = CommandQueue()
+        self.receiver = Receiver(
+            self.system,
+            nano_clock=clock.nano_clock,
+            conductor_proxy=DriverConductorProxy(
+                self.conductor_commands, self.system.get(SC.CONDUCTOR_PROXY_FAILS)
+            ),
+        )
+        self.proxy = ReceiverProxy(self.receiver.commands, self.system.get(SC.RECEIVER_PROXY_FAILS))
         self.receiver._batch = NativeBatch(4) if native else FakeBatch(4)
         self.transport = FakeTransport()
         self.udp_channel = UdpChannel.parse(uri)
@@ -94,13 +116,22 @@ class Env:
             self.system.get(SC.SHORT_SENDS),
             RECEIVER_ID,
         )
-        self.created: list[tuple] = []
-        self.dispatcher = DataPacketDispatcher(
-            lambda *args: self.created.append(args), self.receiver.on_pending_setup
-        )
+        self._conductor = ConductorRecorder()
         self.images: list[PublicationImage] = []
-        self.receiver.commands.offer(self.receiver.register_endpoint, self.endpoint, self.dispatcher)
-        self.receiver.commands.offer(self.dispatcher.add_subscription, STREAM_ID, None)
+        self.proxy.register_receive_channel_endpoint(self.endpoint)
+        self.proxy.add_subscription(self.endpoint, STREAM_ID, None)
+
+    @property
+    def created(self) -> list[tuple]:
+        """The create-image requests the receiver sent the conductor (through its proxy)."""
+        self.conductor_commands.drain(self._conductor, limit=1000)
+        return self._conductor.created
+
+    @property
+    def dispatcher(self) -> DataPacketDispatcher:
+        dispatcher = self.receiver.dispatcher(self.endpoint)
+        assert dispatcher is not None
+        return dispatcher
 
     def __getitem__(self, descriptor: SC) -> int:
         return self.system.get(descriptor).get()
@@ -163,7 +194,7 @@ class Env:
             self.clock.epoch_clock_ms,
         )
         self.images.append(image)
-        self.receiver.commands.offer(self.receiver.add_image, image, self.dispatcher)
+        self.proxy.new_publication_image(endpoint, image)
         return image
 
     def image_from_setup(self, session_id: int = SESSION_ID) -> PublicationImage:
@@ -176,7 +207,7 @@ class Env:
 
     def close(self) -> None:
         self.receiver.do_work()  # the image removals queued by the test go through first, as in the driver
-        self.receiver.close_endpoint(self.endpoint)
+        self.receiver.on_close_receive_channel_endpoint(self.endpoint)
         for image in self.images:
             image.close()
         if isinstance(self.receiver._batch, NativeBatch):
@@ -256,7 +287,7 @@ def test_setup_creates_an_image_that_rebuilds_and_reports(env: Env, clock) -> No
 
 def test_removed_image_goes_on_cool_down(env: Env) -> None:
     image = env.image_from_setup()
-    env.receiver.commands.offer(env.receiver.remove_image, image, env.dispatcher)
+    env.proxy.remove_publication_image(env.endpoint, image)
     env.deliver(data_packet(SESSION_ID, 0, b"a"), setup_packet())
     assert image.hwm_position.get() == 0
     assert env.sent() == [] and env.created == []
@@ -322,7 +353,7 @@ def test_mdc_subscription_asks_the_publisher_for_setups_every_second(tmp_path: P
 
 def test_closed_endpoint_is_no_longer_polled(env: Env) -> None:
     env.receiver.do_work()
-    env.receiver.commands.offer(env.receiver.close_endpoint, env.endpoint)
+    env.proxy.close_receive_channel_endpoint(env.endpoint)
     env.receiver.do_work()
     assert env.transport.closed
     polls = env.transport.polls
@@ -334,8 +365,7 @@ def test_closed_endpoint_is_no_longer_polled(env: Env) -> None:
 def test_setup_for_an_existing_image_records_the_new_connection(env: Env, clock) -> None:
     image = env.image_from_setup()
     second = FakeTransport()
-    env.receiver.commands.offer(
-        env.receiver.add_destination,
+    env.proxy.add_destination(
         env.endpoint,
         UdpChannel.parse("aeron:udp?endpoint=127.0.0.1:40463"),
         second,

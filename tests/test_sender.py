@@ -25,6 +25,7 @@ from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel
 from driver.raw_log import RawLog
 from driver.sender import Sender
+from driver.sender_proxy import SenderProxy
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 from tests.support import FakeBatch, FakeTransport
@@ -54,13 +55,14 @@ class Env:
         )
         self.system = SystemCounters(self.manager)
         self.sender = Sender(self.system, clock.nano_clock)
+        self.proxy = SenderProxy(self.sender.commands, self.system.get(SC.SENDER_PROXY_FAILS))
         self.sender._batch = FakeBatch()
         self.transport = FakeTransport()
         self.endpoint = SendChannelEndpoint(
             UdpChannel.parse(CHANNEL), self.transport, self.manager.new_counter("snd-channel")
         )
         self.publications: list[NetworkPublication] = []
-        self.sender.commands.offer(self.sender.register_endpoint, self.endpoint)
+        self.proxy.register_send_channel_endpoint(self.endpoint)
 
     def __getitem__(self, descriptor: SC) -> int:
         return self.system.get(descriptor).get()
@@ -84,9 +86,8 @@ class Env:
             self.system, T // 2, 5_000_000_000, 5_000_000_000, 10_000_000_000, self.clock.nano_clock, False,
         )  # fmt: skip
         publication.inc_ref()
-        self.endpoint.ref_count += 1
         self.publications.append(publication)
-        self.sender.commands.offer(self.sender.add_publication, publication)
+        self.proxy.new_network_publication(publication)
         return publication
 
     def offer(self, publication: NetworkPublication, *sizes: int) -> None:
@@ -235,14 +236,14 @@ def test_removed_publication_and_closed_endpoint(env: Env) -> None:
     publication = env.add_publication(11)
     env.sender.do_work()
     env.transport.take_data()
-    env.sender.commands.offer(env.sender.remove_publication, publication)
+    env.proxy.remove_network_publication(publication)
     env.sender.do_work()
     assert publication.has_sender_released
     env.control(sm(11))
     env.sender.do_work()
     assert env[SC.STATUS_MESSAGES_RECEIVED] == 0  # no longer known to the endpoint
     assert env.transport.take_data() == []
-    env.sender.commands.offer(env.sender.close_endpoint, env.endpoint)
+    env.proxy.close_send_channel_endpoint(env.endpoint)
     env.sender.do_work()
     assert env.transport.closed
     polls = env.transport.polls

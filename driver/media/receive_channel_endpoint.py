@@ -31,8 +31,6 @@ class ReceiveChannelEndpoint:
         self.status = status
         self._short_sends = short_sends
         self.receiver_id = receiver_id if receiver_id is not None else random.getrandbits(63)
-        self.ref_count_by_stream: dict[int, int] = {}
-        self.ref_count_by_stream_and_session: dict[tuple[int, int], int] = {}
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -111,37 +109,6 @@ class ReceiveChannelEndpoint:
             frames.encode_rttm(session_id, stream_id, echo_timestamp_ns, 0, self.receiver_id),
             [(transport_index, address)],
         )
-
-    def inc_ref_to_stream(self, stream_id: int) -> int:
-        count = self.ref_count_by_stream.get(stream_id, 0) + 1
-        self.ref_count_by_stream[stream_id] = count
-        return count
-
-    def dec_ref_to_stream(self, stream_id: int) -> int:
-        count = self.ref_count_by_stream.get(stream_id, 0) - 1
-        if count <= 0:
-            self.ref_count_by_stream.pop(stream_id, None)
-            return 0
-        self.ref_count_by_stream[stream_id] = count
-        return count
-
-    def inc_ref_to_stream_and_session(self, stream_id: int, session_id: int) -> int:
-        key = (stream_id, session_id)
-        count = self.ref_count_by_stream_and_session.get(key, 0) + 1
-        self.ref_count_by_stream_and_session[key] = count
-        return count
-
-    def dec_ref_to_stream_and_session(self, stream_id: int, session_id: int) -> int:
-        key = (stream_id, session_id)
-        count = self.ref_count_by_stream_and_session.get(key, 0) - 1
-        if count <= 0:
-            self.ref_count_by_stream_and_session.pop(key, None)
-            return 0
-        self.ref_count_by_stream_and_session[key] = count
-        return count
-
-    def should_be_closed(self) -> bool:
-        return not self.ref_count_by_stream and not self.ref_count_by_stream_and_session
 
     def close(self) -> None:
         """Idempotent: the conductor and the agent that owns the sockets may both close at shutdown."""

@@ -29,7 +29,6 @@ class SendChannelEndpoint:
         self.channel = udp_channel.original_uri_string
         self.transport = transport
         self.status = status
-        self.ref_count = 0
         self.publications: dict[tuple[int, int], NetworkPublication] = {}
         # Multi-destination-cast (explicit control address): data fans out to every destination; manual
         # mode takes them from ADD_DESTINATION, dynamic mode learns them from the receivers' SMs.

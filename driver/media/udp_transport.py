@@ -337,10 +337,11 @@ class UdpTransport:
         """One datagram to the connected destination; returns bytes sent (0 when it could not go).
 
         Anything short of the whole datagram is counted in :attr:`short_sends`. Raises OSError (naming
-        the destination) for failures other than a full buffer, port unreachable or no destination."""
+        the destination) for failures other than a full buffer, port unreachable or no destination. A
+        closed transport sends nothing and returns 0: a lingering publication may still try it."""
         sock = self._send_sock
         if sock is None:
-            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+            return 0  # closed (its endpoint is closing): as 1.15.1, nothing goes and nothing is reported
         try:
             sent = sock.send(data)
         except OSError as ex:
@@ -358,7 +359,7 @@ class UdpTransport:
         :func:`encode_address`) which skip the address parsing. Returns bytes sent; short sends counted."""
         sock = self._send_sock
         if sock is None:
-            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+            return 0  # closed: nothing goes and nothing is reported (see send)
         if isinstance(address, bytes):
             sent = udp_batch.sendto(self._send_fd, data, address)
             if sent < 0:
@@ -388,7 +389,7 @@ class UdpTransport:
         """The datagrams queued in ``batch`` (regions of ``buffer``) in one sendmmsg, to ``address`` or the
         connected destination. Returns how many went; a batch that did not go whole is one short send."""
         if self._send_sock is None:
-            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+            return 0  # closed: nothing goes and nothing is reported (see send)
         raw = address if address is None or isinstance(address, bytes) else self.encode_address(address)
         sent = batch.send(self._send_fd, buffer, raw)
         if sent < 0:
@@ -413,7 +414,7 @@ class UdpTransport:
         were scanned (counted in :attr:`short_sends`, as :meth:`send` counts one). Raises OSError as
         :meth:`send` does."""
         if self._send_sock is None:
-            raise OSError(errno.EBADF, f"send on a closed transport for {self._uri()}")
+            return 0, 0, 0, False  # closed: nothing goes and nothing is reported (see send)
         sent, bytes_sent, advance, scanned = self._term_burst.send(
             self._send_fd, term_buffer, term_offset, window, mtu, max_datagrams
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -16,7 +17,6 @@ import uvloop
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 
-START_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 10.0
 
 
@@ -50,19 +50,33 @@ class EmbeddedDriver:
         self._thread = threading.Thread(
             target=self._run, name=f"embedded-driver-{aeron_dir.name}", daemon=True
         )
+        self._stop = threading.Event()
         self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        # run() has started once it can take a stop request.
-        while self.driver._stop_requested is None and self._thread.is_alive():
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.001)
 
     def _run(self) -> None:
         try:
-            self._loop.run_until_complete(self.driver.run())
+            self._loop.run_until_complete(self._serve())
         except BaseException as exc:  # reported by close(), in the test's thread
             self._failure = exc
+
+    async def _serve(self) -> None:
+        """run() in every threading mode but INVOKER, where a task on the loop invokes the duty cycle."""
+        invoker = self.driver.invoker
+        if invoker is None:
+            await self.driver.run()
+            return
+        invoker.start()
+        idle_s = 0.0
+        try:
+            while not self._stop.is_set():
+                if invoker.invoke() > 0:
+                    idle_s = 0.0
+                    await asyncio.sleep(0)
+                else:
+                    idle_s = min(0.001, idle_s * 2 or 0.00005)
+                    await asyncio.sleep(idle_s)
+        finally:
+            invoker.close()
 
     @property
     def loop(self) -> uvloop.Loop:
@@ -71,8 +85,8 @@ class EmbeddedDriver:
     def close(self) -> None:
         if self._loop.is_closed():
             return
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self.driver.request_stop)
+        self._stop.set()
+        self.driver.request_stop()  # thread-safe, and heard by a run() that has not started yet
         self._thread.join(STOP_TIMEOUT_S)
         assert not self._thread.is_alive(), "embedded driver did not stop"
         self._loop.close()
