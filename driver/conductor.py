@@ -327,7 +327,8 @@ class DriverConductor:
         # As 1.15.1: the client is reaped (and counted as timed out) at the next timer check.
         client = self._clients.get(client_id)
         if client is not None:
-            client.keepalive(0)  # the heartbeat counter too, as 1.15.1: its old value must not revive the client
+            # The heartbeat counter is zeroed too, as 1.15.1 does: its old value must not revive the client.
+            client.keepalive(0)
             self._next_timer_ns = 0
 
     # --- counters ------------------------------------------------------------------------------
