@@ -36,6 +36,9 @@ import java.util.function.BooleanSupplier;
  * <li>checks.ipc.channel: default aeron:ipc.</li>
  * <li>checks.stream.id: first of the stream ids used (six in all); default 7001.</li>
  * <li>checks.timeout.ms: how long any one wait may take; default 10000.</li>
+ * <li>checks.image.liveness.ms: the driver's image liveness timeout, added to waits for a replay image to go (a
+ *     replay publication that lingers not at all may go before its end of stream was sent, and then the image
+ *     goes only when it times out); default 10000.</li>
  * <li>checks.replay.recorded.endpoint: "true" (default) adds a replay onto the UDP endpoint that was just
  *     recorded REMOTE.</li>
  * </ul>
@@ -54,6 +57,7 @@ public final class ArchiveChecks
     final String ipcChannel = System.getProperty("checks.ipc.channel", "aeron:ipc");
     final int baseStreamId = Integer.getInteger("checks.stream.id", 7001);
     final long timeoutMs = Long.getLong("checks.timeout.ms", 10_000L);
+    final long imageGoneTimeoutMs = timeoutMs + Long.getLong("checks.image.liveness.ms", 10_000L);
     final boolean replayRecordedEndpoint =
         Boolean.parseBoolean(System.getProperty("checks.replay.recorded.endpoint", "true"));
 
@@ -163,6 +167,11 @@ public final class ArchiveChecks
     }
 
     void await(final BooleanSupplier condition, final String what)
+    {
+        await(condition, what, timeoutMs);
+    }
+
+    void await(final BooleanSupplier condition, final String what, final long timeoutMs)
     {
         final long deadline = System.currentTimeMillis() + timeoutMs;
         while (!condition.getAsBoolean())
@@ -430,7 +439,8 @@ public final class ArchiveChecks
             {
                 subscription.poll(collector, 10);
                 return collector.sequences.size() >= count && subscription.imageCount() == 0;
-            }, "the replay of " + count + " messages to end (" + Collector.describe(collector.sequences) + ")");
+            }, "the replay of " + count + " messages to end (" + Collector.describe(collector.sequences) + ")",
+                imageGoneTimeoutMs);
             collector.expect(first, count);
         }
     }
@@ -476,7 +486,7 @@ public final class ArchiveChecks
                     {
                         subscription.poll(collector, 10);
                         return subscription.imageCount() == 0;
-                    }, "the replay image to go after stopReplay");
+                    }, "the replay image to go after stopReplay", imageGoneTimeoutMs);
                     require(archive.getRecordingPosition(recordingId) == publication.position(),
                         "the recording stopped with the replay");
                 });
