@@ -23,7 +23,8 @@ run: $(STAMP)
 	$(VENV)/bin/mediadriver run $(ARGS)
 
 # The real Aeron 1.15.1 jar and a Java 11 runtime for interop tests; javac (any JDK >= 11) compiles
-# the small Java test programs with --release 11.
+# the small Java test programs with --release 11. Also a Python 3.12 venv with pyaeron (a modern C client)
+# when a Python 3.12 is found; without it the pyaeron test skips and says why.
 peers: $(STAMP)
 	$(PY) tools/peers/install.py
 	@command -v javac >/dev/null 2>&1 || { \

@@ -115,6 +115,12 @@ class AeronClient:
         self.heartbeat.set(now_ms)
 
     def has_timed_out(self, now_ms: int) -> bool:
+        # Modern clients (the C client since 1.4x) send no CLIENT_KEEPALIVE: they find this heartbeat counter
+        # (type 11, key = client id) and write the epoch ms into it. A value that moved past the last keepalive
+        # counts as one. 1.15.1 clients never write it, so for them the value is the last keepalive already.
+        beat = self.heartbeat.get()
+        if beat > self.time_of_last_keepalive_ms:
+            self.time_of_last_keepalive_ms = beat
         return now_ms > self.time_of_last_keepalive_ms + self.liveness_timeout_ms
 
 
@@ -362,7 +368,8 @@ class DriverConductor:
         # As 1.15.1: the client is reaped (and counted as timed out) at the next timer check.
         client = self._clients.get(client_id)
         if client is not None:
-            client.time_of_last_keepalive_ms = 0
+            # The heartbeat counter is zeroed too, as 1.15.1 does: its old value must not revive the client.
+            client.keepalive(0)
             self._next_timer_ns = 0
 
     # --- counters ------------------------------------------------------------------------------

@@ -141,6 +141,60 @@ def test_client_close_reaps_the_client_at_once(client: Harness, driver) -> None:
     assert driver.counters.get_counter_state(counter_id) == RECORD_RECLAIMED
 
 
+def heartbeat_counter_of(driver: MediaDriver, client_id: int) -> int:
+    """The counter a modern client keeps alive by: type 11 with its client id as the key's first 8 bytes."""
+    counters = driver.counters
+    found = [
+        i
+        for i in range(25, 64)
+        if counters.get_counter_state(i) == RECORD_ALLOCATED
+        and counters.get_counter_type_id(i) == 11
+        and counters.get_counter_key(i)[:8] == client_id.to_bytes(8, "little", signed=True)
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_client_advancing_its_heartbeat_counter_stays_alive_without_keepalives(
+    client: Harness, driver, clock
+) -> None:
+    client.add_counter()
+    heartbeat = heartbeat_counter_of(driver, client.client_id)
+    for _ in range(6):  # 6 s, three times the liveness timeout, and never a CLIENT_KEEPALIVE
+        clock.advance_ms(1000)
+        driver.counters.set_counter_value(heartbeat, clock.epoch_ms)  # what the 1.4x+ C client does
+        assert client.run() == []
+    assert client.client_id in driver.conductor.clients
+    assert client.counter_value(SC.CLIENT_TIMEOUTS) == 0
+
+
+def test_a_client_whose_heartbeat_counter_stops_is_timed_out(client: Harness, driver, clock) -> None:
+    _, counter_id = client.add_counter()
+    heartbeat = heartbeat_counter_of(driver, client.client_id)
+    clock.advance_ms(1000)
+    driver.counters.set_counter_value(heartbeat, clock.epoch_ms)
+    client.run()
+    clock.advance_ms(2000)  # exactly the liveness timeout since the last beat: still alive
+    assert client.run() == []
+    clock.advance_ms(1000)
+    events = client.run()
+    assert (cp.Event.ON_CLIENT_TIMEOUT, cp.encode_client_timeout(client.client_id)) in events
+    assert client.client_id not in driver.conductor.clients
+    assert driver.counters.get_counter_state(counter_id) == RECORD_RECLAIMED
+    assert client.counter_value(SC.CLIENT_TIMEOUTS) == 1
+
+
+def test_client_close_reaps_a_client_that_wrote_its_heartbeat_counter(client: Harness, driver, clock) -> None:
+    client.add_counter()
+    heartbeat = heartbeat_counter_of(driver, client.client_id)
+    clock.advance_ms(500)
+    driver.counters.set_counter_value(heartbeat, clock.epoch_ms)
+    client.send(cp.Command.CLIENT_CLOSE, cp.encode_correlated(client.client_id, -1))
+    events = client.run()
+    assert (cp.Event.ON_CLIENT_TIMEOUT, cp.encode_client_timeout(client.client_id)) in events
+    assert client.client_id not in driver.conductor.clients
+
+
 def test_heartbeat_is_written_every_timer_interval(client: Harness, driver, clock) -> None:
     clock.advance_ms(1000)
     client.run()

@@ -240,6 +240,25 @@ def test_removed_publication_ends_the_stream_then_lingers_and_is_deleted(
     assert driver.counters.get_counter_state(ready.publication_limit_counter_id) != RECORD_ALLOCATED
 
 
+def test_negative_linger_as_the_1_15_1_archive_sends_frees_the_publication_once_drained(
+    client: Client, driver, clock
+) -> None:
+    # aeron.archive.replay.linger.timeout=3s reaches the driver as an int-wrapped linger; 1.15.1 takes it and
+    # the drained publication goes without lingering.
+    pub_id, events = client.add_publication(f"aeron:ipc?term-length={TERM_LENGTH}|linger=-1294967296")
+    ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
+    _, events = client.command(
+        cp.Command.REMOVE_PUBLICATION, lambda c: cp.encode_remove(client.client_id, c, pub_id)
+    )
+    assert [t for t, _ in events] == [cp.Event.ON_OPERATION_SUCCESS]
+    clock.advance_ms(1000)
+    client.run()  # drained: lingering starts
+    assert Path(ready.log_file_name).exists()
+    clock.advance_ms(1000)
+    client.run()  # the next timer tick ends it; the 2 s default linger would still hold the log
+    assert not Path(ready.log_file_name).exists()
+
+
 def test_unknown_publication_and_subscription_removals_are_refused(client: Client) -> None:
     client.add_publication()
     _, events = client.command(

@@ -14,8 +14,11 @@ Every error is an :class:`InvalidChannelError` naming the parameter, its value a
 
 Deliberate differences from 1.15.1, all on values Java accepts by accident:
 - a size or int that does not fit in 32 bits is rejected (Java casts ``(int)`` and may wrap into range,
-  e.g. ``mtu=4294968320`` becomes 1024); a bare suffix (``k``, ``ns``) is rejected (Java reads it as 0);
-- a negative ``linger`` is rejected (Java accepts it).
+  e.g. ``mtu=4294968320`` becomes 1024); a bare suffix (``k``, ``ns``) is rejected (Java reads it as 0).
+
+A negative ``linger`` is accepted, as 1.15.1 does (its check compares the value with itself): the publication
+then lingers not at all. 1.15.1's own Archive sends one: its ``ChannelUriStringBuilder`` writes linger as a
+32-bit int, so ``aeron.archive.replay.linger.timeout=3s`` asks for ``linger=-1294967296`` on every replay.
 """
 
 from __future__ import annotations
@@ -369,8 +372,6 @@ class PublicationParams:
         linger_text = params.get(LINGER_PARAM_NAME)
         if linger_text is not None:
             linger_ns = parse_duration_ns(LINGER_PARAM_NAME, linger_text)
-            if linger_ns < 0:
-                raise _fail(f"{LINGER_PARAM_NAME}={linger_text} must not be negative")
 
         sparse_text = params.get(SPARSE_PARAM_NAME)
         if sparse_text is not None:

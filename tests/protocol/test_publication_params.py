@@ -281,7 +281,17 @@ def test_linger() -> None:
     assert pub("|linger=0").linger_ns == 0  # jar
     assert pub("|linger=10ms").linger_ns == 10_000_000  # jar
     assert pub("|linger=7").linger_ns == 7
-    assert pub_error("|linger=-1") == "linger=-1 must not be negative"  # jar accepts -5; we reject
+    assert pub("|linger=-1").linger_ns == -1  # jar: accepted, the publication lingers not at all
+
+
+def test_negative_linger_from_the_1_15_1_archive_is_accepted() -> None:
+    # 1.15.1's ChannelUriStringBuilder writes linger as an int: the Archive's replay.linger.timeout=3s arrives
+    # as linger=-1294967296, which the 1.15.1 driver takes as is.
+    three_s_as_int = (3_000_000_000 + 2**31) % 2**32 - 2**31
+    assert three_s_as_int == -1294967296
+    assert pub(f"|linger={three_s_as_int}").linger_ns == -1294967296
+    assert pub(f"|linger={three_s_as_int}", exclusive=True).linger_ns == -1294967296
+    assert pub("|linger=-5ms").linger_ns == -5_000_000
     assert (
         pub_error("|linger=5m")
         == "linger=5m is not a duration: use digits with an optional s, ms, us or ns suffix"

@@ -1,0 +1,109 @@
+"""A modern client against our driver: pyaeron 0.1.0 (the Aeron 1.53 C client) publishes and subscribes for 30 s
+over IPC and UDP with the default client liveness timeout (10 s).
+
+The 1.53 client sends no CLIENT_KEEPALIVE: it keeps alive by writing the time into its client-heartbeat counter.
+The run shows every message arrives and neither client is timed out. pyaeron lives in a Python 3.12 venv made by
+tools/peers/install.py (``make peers``); when it cannot be made the test skips saying why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+PEER = Path(__file__).resolve().parent / "pyaeron_peer.py"
+RUN_SECONDS = 30.0
+RATE = 200  # messages per second and per stream
+CLIENT_TIMEOUTS_ID = 24  # system counter "Client liveness timeouts"
+PROCESS_DEADLINE_S = RUN_SECONDS + 60
+
+
+def _pyaeron_python() -> Path:
+    spec = importlib.util.spec_from_file_location("_peers_install", ROOT / "tools" / "peers" / "install.py")
+    assert spec is not None and spec.loader is not None
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+    try:
+        return installer.install_pyaeron()
+    except RuntimeError as exc:
+        pytest.skip(f"pyaeron venv unavailable: {exc}")
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_pyaeron_publisher_and_subscriber_run_30s_without_a_client_timeout(
+    our_driver, tmp_path: Path
+) -> None:
+    python = _pyaeron_python()
+    driver = our_driver()
+    aeron_dir = str(driver.aeron_dir)
+    streams = {
+        "ipc": ("aeron:ipc", 1101),
+        "udp": (f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}", 1102),
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AERON_")}
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for name, (channel, stream_id) in streams.items():
+            for role, extra in (("sub", ()), ("pub", (str(RATE),))):
+                procs[f"{name}-{role}"] = subprocess.Popen(
+                    [
+                        str(python),
+                        str(PEER),
+                        role,
+                        aeron_dir,
+                        channel,
+                        str(stream_id),
+                        str(RUN_SECONDS),
+                        *extra,
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                )
+        deadline = time.monotonic() + PROCESS_DEADLINE_S
+        # Late in the run (three liveness timeouts in) every client must still be there and none timed out; read
+        # now because a client's own close later also counts as a timeout, as in 1.15.1.
+        time.sleep(RUN_SECONDS - 2)
+        still_running = {key: proc.poll() is None for key, proc in procs.items()}
+        timeouts = driver.counters()[CLIENT_TIMEOUTS_ID]
+        outputs = {}
+        for key, proc in procs.items():
+            try:
+                outputs[key] = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                outputs[key] = proc.communicate()[0] + f"\n<killed after {PROCESS_DEADLINE_S} s>"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=10)
+
+    report = "\n".join(f"--- {key} (exit {procs[key].returncode}):\n{out}" for key, out in outputs.items())
+    assert all(proc.returncode == 0 for proc in procs.values()), report
+    for name in streams:
+        sent = int(outputs[f"{name}-pub"].split("SENT ")[1].split()[0])
+        received = int(outputs[f"{name}-sub"].split("RECEIVED ")[1].split()[0])
+        assert sent >= RUN_SECONDS * RATE * 0.9, report  # it really ran for the whole 30 s
+        assert received == sent, report
+    assert all(still_running.values()), f"{still_running}\n{report}"
+    assert timeouts.label == "Client liveness timeouts"
+    assert timeouts.value == 0, report
