@@ -9,7 +9,11 @@ The metadata accessors take an ``AtomicBuffer`` over the 4096-byte metadata sect
 from __future__ import annotations
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.protocol.frames import FRAME_LENGTH_OFFSET, HEADER_LENGTH, create_default_header
+from driver.concurrent.logbuffer.frame_descriptor import (
+    FRAME_LENGTH_OFFSET,
+    HEADER_LENGTH,
+    create_default_header,
+)
 from driver.util.bit_util import (
     CACHE_LINE_LENGTH,
     INT64_MAX,

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 
 from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
+from driver.concurrent.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HEADER_LENGTH
 from driver.concurrent.logbuffer.header import Header
-from driver.protocol.frames import FRAME_ALIGNMENT, HEADER_LENGTH
 
 FragmentHandler = Callable[[AtomicBuffer, int, int, Header], object]
 ErrorHandler = Callable[[Exception], object]
