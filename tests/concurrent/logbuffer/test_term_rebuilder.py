@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_rebuilder
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 from driver.protocol import frames as f
 from driver.util.bit_util import align
 
