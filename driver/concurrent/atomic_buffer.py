@@ -12,6 +12,11 @@ from typing import Any
 
 from driver._native import ffi, lib
 
+TERM_REBUILD_OUT_OF_TERM: int = lib.AMD_REBUILD_OUT_OF_TERM
+"""term_rebuild_insert: the datagram does not fit the term at its offset (nothing written)."""
+TERM_REBUILD_MALFORMED: int = lib.AMD_REBUILD_MALFORMED
+"""term_rebuild_insert: a frame header of the datagram is inconsistent (nothing written)."""
+
 _CLOSED = object()  # stands in for the pointer of a closed buffer
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")

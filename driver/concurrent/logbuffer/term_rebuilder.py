@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from driver._native import ffi, lib
-from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.atomic_buffer import TERM_REBUILD_MALFORMED, TERM_REBUILD_OUT_OF_TERM, AtomicBuffer
 
-OUT_OF_TERM: int = lib.AMD_REBUILD_OUT_OF_TERM
+OUT_OF_TERM: int = TERM_REBUILD_OUT_OF_TERM
 """The datagram does not fit the term at ``term_offset`` (or the offset is negative or not 32-aligned)."""
-MALFORMED: int = lib.AMD_REBUILD_MALFORMED
+MALFORMED: int = TERM_REBUILD_MALFORMED
 """A frame header of the datagram is inconsistent: nothing was written."""
 
 
