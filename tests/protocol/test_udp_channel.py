@@ -1,4 +1,4 @@
-"""UDP channels: address grammar, resolution, multicast, interfaces and canonical forms (spec/uri.md §2,
+"""UDP channels: address grammar, resolution, multicast, interfaces and canonical forms (docs/uri.md §2,
 spec/logbuffer.md §3).
 
 Values marked "jar" were checked against io.aeron.driver.media.UdpChannel.parse of the real
