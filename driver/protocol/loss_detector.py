@@ -25,8 +25,6 @@ from driver.protocol.feedback_delay import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
-    multicast_nak_delay_generator,
-    unicast_nak_delay_generator,
 )
 from driver.util.bit_util import to_int32
 
@@ -36,8 +34,6 @@ __all__ = [
     "LossDetector",
     "OptimalMulticastDelayGenerator",
     "StaticDelayGenerator",
-    "multicast_nak_delay_generator",
-    "unicast_nak_delay_generator",
 ]
 
 DEFAULT_MAX_GAPS = 16
