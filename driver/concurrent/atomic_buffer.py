@@ -163,7 +163,7 @@ class AtomicBuffer:
     def set_zero(self, offset: int, length: int) -> None:
         lib.amd_zero(self._ptr, offset, length)
 
-    # Frames of a term (spec/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
+    # Frames of a term (docs/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
     # the 32-byte default data header as ``bytes`` (cffi passes it without a copy); callers check its length.
     def write_frame(
         self,
@@ -291,7 +291,7 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
-    # Receiver-side rebuild (spec/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
+    # Receiver-side rebuild (docs/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
     def term_rebuild_insert(self, term_offset: int, src: Any, src_offset: int, length: int) -> int:
         """TermRebuilder.insert of the datagram ``src[src_offset : src_offset + length]`` at ``term_offset``.
 

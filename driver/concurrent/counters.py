@@ -1,6 +1,6 @@
 """Counters in cnc.dat: Agrona 0.9.31 ``CountersReader``/``CountersManager`` and Aeron 1.15.1 keys/labels.
 
-Two regions (spec/counters.md): metadata, one 512-byte record per counter id, and values, one 128-byte
+Two regions (docs/counters.md): metadata, one 512-byte record per counter id, and values, one 128-byte
 record per id (int64 value at offset 0, the rest padding).
 The driver is the only writer of metadata; clients and tools read it concurrently, so every record is
 written fully before its state word is release-stored, and readers load the state first.
@@ -39,7 +39,7 @@ NOT_FREE_TO_REUSE = INT64_MAX
 NULL_COUNTER_ID = -1
 DEFAULT_TYPE_ID = 0
 
-# Aeron 1.15.1 counter type ids (spec/counters.md §3).
+# Aeron 1.15.1 counter type ids (docs/counters.md §3).
 SYSTEM_COUNTER_TYPE_ID = 0
 PUBLISHER_LIMIT_TYPE_ID = 1
 SENDER_POSITION_TYPE_ID = 2
@@ -359,7 +359,7 @@ class AtomicCounter:
         return f"AtomicCounter(id={self._id}, value={self.get_weak()}, closed={self._closed})"
 
 
-# Aeron 1.15.1 keys and labels (spec/counters.md §4-6). Labels are returned already ASCII-safe and
+# Aeron 1.15.1 keys and labels (docs/counters.md §4-6). Labels are returned already ASCII-safe and
 # truncated exactly where the Java driver truncates them.
 
 # StreamPositionCounter key: registration id | session id | stream id | channel length | channel.
@@ -412,7 +412,7 @@ def channel_status_key(channel: str) -> bytes:
     """Send/receive channel status key exactly as 1.15.1 writes it.
 
     The driver lays out ``int32 n | n channel bytes`` but passes ``n`` as the key length, so only
-    the length and the first ``n - 4`` channel bytes reach the record (spec/counters.md §5).
+    the length and the first ``n - 4`` channel bytes reach the record (docs/counters.md §5).
     """
     channel_bytes = java_ascii(channel)[:CHANNEL_STATUS_MAX_CHANNEL_LENGTH]
     return (_I32.pack(len(channel_bytes)) + channel_bytes)[: len(channel_bytes)]

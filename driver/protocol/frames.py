@@ -101,7 +101,7 @@ from driver.concurrent.logbuffer.frame_descriptor import (
 from driver.util.bit_util import SIZE_OF_INT32, SIZE_OF_INT64
 
 # ---------------------------------------------------------------------------------------------------------
-# Control frames (spec/wire.md sections 3-6), validation of datagrams from the network, encoders, decoders.
+# Control frames (docs/wire.md sections 3-6), validation of datagrams from the network, encoders, decoders.
 # ---------------------------------------------------------------------------------------------------------
 
 MAX_UDP_PAYLOAD_LENGTH = 65504
@@ -203,7 +203,7 @@ def validate_frame(
 ) -> str | None:
     """Why the datagram in ``buffer[:datagram_length]`` must be dropped, or None if its first frame is sound.
 
-    Aeron's check (spec/wire.md section 1: length >= 8, version 0) plus the header sanity of the first
+    Aeron's check (docs/wire.md section 1: length >= 8, version 0) plus the header sanity of the first
     frame that a hostile or broken peer could get wrong: each type's whole header present, frame lengths
     that fit, term offsets that are 32-aligned and inside the term (``term_length`` when the caller knows
     the image's, else the largest legal term), sane SETUP parameters, no negative lengths or windows.

@@ -4,7 +4,7 @@ Aeron tracks one gap: the first one after the rebuild position. A new gap (a dif
 becomes active with a deadline of now (unicast) or now + a random delay (multicast); when the deadline
 passes the loss handler is called and the deadline moves on by the delay (60 ms unicast).
 
-Beyond Aeron (issue 4, item 4) every gap between the rebuild position and the high-water mark (up to
+Beyond Aeron, every gap between the rebuild position and the high-water mark (up to
 ``max_gaps``) is tracked with its own deadline, so one scan may NAK several gaps: on lossy links with a
 long RTT, recovery no longer waits one round trip per gap. Two refinements keep the extra NAKs useful:
 

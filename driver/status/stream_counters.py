@@ -1,4 +1,4 @@
-"""Allocation of the per-stream position counters of Aeron 1.15.1 (spec/counters.md §3-4)."""
+"""Allocation of the per-stream position counters of Aeron 1.15.1 (docs/counters.md §3-4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, spec/counters.md §2)."""
+"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, docs/counters.md §2)."""
 
 from __future__ import annotations
 

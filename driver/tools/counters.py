@@ -1,4 +1,4 @@
-"""Decoding Aeron 1.15.1 counters (spec/counters.md §3-7) and watching a cnc.dat across driver restarts.
+"""Decoding Aeron 1.15.1 counters (docs/counters.md §3-7) and watching a cnc.dat across driver restarts.
 
 Shared by the Prometheus exporter, ``mediadriver stat`` filters and ``mediadriver streams``. Everything here
 maps cnc.dat read-only and never writes to it.

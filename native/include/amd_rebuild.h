@@ -1,4 +1,4 @@
-/* Receiver-side rebuild of a term from datagrams, gap scans and gap fills (spec/logbuffer.md section 7).
+/* Receiver-side rebuild of a term from datagrams, gap scans and gap fills (docs/logbuffer.md section 7).
  * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations
  * plain C. Frame offsets come from amd_term.h. */
 #ifndef AMD_REBUILD_H

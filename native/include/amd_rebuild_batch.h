@@ -1,4 +1,4 @@
-/* Receiver rebuild of a whole received batch into a table of images (spec/logbuffer.md section 7): a family
+/* Receiver rebuild of a whole received batch into a table of images (docs/logbuffer.md section 7): a family
  * of its own, wrapped by driver/concurrent/logbuffer/term_rebuilder.py alone (the per-term functions of
  * amd_rebuild.h belong to driver/concurrent/atomic_buffer.py, which owns the term pointers).
  * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations

@@ -228,7 +228,7 @@ def test_atomic_counter_id_outside_values_buffer() -> None:
         AtomicCounter(values, 2)
 
 
-# Aeron 1.15.1 keys and labels (spec/counters.md §4-6).
+# Aeron 1.15.1 keys and labels (docs/counters.md §4-6).
 
 CHANNEL = "aeron:udp?endpoint=localhost:40456"
 

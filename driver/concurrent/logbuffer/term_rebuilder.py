@@ -1,6 +1,6 @@
 """TermRebuilder.insert: a datagram from the network copied into a term at the offset its header names.
 
-spec/logbuffer.md section 7, Aeron 1.15.1, with two differences that only ever drop or keep bytes Aeron
+docs/logbuffer.md section 7, Aeron 1.15.1, with two differences that only ever drop or keep bytes Aeron
 would have handled worse, never change what a healthy stream rebuilds to:
 
 - The datagram is checked first (every frame: version 0, DATA or PAD, the first frame's session, stream and
