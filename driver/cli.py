@@ -70,7 +70,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         )
     metrics = None
     if args.metrics_port is not None:
-        from driver.tools.commands import start_driver_metrics
+        from driver.views.commands import start_driver_metrics
 
         try:
             metrics = start_driver_metrics(
@@ -131,7 +131,7 @@ def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):
 def render_stat(cnc, counter_filter=None) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
     from driver.concurrent.counters import CountersReader
-    from driver.tools.counters import decode_counter
+    from driver.views.counters import decode_counter
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
@@ -151,9 +151,9 @@ def render_stat(cnc, counter_filter=None) -> str:
 
 def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
-    from driver.tools.commands import counter_filter, live_stat
-    from driver.tools.counters import read_snapshot
-    from driver.tools.stat_view import render_table
+    from driver.views.commands import counter_filter, live_stat
+    from driver.views.counters import read_snapshot
+    from driver.views.stat_view import render_table
 
     try:
         counters = counter_filter(args)
@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
     stat.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
     stat.add_argument("--table", action="store_true", help="with --once: print the live view's table instead")
-    from driver.tools.commands import add_filter_options, add_parsers
+    from driver.views.commands import add_filter_options, add_parsers
 
     add_filter_options(stat)
     stat.set_defaults(handler=cmd_stat)

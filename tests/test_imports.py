@@ -46,7 +46,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.__main__",
         "driver.cli",
         "driver.views",
-        "driver.tools",
         "driver.exporter",
         "driver.analysis",
     ),

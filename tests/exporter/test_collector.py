@@ -18,7 +18,7 @@ from driver.concurrent.counters import (
 )
 from driver.exporter.collector import SYSTEM_METRIC_NAMES, CncCollector, snake_case, snapshot_metrics
 from driver.status.system_counters import SystemCounterDescriptor
-from driver.tools.counters import CounterInfo, DriverSnapshot, decode_counter
+from driver.views.counters import CounterInfo, DriverSnapshot, decode_counter
 
 NOW_MS = 1_700_000_010_000
 CHANNEL = "aeron:udp?endpoint=localhost:40456"

@@ -18,8 +18,8 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 from driver.exporter import DEFAULT_PORT
 from driver.exporter.collector import snapshot_metrics
 from driver.status.system_counters import SystemCounterDescriptor
-from driver.tools.commands import DEFAULT_METRICS_PORT
-from driver.tools.counters import DriverSnapshot, decode_counter
+from driver.views.commands import DEFAULT_METRICS_PORT
+from driver.views.counters import DriverSnapshot, decode_counter
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDER = ROOT / "tools" / "grafana" / "build_dashboard.py"

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from driver.tools.counters import CounterInfo, DriverSnapshot, parse_type
+from driver.views.counters import CounterInfo, DriverSnapshot, parse_type
 
 
 def _split(values: Sequence[str] | None) -> list[str]:

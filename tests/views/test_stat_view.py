@@ -19,9 +19,9 @@ from driver.concurrent.counters import (
     stream_position_key,
     stream_position_label,
 )
-from driver.tools.counters import CounterInfo, DriverSnapshot, decode_counter
-from driver.tools.stat_view import CounterFilter, render_table
-from driver.tools.streams import render_streams, stream_lines
+from driver.views.counters import CounterInfo, DriverSnapshot, decode_counter
+from driver.views.stat_view import CounterFilter, render_table
+from driver.views.streams import render_streams, stream_lines
 
 UDP = "aeron:udp?endpoint=localhost:40456"
 IPC = "aeron:ipc"

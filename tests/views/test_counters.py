@@ -14,7 +14,7 @@ from driver.concurrent.counters import (
     stream_position_key,
     stream_position_label,
 )
-from driver.tools.counters import (
+from driver.views.counters import (
     TYPE_NAMES,
     CounterInfo,
     decode_counter,

@@ -19,7 +19,7 @@ from driver.concurrent.counters import (
     SENDER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
 )
-from driver.tools.counters import CounterInfo
+from driver.views.counters import CounterInfo
 
 # StreamPositionCounter.labelName(typeId) in 1.15.1; anything else (type 10) prints as "<unknown>".
 LABEL_NAMES = {
