@@ -130,8 +130,8 @@ def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):
 
 def render_stat(cnc, counter_filter=None) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
+    from driver.concurrent.counter_types import decode_counter
     from driver.concurrent.counters import CountersReader
-    from driver.views.counters import decode_counter
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
@@ -151,8 +151,8 @@ def render_stat(cnc, counter_filter=None) -> str:
 
 def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
+    from driver.status.driver_snapshot import read_snapshot
     from driver.views.commands import counter_filter, live_stat
-    from driver.views.counters import read_snapshot
     from driver.views.stat_view import render_table
 
     try:

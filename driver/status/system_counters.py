@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 from enum import IntEnum
 
-from driver.concurrent.counters import SYSTEM_COUNTER_TYPE_ID, AtomicCounter, CountersManager
+from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counters import AtomicCounter, CountersManager
 
 _I32 = struct.Struct("<i")
 

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 
 from driver.concurrent.cnc_file import CncError
-from driver.views.counters import CncWatcher, DriverSnapshot, read_counters, read_snapshot
+from driver.concurrent.counter_types import read_counters
+from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, read_snapshot
 from driver.views.stat_view import CounterFilter, render_table
 from driver.views.streams import render_streams
 
