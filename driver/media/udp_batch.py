@@ -255,9 +255,6 @@ class SendBatch:
         self.count = count + 1
         return True
 
-    def total_length(self) -> int:
-        return sum(self._lengths[0 : self.count])
-
     def send(self, fd: int, buffer: AtomicBuffer, address: bytes | None = None) -> int:
         """sendmmsg the queued datagrams from ``buffer`` (to ``address`` or the connected peer).
 
