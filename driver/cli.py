@@ -76,7 +76,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         )
     metrics = None
     if args.metrics_port is not None:
-        from driver.tools.commands import start_driver_metrics
+        from driver.views.commands import start_driver_metrics
 
         try:
             metrics = start_driver_metrics(
@@ -136,8 +136,8 @@ def _open_cnc(aeron_dir: str, timeout_s: float = 1.0):
 
 def render_stat(cnc, counter_filter=None) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
+    from driver.concurrent.counter_types import decode_counter
     from driver.concurrent.counters import CountersReader
-    from driver.tools.counters import decode_counter
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
@@ -157,9 +157,9 @@ def render_stat(cnc, counter_filter=None) -> str:
 
 def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
-    from driver.tools.commands import counter_filter, live_stat
-    from driver.tools.counters import read_snapshot
-    from driver.tools.stat_view import render_table
+    from driver.status.driver_snapshot import read_snapshot
+    from driver.views.commands import counter_filter, live_stat
+    from driver.views.stat_view import render_table
 
     try:
         counters = counter_filter(args)
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
     stat.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
     stat.add_argument("--table", action="store_true", help="with --once: print the live view's table instead")
-    from driver.tools.commands import add_filter_options, add_parsers
+    from driver.views.commands import add_filter_options, add_parsers
 
     add_filter_options(stat)
     stat.set_defaults(handler=cmd_stat)

@@ -12,19 +12,18 @@ from pathlib import Path
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
 from driver.client_proxy import ClientProxy
-from driver.concurrent.counters import (
+from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_NAME,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
     SEND_CHANNEL_STATUS_NAME,
     SEND_CHANNEL_STATUS_TYPE_ID,
-    AtomicCounter,
-    CountersManager,
     channel_status_key,
     channel_status_label,
     client_heartbeat_key,
     client_heartbeat_label,
 )
+from driver.concurrent.counters import AtomicCounter, CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext

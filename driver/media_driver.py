@@ -1,6 +1,6 @@
 """MediaDriver: prepares the aeron dir and cnc.dat, wires the agents and runs them on the loop.
 
-Start-up follows Aeron 1.15.1 (spec/cnc.md §3): refuse a directory whose driver is alive, save the
+Start-up follows Aeron 1.15.1 (docs/cnc.md §3): refuse a directory whose driver is alive, save the
 error log of a dead one beside the directory, then recreate it.
 """
 

@@ -12,10 +12,10 @@ from functools import partial
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
-from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.media.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
 from driver.protocol import frames
 from driver.protocol.udp_channel import UdpChannel

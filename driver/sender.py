@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
-from driver.concurrent.udp_batch import ReceiveBatch
 from driver.media.send_channel_endpoint import SendChannelEndpoint
+from driver.media.udp_batch import ReceiveBatch
 from driver.network_publication import NetworkPublication
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters

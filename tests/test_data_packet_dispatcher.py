@@ -1,7 +1,7 @@
 """DataPacketDispatcher, sans-IO: which session of a stream gets an image, a setup request, or nothing.
 
 A real ReceiveChannelEndpoint over a recording transport (so the setup-eliciting status messages are checked
-on the wire); images are stand-ins that record what the dispatcher hands them. spec/wire.md §7 receiver 1, 2, 7
+on the wire); images are stand-ins that record what the dispatcher hands them. docs/wire.md §7 receiver 1, 2, 7
 and Aeron 1.15.1 DataPacketDispatcher.
 """
 

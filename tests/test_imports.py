@@ -1,4 +1,4 @@
-"""The import direction rules of design.md section 2, checked by scanning every module under driver/ with ast.
+"""The import order of docs/design.md section 2, checked by scanning every module under driver/ with ast.
 
 Every import counts, including ones inside functions and ``if TYPE_CHECKING:`` blocks: a rule about
 which layer may know about which is about the source, not only about what runs.
@@ -7,11 +7,49 @@ which layer may know about which is about the source, not only about what runs.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 DRIVER = Path(__file__).resolve().parents[1] / "driver"
+
+# The package order, lowest first: a module may import driver modules of its own layer or a layer above it
+# in this table, never one below it. Every module under driver/ must fall under exactly one entry.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("driver.util",),
+    ("driver.concurrent",),
+    ("driver.protocol",),
+    (
+        # the agents, their proxies and the objects they own
+        "driver.agent",
+        "driver.conductor",
+        "driver.sender",
+        "driver.receiver",
+        "driver.media_driver",
+        "driver.client_command_adapter",
+        "driver.client_proxy",
+        "driver.context",
+        "driver.network_publication",
+        "driver.ipc_publication",
+        "driver.publication_image",
+        "driver.data_packet_dispatcher",
+        "driver.links",
+        "driver.raw_log",
+        "driver.media",
+        "driver.status",
+        "driver.reports",
+    ),
+    ("driver.client", "driver.archive"),
+    (
+        "driver",
+        "driver.__main__",
+        "driver.cli",
+        "driver.views",
+        "driver.exporter",
+        "driver.analysis",
+    ),
+)
 
 SANS_IO_PACKAGES = ("driver.protocol", "driver.concurrent", "driver.util")
 FORBIDDEN_IN_SANS_IO = ("asyncio", "socket", "selectors", "uvloop", "time")
@@ -21,8 +59,38 @@ AGENT_MODULES = (
     "driver.receiver",
     "driver.media_driver",
     "driver.agent",
+    "driver.client_command_adapter",
+    "driver.client_proxy",
+    "driver.network_publication",
+    "driver.ipc_publication",
+    "driver.publication_image",
+    "driver.data_packet_dispatcher",
+    "driver.links",
+    "driver.raw_log",
 )
 NATIVE = "driver._native"
+# Each native header is one family of functions, wrapped by exactly one module (native/README.md).
+NATIVE_HEADERS = Path(__file__).resolve().parents[1] / "native" / "include"
+NATIVE_OWNERS = {
+    "amd_atomic.h": "driver.concurrent.atomic_buffer",
+    "amd_term.h": "driver.concurrent.atomic_buffer",
+    "amd_rebuild.h": "driver.concurrent.atomic_buffer",
+    "amd_rebuild_batch.h": "driver.concurrent.logbuffer.term_rebuilder",
+    "amd_publication.h": "driver.concurrent.logbuffer.publication_offer",
+    "amd_udp.h": "driver.media.udp_batch",
+    "amd_timer.h": "driver.agent.park_timer",
+}
+# The archive is a client of the driver: primitives and the client, never the driver's agents or I/O.
+ARCHIVE = "driver.archive"
+ARCHIVE_MAY_IMPORT = (
+    "driver.archive",
+    "driver.client",
+    "driver.concurrent",
+    "driver.protocol",
+    "driver.util",
+)
+ARCHIVE_CLIENT = "driver.archive.client"
+ARCHIVE_CLIENT_MAY_IMPORT_FROM_ARCHIVE = ("driver.archive.client", "driver.archive.codecs")
 
 
 def module_name(path: Path, root: Path = DRIVER.parent) -> str:
@@ -66,7 +134,126 @@ def is_within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
+def resolved_imports(path: Path, root: Path, known: set[str]) -> set[str]:
+    """The driver modules ``path`` really imports: ``from driver import _native`` is driver._native, not the
+    ``driver`` package; a name that is not a module (a class, a constant) resolves to the module it is in."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join([*base_parts, node.module] if node.module else base_parts)
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add(target if target in known or target == NATIVE else base)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return {n for n in found if is_within(n, "driver")}
+
+
+def layer_of(name: str) -> int | None:
+    """The index in LAYERS of the most specific entry ``name`` falls under (None: under no entry)."""
+    best: tuple[int, int] | None = None
+    for index, entries in enumerate(LAYERS):
+        for entry in entries:
+            # "driver" stands for the package's own __init__ only, so that a new module must find its layer.
+            inside = name == entry if entry == "driver" else is_within(name, entry)
+            if inside and (best is None or len(entry) > best[1]):
+                best = (index, len(entry))
+    return None if best is None else best[0]
+
+
+def order_violations(module: str, imports: set[str]) -> list[str]:
+    """Imports of ``module`` that reach up the order (into a higher layer) or fall under no layer."""
+    own = layer_of(module)
+    if own is None:
+        return [f"{module} is in no layer of LAYERS"]
+    bad = []
+    for name in sorted(imports):
+        if is_within(name, NATIVE):
+            continue  # the native module has its own rule
+        layer = layer_of(name)
+        if layer is None or layer > own:
+            bad.append(name)
+    return bad
+
+
+def archive_violations(module: str, imports: set[str]) -> list[str]:
+    """The archive uses primitives and the client; its client uses no archive server code."""
+    if not is_within(module, ARCHIVE):
+        return []
+    bad = [n for n in imports if not any(is_within(n, p) for p in ARCHIVE_MAY_IMPORT)]
+    if is_within(module, ARCHIVE_CLIENT):
+        bad += [
+            n
+            for n in imports
+            if is_within(n, ARCHIVE)
+            and not any(is_within(n, p) for p in ARCHIVE_CLIENT_MAY_IMPORT_FROM_ARCHIVE)
+        ]
+    return sorted(set(bad))
+
+
+def native_families(include: Path = NATIVE_HEADERS) -> dict[str, str]:
+    """Every name a native header declares (functions, enum constants, types) -> the header's file name."""
+    families: dict[str, str] = {}
+    for header in sorted(include.glob("*.h")):
+        text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
+        for found in re.findall(r"^(?!#).*", text, flags=re.M):
+            for name in re.findall(r"\b((?:amd|AMD)_\w+)", found):
+                families.setdefault(name, header.name)
+    return families
+
+
+def native_names_used(path: Path) -> set[str]:
+    """``lib.<name>`` and ``ffi.new("<type>...")`` names a module uses."""
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "lib":
+            used.add(node.attr)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "ffi"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            used.update(re.findall(r"\b(amd_\w+)", node.args[0].value))
+    return used
+
+
+def native_violations(module: str, imports: set[str], used: set[str], families: dict[str, str]) -> list[str]:
+    """A module may import driver._native only if it owns a family, and use only the families it owns."""
+    owned = {header for header, owner in NATIVE_OWNERS.items() if owner == module}
+    bad = []
+    if not owned and any(is_within(n, NATIVE) for n in imports):
+        bad.append(f"imports {NATIVE} but owns no native family")
+    bad += [
+        f"uses {n} of {families[n]} (owner: {NATIVE_OWNERS.get(families[n])})"
+        for n in sorted(used)
+        if n in families and families[n] not in owned
+    ]
+    return bad
+
+
 MODULES = {module_name(p): p for p in sorted(DRIVER.rglob("*.py"))}
+IMPORTS = {m: resolved_imports(p, DRIVER.parent, set(MODULES)) for m, p in MODULES.items()}
 
 
 def modules_in(*packages: str) -> list[str]:
@@ -117,6 +304,96 @@ def test_scanner_resolves_every_import_form(tmp_path: Path) -> None:
     } <= found
 
 
+def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    for relative, text in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    paths = {module_name(p, tmp_path): p for p in sorted((tmp_path / "driver").rglob("*.py"))}
+    return {m: resolved_imports(p, tmp_path, set(paths)) for m, p in paths.items()}
+
+
+def test_the_order_rule_catches_an_import_up_the_order(tmp_path: Path) -> None:
+    imports = _tree(
+        tmp_path,
+        {
+            "driver/__init__.py": "",
+            "driver/concurrent/logbuffer/term_reader.py": "from driver.protocol.frames import HEADER_LENGTH\n",
+            "driver/protocol/frames.py": "from driver.concurrent.logbuffer.frame_descriptor import HEADER_LENGTH\n",
+            "driver/concurrent/logbuffer/frame_descriptor.py": "from ...util import bit_util\n",
+            "driver/util/bit_util.py": "",
+            "driver/media/udp_batch.py": "from driver import _native\n",
+            "driver/stray.py": "",
+        },
+    )
+    assert imports["driver.media.udp_batch"] == {"driver._native"}
+    assert order_violations(
+        "driver.concurrent.logbuffer.term_reader", imports["driver.concurrent.logbuffer.term_reader"]
+    ) == ["driver.protocol.frames"]
+    assert order_violations("driver.protocol.frames", imports["driver.protocol.frames"]) == []
+    assert imports["driver.concurrent.logbuffer.frame_descriptor"] == {"driver.util.bit_util"}
+    assert order_violations("driver.media.udp_batch", imports["driver.media.udp_batch"]) == []
+    assert order_violations("driver.stray", set()) == ["driver.stray is in no layer of LAYERS"]
+
+
+def test_the_archive_rules_catch_agents_io_native_and_server_code_in_the_client(tmp_path: Path) -> None:
+    imports = _tree(
+        tmp_path,
+        {
+            "driver/archive/__init__.py": "",
+            "driver/archive/recorder.py": (
+                "from driver.client.aeron import Aeron\n"
+                "from driver.concurrent.logbuffer import term_reader\n"
+                "from driver.conductor import DriverConductor\n"
+                "from driver.media import udp_batch\n"
+                "from driver import _native\n"
+            ),
+            "driver/archive/catalog.py": "from driver.util.bit_util import align\n",
+            "driver/archive/codecs/__init__.py": "",
+            "driver/archive/client.py": (
+                "from driver.archive.codecs import ControlRequest\n"
+                "from driver.archive import catalog\n"
+                "from driver.client.aeron import Aeron\n"
+            ),
+            "driver/client/aeron.py": "",
+            "driver/concurrent/logbuffer/term_reader.py": "",
+            "driver/conductor.py": "",
+            "driver/media/udp_batch.py": "",
+            "driver/util/bit_util.py": "",
+        },
+    )
+    assert archive_violations("driver.archive.recorder", imports["driver.archive.recorder"]) == [
+        "driver._native",
+        "driver.conductor",
+        "driver.media.udp_batch",
+    ]
+    assert archive_violations("driver.archive.catalog", imports["driver.archive.catalog"]) == []
+    assert archive_violations("driver.archive.client", imports["driver.archive.client"]) == [
+        "driver.archive.catalog"
+    ]
+    assert archive_violations("driver.client.aeron", {"driver.conductor"}) == []  # not the archive's rule
+
+
+def test_the_native_rule_catches_a_second_wrapper_of_a_family(tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "amd_udp.h").write_text(
+        "/* amd_fake_in_comment */\n#ifndef AMD_UDP_H\nenum { AMD_UDP_MAX_BATCH = 64 };\n"
+        "int32_t amd_udp_sendto(int32_t fd);\n#endif\n"
+    )
+    families = native_families(include)
+    assert families == {"AMD_UDP_MAX_BATCH": "amd_udp.h", "amd_udp_sendto": "amd_udp.h"}
+    sender = tmp_path / "sender.py"
+    sender.write_text("from driver._native import ffi, lib\nlib.amd_udp_sendto(3)\nffi.new('amd_x_t *')\n")
+    used = native_names_used(sender)
+    assert used == {"amd_udp_sendto", "amd_x_t"}
+    assert native_violations("driver.media.udp_batch", {NATIVE}, used, families) == []
+    assert native_violations("driver.sender", {NATIVE}, used, families) == [
+        f"imports {NATIVE} but owns no native family",
+        "uses amd_udp_sendto of amd_udp.h (owner: driver.media.udp_batch)",
+    ]
+
+
 def test_the_scan_sees_the_packages_the_rules_are_about() -> None:
     assert "driver.protocol.control_protocol" in MODULES
     assert "driver.concurrent.cnc_file" in MODULES
@@ -147,9 +424,31 @@ def test_the_client_never_imports_the_agents(module: str) -> None:
     assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)} imports driver agent modules {bad}"
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if not is_within(m, "driver.concurrent")])
-def test_only_concurrent_imports_the_native_module(module: str) -> None:
-    bad = sorted(name for name in imported_modules(MODULES[module]) if is_within(name, NATIVE))
-    assert bad == [], (
-        f"{MODULES[module].relative_to(DRIVER.parent)} imports {bad}; only driver/concurrent/ may"
-    )
+@pytest.mark.parametrize("module", list(MODULES))
+def test_every_module_imports_only_its_own_layer_and_those_below(module: str) -> None:
+    bad = order_violations(module, IMPORTS[module])
+    assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)} imports above its layer: {bad}"
+
+
+@pytest.mark.parametrize("module", modules_in(ARCHIVE) or ["(no archive yet)"])
+def test_the_archive_uses_only_primitives_and_the_client(module: str) -> None:
+    if module not in MODULES:
+        return
+    bad = archive_violations(module, IMPORTS[module])
+    assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)} imports {bad}"
+
+
+FAMILIES = native_families()
+
+
+def test_every_native_header_has_one_owner_module() -> None:
+    assert set(NATIVE_OWNERS) == {p.name for p in NATIVE_HEADERS.glob("*.h")}
+    assert set(NATIVE_OWNERS.values()) <= set(MODULES)
+    assert FAMILIES["amd_udp_recv_batch"] == "amd_udp.h"
+    assert FAMILIES["amd_term_rebuild_batch"] == "amd_rebuild_batch.h"
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_only_the_owner_of_a_native_family_calls_it(module: str) -> None:
+    bad = native_violations(module, IMPORTS[module], native_names_used(MODULES[module]), FAMILIES)
+    assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)}: {bad}"

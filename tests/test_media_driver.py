@@ -1,4 +1,4 @@
-"""Start-up and shutdown of the driver process: the aeron dir, cnc.dat and the rules of spec/cnc.md §3."""
+"""Start-up and shutdown of the driver process: the aeron dir, cnc.dat and the rules of docs/cnc.md §3."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The publication's log is a real mapped RawLog; messages go in with the real TermAppender (rotation and
 padding included). The send channel endpoint is a recorder; time comes from the manual clock. Checked
-against spec/wire.md §7 (sender 1-7) and Aeron 1.15.1 NetworkPublication.
+against docs/wire.md §7 (sender 1-7) and Aeron 1.15.1 NetworkPublication.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Datagrams come from a reference stream appended with the real TermAppender into a scratch log and cut the
 way the sender cuts them (whole frames, at most one MTU, a PAD frame sent as its header only). The image
-gets them through ``insert_packet`` in any order; after each step the test checks what spec/wire.md §7 and
-spec/logbuffer.md §7-8 define: rcv-hwm = max(packet position + datagram length, heartbeat position),
+gets them through ``insert_packet`` in any order; after each step the test checks what docs/wire.md §7 and
+docs/logbuffer.md §7-8 define: rcv-hwm = max(packet position + datagram length, heartbeat position),
 rcv-pos = the end of the contiguous prefix (one term per ``track_rebuild``), the term contents, the NAKs the
 scan schedules (every gap of a scan: our extension), loss-report entries, flow-control under/over-runs,
 status-message scheduling, cleaning and end of stream. No sockets: the channel endpoint is a recorder.
@@ -414,7 +414,7 @@ def make_image(tmp_path: Path, clock) -> Iterator[Any]:
 
 
 def gaps_of(stream: Stream, received: set[int], rebuild: int, hwm: int) -> tuple[int, list[tuple[int, int]]]:
-    """Model of one scan (spec/logbuffer.md §7, every gap): (new rebuild position, [(gap position, length)])."""
+    """Model of one scan (docs/logbuffer.md §7, every gap): (new rebuild position, [(gap position, length)])."""
     if rebuild >= hwm:
         return rebuild, []
     ends = {f.position: f.end for f in stream.frames()}

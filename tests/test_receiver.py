@@ -16,10 +16,10 @@ from driver.agent.command_queue import CommandQueue
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.udp_batch import ReceiveBatch
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from driver.media.udp_batch import ReceiveBatch
 from driver.protocol import frames
 from driver.protocol.feedback_delay import NAK_UNICAST_DELAY_NS, StaticDelayGenerator
 from driver.protocol.udp_channel import UdpChannel

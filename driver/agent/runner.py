@@ -3,7 +3,7 @@
 An agent has ``on_start()``, a synchronous ``do_work() -> int`` duty cycle and ``on_close()``. The runner
 schedules duty cycles as loop callbacks (``call_soon`` to yield, ``call_later`` to park) following its
 idle strategy. A park shorter than ``PRECISE_PARK_BELOW_NS`` waits on a timerfd the loop watches instead
-(:class:`driver.concurrent.park_timer.ParkTimer`): uvloop's timers have millisecond resolution, so a
+(:class:`driver.agent.park_timer.ParkTimer`): uvloop's timers have millisecond resolution, so a
 short park there is either no park at all or a millisecond or more, while the processes the driver
 serves (a subscriber freeing window, a publisher filling the term) move on in microseconds. An exception
 from ``do_work`` goes to the error handler and the runner carries on.
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
-from driver.concurrent.park_timer import ParkTimer
+from driver.agent.park_timer import ParkTimer
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Self-contained (standard library only) so that the job can ship it to executors by value: workers need pyspark
 but not this package. Independent of ``driver.reports.loss_report`` on purpose, so tests can check one decoder
-against the other. Layout: spec/lossreport.md.
+against the other. Layout: docs/lossreport.md.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Shared-memory structures over mapped files. The only importers of ``driver._native``."""
+"""Shared-memory structures over mapped files: atomic buffers, ring buffers, broadcast, counters, error log, log buffers."""

@@ -12,6 +12,11 @@ from typing import Any
 
 from driver._native import ffi, lib
 
+TERM_REBUILD_OUT_OF_TERM: int = lib.AMD_REBUILD_OUT_OF_TERM
+"""term_rebuild_insert: the datagram does not fit the term at its offset (nothing written)."""
+TERM_REBUILD_MALFORMED: int = lib.AMD_REBUILD_MALFORMED
+"""term_rebuild_insert: a frame header of the datagram is inconsistent (nothing written)."""
+
 _CLOSED = object()  # stands in for the pointer of a closed buffer
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
@@ -158,7 +163,7 @@ class AtomicBuffer:
     def set_zero(self, offset: int, length: int) -> None:
         lib.amd_zero(self._ptr, offset, length)
 
-    # Frames of a term (spec/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
+    # Frames of a term (docs/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
     # the 32-byte default data header as ``bytes`` (cffi passes it without a copy); callers check its length.
     def write_frame(
         self,
@@ -286,7 +291,7 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
-    # Receiver-side rebuild (spec/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
+    # Receiver-side rebuild (docs/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
     def term_rebuild_insert(self, term_offset: int, src: Any, src_offset: int, length: int) -> int:
         """TermRebuilder.insert of the datagram ``src[src_offset : src_offset + length]`` at ``term_offset``.
 

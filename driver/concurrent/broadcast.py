@@ -2,7 +2,7 @@
 
 One transmitter (the driver) writes records and never waits; every receiver (client) follows with its
 own cursor and finds out that it has been overwritten ("lapped") by comparing its cursor with the
-tail intent counter. Layout and algorithm: ``spec/ringbuffers.md`` section 2.
+tail intent counter. Layout and algorithm: ``docs/ringbuffers.md`` section 2.
 """
 
 from __future__ import annotations

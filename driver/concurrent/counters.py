@@ -1,14 +1,14 @@
-"""Counters in cnc.dat: Agrona 0.9.31 ``CountersReader``/``CountersManager`` and Aeron 1.15.1 keys/labels.
+"""Counters in cnc.dat: Agrona 0.9.31 ``CountersReader``/``CountersManager``/``AtomicCounter``.
 
-Two regions (spec/counters.md): metadata, one 512-byte record per counter id, and values, one 128-byte
-record per id (int64 value at offset 0, the rest padding).
+Two regions (docs/counters.md): metadata, one 512-byte record per counter id, and values, one 128-byte
+record per id (int64 value at offset 0, the rest padding). What Aeron puts in a record's type id, key and
+label is in ``counter_types``.
 The driver is the only writer of metadata; clients and tools read it concurrently, so every record is
 written fully before its state word is release-stored, and readers load the state first.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
@@ -39,23 +39,6 @@ NOT_FREE_TO_REUSE = INT64_MAX
 NULL_COUNTER_ID = -1
 DEFAULT_TYPE_ID = 0
 
-# Aeron 1.15.1 counter type ids (spec/counters.md §3).
-SYSTEM_COUNTER_TYPE_ID = 0
-PUBLISHER_LIMIT_TYPE_ID = 1
-SENDER_POSITION_TYPE_ID = 2
-RECEIVER_HWM_TYPE_ID = 3
-SUBSCRIBER_POSITION_TYPE_ID = 4
-RECEIVER_POS_TYPE_ID = 5
-SEND_CHANNEL_STATUS_TYPE_ID = 6
-RECEIVE_CHANNEL_STATUS_TYPE_ID = 7
-SENDER_LIMIT_TYPE_ID = 9
-PER_IMAGE_TYPE_ID = 10
-CLIENT_HEARTBEAT_TYPE_ID = 11
-PUBLISHER_POS_TYPE_ID = 12
-
-_I32 = struct.Struct("<i")
-_I64 = struct.Struct("<q")
-_STREAM_KEY_HEAD = struct.Struct("<qiii")
 
 
 def metadata_offset(counter_id: int) -> int:
@@ -357,75 +340,3 @@ class AtomicCounter:
 
     def __repr__(self) -> str:
         return f"AtomicCounter(id={self._id}, value={self.get_weak()}, closed={self._closed})"
-
-
-# Aeron 1.15.1 keys and labels (spec/counters.md §4-6). Labels are returned already ASCII-safe and
-# truncated exactly where the Java driver truncates them.
-
-# StreamPositionCounter key: registration id | session id | stream id | channel length | channel.
-STREAM_REGISTRATION_ID_OFFSET = 0
-STREAM_SESSION_ID_OFFSET = STREAM_REGISTRATION_ID_OFFSET + SIZE_OF_INT64
-STREAM_STREAM_ID_OFFSET = STREAM_SESSION_ID_OFFSET + SIZE_OF_INT32
-STREAM_CHANNEL_LENGTH_OFFSET = STREAM_STREAM_ID_OFFSET + SIZE_OF_INT32
-STREAM_CHANNEL_OFFSET = STREAM_CHANNEL_LENGTH_OFFSET + SIZE_OF_INT32
-# 1.15.1 bytecode: StreamPositionCounter.MAX_CHANNEL_LENGTH = 92 (20 + 92 = 112, the whole key).
-STREAM_MAX_CHANNEL_LENGTH = MAX_KEY_LENGTH - STREAM_CHANNEL_OFFSET
-# Sub-pos labels get " @<join position>" only while shorter than this (SubscriberPos).
-JOIN_POSITION_LABEL_LIMIT = 360
-
-CHANNEL_STATUS_CHANNEL_OFFSET = SIZE_OF_INT32
-CHANNEL_STATUS_MAX_CHANNEL_LENGTH = MAX_KEY_LENGTH - CHANNEL_STATUS_CHANNEL_OFFSET  # 108
-
-CLIENT_HEARTBEAT_NAME = "client-heartbeat"
-SEND_CHANNEL_STATUS_NAME = "snd-channel"
-RECEIVE_CHANNEL_STATUS_NAME = "rcv-channel"
-
-
-def _label(prefix: str, tail: str) -> str:
-    """``prefix`` then as much of ``tail`` as fits in MAX_LABEL_LENGTH, encoded as the Java driver does."""
-    head = java_ascii(prefix)
-    return (head + java_ascii(tail)[: max(0, MAX_LABEL_LENGTH - len(head))]).decode("ascii")
-
-
-def stream_position_key(registration_id: int, session_id: int, stream_id: int, channel: str) -> bytes:
-    """Key of pub-lmt/snd-pos/snd-lmt/pub-pos/sub-pos/rcv-hwm/rcv-pos counters; ``20 + n`` bytes."""
-    channel_bytes = java_ascii(channel)[:STREAM_MAX_CHANNEL_LENGTH]
-    return _STREAM_KEY_HEAD.pack(registration_id, session_id, stream_id, len(channel_bytes)) + channel_bytes
-
-
-def stream_position_label(
-    name: str,
-    registration_id: int,
-    session_id: int,
-    stream_id: int,
-    channel: str,
-    join_position: int | None = None,
-) -> str:
-    """``<name>: <registrationId> <sessionId> <streamId> <channel>[ @<joinPosition>]``, at most 380 chars."""
-    label = _label(f"{name}: {registration_id} {session_id} {stream_id} ", channel)
-    if join_position is not None and len(label) < JOIN_POSITION_LABEL_LIMIT:
-        label = f"{label} @{join_position}"[:MAX_LABEL_LENGTH]
-    return label
-
-
-def channel_status_key(channel: str) -> bytes:
-    """Send/receive channel status key exactly as 1.15.1 writes it.
-
-    The driver lays out ``int32 n | n channel bytes`` but passes ``n`` as the key length, so only
-    the length and the first ``n - 4`` channel bytes reach the record (spec/counters.md §5).
-    """
-    channel_bytes = java_ascii(channel)[:CHANNEL_STATUS_MAX_CHANNEL_LENGTH]
-    return (_I32.pack(len(channel_bytes)) + channel_bytes)[: len(channel_bytes)]
-
-
-def channel_status_label(name: str, channel: str) -> str:
-    """``snd-channel: <channel>`` / ``rcv-channel: <channel>``, at most 380 chars."""
-    return _label(f"{name}: ", channel)
-
-
-def client_heartbeat_key(client_id: int) -> bytes:
-    return _I64.pack(client_id)
-
-
-def client_heartbeat_label(client_id: int) -> str:
-    return f"{CLIENT_HEARTBEAT_NAME}: {client_id}"

@@ -1,4 +1,4 @@
-"""The distinct error log in cnc.dat: Agrona 0.9.31 DistinctErrorLog/ErrorLogReader (spec/errorlog.md).
+"""The distinct error log in cnc.dat: Agrona 0.9.31 DistinctErrorLog/ErrorLogReader (docs/errorlog.md).
 
 Records are appended from offset 0 and never removed. A record becomes visible to readers in other
 processes when its length is release-stored; an error seen again only bumps the observation count

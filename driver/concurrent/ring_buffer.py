@@ -2,7 +2,7 @@
 
 Any number of producers (clients, in their own processes) claim space by CAS on the tail position;
 one consumer (the driver conductor) reads records and releases the space by advancing the head.
-Layout and algorithm: ``spec/ringbuffers.md`` section 1. The buffer is ``capacity`` data bytes,
+Layout and algorithm: ``docs/ringbuffers.md`` section 1. The buffer is ``capacity`` data bytes,
 a power of two, followed by a 768-byte trailer whose fields each sit in their own 128-byte slot so
 producers and the consumer do not false-share cache lines.
 """

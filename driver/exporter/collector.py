@@ -17,7 +17,7 @@ Metric mapping (one series per allocated counter, plus derived and liveness gaug
 ``aeron_counter``                                      any other type (client counters, other type-0 counters);
                                                        labels type, type_id, label, counter_id
 ``aeron_receive_gap_bytes`` etc.                       derived: receive gap, subscriber lag, sender backlog,
-                                                       publisher headroom (see driver.tools.counters)
+                                                       publisher headroom (see driver.status.driver_snapshot)
 ``aeron_up``, ``aeron_driver_*``                       liveness: 1 while cnc.dat is ready and its heartbeat fresh;
                                                        heartbeat age, pid, start time
 =====================================================  =============================================================
@@ -35,18 +35,17 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from driver.concurrent.cnc_file import CncError
-from driver.concurrent.counters import CLIENT_HEARTBEAT_TYPE_ID, PER_IMAGE_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
-from driver.status.system_counters import SystemCounterDescriptor
-from driver.tools.counters import (
+from driver.concurrent.counter_types import (
     CHANNEL_STATUS_TYPE_IDS,
+    CLIENT_HEARTBEAT_TYPE_ID,
+    PER_IMAGE_TYPE_ID,
     RECORDING_POSITION_TYPE_ID,
     STREAM_COUNTER_TYPE_IDS,
-    CncWatcher,
+    SYSTEM_COUNTER_TYPE_ID,
     CounterInfo,
-    DriverSnapshot,
-    derived_positions,
-    read_snapshot,
 )
+from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, derived_positions, read_snapshot
+from driver.status.system_counters import SystemCounterDescriptor
 
 PREFIX = "aeron"
 DEFAULT_PORT = 9300

@@ -3,7 +3,7 @@ its debug channel endpoints), with a frame-type filter.
 
 The receiver asks :meth:`LossGenerator.should_drop` for each datagram before dispatching it; a True answer
 means "behave as if it never arrived". The type is that of the datagram's first frame (offset 6), which is
-also what dispatch looks at (spec/wire.md section 1). Datagrams too short to have a type are never dropped,
+also what dispatch looks at (docs/wire.md section 1). Datagrams too short to have a type are never dropped,
 so the receiver still counts them as invalid.
 
 Determinism: one draw from ``random.Random(seed)`` per datagram whose type passes the filter, so the same

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import AtomicCounter
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
 from driver.protocol import frames
 from driver.protocol.udp_channel import UdpChannel

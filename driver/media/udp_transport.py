@@ -17,7 +17,7 @@ then delivers only that group's datagrams to it, so on one host a sender's contr
 get every DATA datagram of a receiver on the same port; IPv6 binds the wildcard as Java does); ECONNREFUSED (ICMP port unreachable on a connected
 socket) is ignored on receive and counted as a short send on send, as Java ignores PortUnreachableException.
 
-Reading is batched (:class:`driver.concurrent.udp_batch.ReceiveBatch`, one recvmmsg); the event loop only
+Reading is batched (:class:`driver.media.udp_batch.ReceiveBatch`, one recvmmsg); the event loop only
 wakes the agent that owns the transport (:meth:`UdpTransport.register_reader`, design.md section 6 rule 3).
 """
 
@@ -31,9 +31,9 @@ import struct
 from typing import Any
 
 from driver.agent.idle_strategy import Waker
-from driver.concurrent import udp_batch
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import ReceiveBatch, SendBatch, TermBurst
+from driver.media import udp_batch
+from driver.media.udp_batch import ReceiveBatch, SendBatch, TermBurst
 from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import Address, UdpChannel
 
@@ -408,7 +408,7 @@ class UdpTransport:
         self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
     ) -> tuple[int, int, int, bool]:
         """Up to ``max_datagrams`` datagrams of ``term_buffer``'s committed frames from ``term_offset`` to the
-        connected destination in one sendmmsg (:class:`driver.concurrent.udp_batch.TermBurst`).
+        connected destination in one sendmmsg (:class:`driver.media.udp_batch.TermBurst`).
 
         Returns (datagrams sent, bytes sent, sender position advance, short): ``short`` when fewer went than
         were scanned (counted in :attr:`short_sends`, as :meth:`send` counts one). Raises OSError as

@@ -1,4 +1,4 @@
-"""Aeron 1.15.1 channel URIs (spec/uri.md §1, §2, §5): grammar, parameter names and a string builder.
+"""Aeron 1.15.1 channel URIs (docs/uri.md §1, §2, §5): grammar, parameter names and a string builder.
 
 Grammar, exactly as ``io.aeron.ChannelUri.parse`` of 1.15.1::
 

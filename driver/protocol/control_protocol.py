@@ -1,4 +1,4 @@
-"""Client <-> driver command and event messages of Aeron 1.15.1 (spec/commands.md).
+"""Client <-> driver command and event messages of Aeron 1.15.1 (docs/commands.md).
 
 Encoders return ``bytes`` ready to be written as a ring/broadcast record body; decoders take a
 ``memoryview`` of a record body and return a small dataclass, raising ``MalformedCommandError`` with a

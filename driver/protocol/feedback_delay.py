@@ -83,13 +83,3 @@ class OptimalMulticastDelayGenerator:
     def calculated_n(self) -> float:
         """Estimated feedback messages per RTT (as Aeron computes it)."""
         return self._calculated_n
-
-
-def unicast_nak_delay_generator() -> StaticDelayGenerator:
-    """Aeron's NAK_UNICAST_DELAY_GENERATOR: first NAK immediate, then every 60 ms."""
-    return StaticDelayGenerator(NAK_UNICAST_DELAY_NS, True)
-
-
-def multicast_nak_delay_generator(rng: random.Random | None = None) -> OptimalMulticastDelayGenerator:
-    """Aeron's NAK_MULTICAST_DELAY_GENERATOR: OptimalMulticastDelayGenerator(60 ms, 10, 10)."""
-    return OptimalMulticastDelayGenerator(NAK_MULTICAST_MAX_BACKOFF_NS, NAK_MULTICAST_GROUP_SIZE, rng)

@@ -1,6 +1,6 @@
 """Sender flow control: how far a network publication may send, from the status messages of its receivers.
 
-Aeron 1.15.1 semantics (spec/wire.md section 7, sender step 4):
+Aeron 1.15.1 semantics (docs/wire.md section 7, sender step 4):
 
 - ``UnicastFlowControl`` and ``MaxMulticastFlowControl``: sender limit = max(sender limit, SM position +
   receiver window) over every SM, i.e. the fastest receiver sets the pace.

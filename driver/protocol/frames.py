@@ -1,7 +1,7 @@
-"""Aeron 1.15.1 frame headers (spec/wire.md): the common header and the DATA/PAD header.
+"""Aeron 1.15.1 frames on the wire (docs/wire.md): control frames, validation, encoders and decoders.
 
-All fields are little-endian. The offsets are defined once here and used by the log buffer code, the
-sender and the receiver alike; ``native/include/amd_term.h`` mirrors the ones C needs (checked by a test).
+All fields are little-endian. The common and DATA/PAD header layout lives below the log buffer code in
+``driver/concurrent/logbuffer/frame_descriptor.py`` (the terms hold those frames) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -9,63 +9,99 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from driver.concurrent.logbuffer.frame_descriptor import (
+    BEGIN_END_AND_EOS_FLAGS as BEGIN_END_AND_EOS_FLAGS,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    BEGIN_FLAG as BEGIN_FLAG,
+)
+
+# The DATA/PAD header and the common header are the log buffer's layout; re-exported here for the wire code.
+from driver.concurrent.logbuffer.frame_descriptor import (
+    CURRENT_VERSION as CURRENT_VERSION,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    DATA_HEADER as DATA_HEADER,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    DATA_HEADER_LENGTH as DATA_HEADER_LENGTH,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    END_FLAG as END_FLAG,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    EOS_FLAG as EOS_FLAG,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    FLAGS_OFFSET as FLAGS_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    FRAME_ALIGNMENT as FRAME_ALIGNMENT,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    FRAME_LENGTH_OFFSET as FRAME_LENGTH_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_DATA as HDR_TYPE_DATA,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_ERR as HDR_TYPE_ERR,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_EXT as HDR_TYPE_EXT,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_NAK as HDR_TYPE_NAK,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_PAD as HDR_TYPE_PAD,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_RTTM as HDR_TYPE_RTTM,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_SETUP as HDR_TYPE_SETUP,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HDR_TYPE_SM as HDR_TYPE_SM,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    HEADER_LENGTH as HEADER_LENGTH,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    MIN_HEADER_LENGTH as MIN_HEADER_LENGTH,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    RESERVED_VALUE_OFFSET as RESERVED_VALUE_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    SESSION_ID_OFFSET as SESSION_ID_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    STREAM_ID_OFFSET as STREAM_ID_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    TERM_ID_OFFSET as TERM_ID_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    TERM_OFFSET_OFFSET as TERM_OFFSET_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    TYPE_OFFSET as TYPE_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    UNFRAGMENTED as UNFRAGMENTED,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    VERSION_OFFSET as VERSION_OFFSET,
+)
+from driver.concurrent.logbuffer.frame_descriptor import (
+    create_default_header as create_default_header,
+)
 from driver.util.bit_util import SIZE_OF_INT32, SIZE_OF_INT64
 
-_SIZE_OF_UINT8 = 1
-_SIZE_OF_UINT16 = 2
-
-CURRENT_VERSION = 0
-
-# Common header, the first 8 bytes of every frame.
-FRAME_LENGTH_OFFSET = 0
-VERSION_OFFSET = FRAME_LENGTH_OFFSET + SIZE_OF_INT32
-FLAGS_OFFSET = VERSION_OFFSET + _SIZE_OF_UINT8
-TYPE_OFFSET = FLAGS_OFFSET + _SIZE_OF_UINT8
-MIN_HEADER_LENGTH = TYPE_OFFSET + _SIZE_OF_UINT16
-
-# DATA and PAD frames.
-TERM_OFFSET_OFFSET = MIN_HEADER_LENGTH
-SESSION_ID_OFFSET = TERM_OFFSET_OFFSET + SIZE_OF_INT32
-STREAM_ID_OFFSET = SESSION_ID_OFFSET + SIZE_OF_INT32
-TERM_ID_OFFSET = STREAM_ID_OFFSET + SIZE_OF_INT32
-RESERVED_VALUE_OFFSET = TERM_ID_OFFSET + SIZE_OF_INT32
-HEADER_LENGTH = RESERVED_VALUE_OFFSET + SIZE_OF_INT64
-DATA_HEADER_LENGTH = HEADER_LENGTH
-
-FRAME_ALIGNMENT = 32
-
-# Frame types (uint16 at TYPE_OFFSET).
-HDR_TYPE_PAD = 0x00
-HDR_TYPE_DATA = 0x01
-HDR_TYPE_NAK = 0x02
-HDR_TYPE_SM = 0x03
-HDR_TYPE_ERR = 0x04
-HDR_TYPE_SETUP = 0x05
-HDR_TYPE_RTTM = 0x06
-HDR_TYPE_EXT = 0xFFFF
-
-# DATA flags (uint8 at FLAGS_OFFSET).
-BEGIN_FLAG = 0x80
-END_FLAG = 0x40
-UNFRAGMENTED = BEGIN_FLAG | END_FLAG
-EOS_FLAG = 0x20
-BEGIN_END_AND_EOS_FLAGS = UNFRAGMENTED | EOS_FLAG
-
-# frame_length, version, flags, type, term_offset, session_id, stream_id, term_id, reserved_value
-DATA_HEADER = struct.Struct("<iBBHiiiiq")
-assert DATA_HEADER.size == HEADER_LENGTH
-
-
-def create_default_header(session_id: int, stream_id: int, term_id: int) -> bytes:
-    """The default DATA header a driver stores in a log's metadata (DataHeaderFlyweight.createDefaultHeader):
-    frame_length 0, version 0, flags BEGIN|END, type DATA, term_offset 0, reserved value 0."""
-    return DATA_HEADER.pack(
-        0, CURRENT_VERSION, UNFRAGMENTED, HDR_TYPE_DATA, 0, session_id, stream_id, term_id, 0
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Control frames (spec/wire.md sections 3-6), validation of datagrams from the network, encoders, decoders.
+# Control frames (docs/wire.md sections 3-6), validation of datagrams from the network, encoders, decoders.
 # ---------------------------------------------------------------------------------------------------------
 
 MAX_UDP_PAYLOAD_LENGTH = 65504
@@ -167,7 +203,7 @@ def validate_frame(
 ) -> str | None:
     """Why the datagram in ``buffer[:datagram_length]`` must be dropped, or None if its first frame is sound.
 
-    Aeron's check (spec/wire.md section 1: length >= 8, version 0) plus the header sanity of the first
+    Aeron's check (docs/wire.md section 1: length >= 8, version 0) plus the header sanity of the first
     frame that a hostile or broken peer could get wrong: each type's whole header present, frame lengths
     that fit, term offsets that are 32-aligned and inside the term (``term_length`` when the caller knows
     the image's, else the largest legal term), sane SETUP parameters, no negative lengths or windows.

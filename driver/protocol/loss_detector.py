@@ -4,7 +4,7 @@ Aeron tracks one gap: the first one after the rebuild position. A new gap (a dif
 becomes active with a deadline of now (unicast) or now + a random delay (multicast); when the deadline
 passes the loss handler is called and the deadline moves on by the delay (60 ms unicast).
 
-Beyond Aeron (issue 4, item 4) every gap between the rebuild position and the high-water mark (up to
+Beyond Aeron, every gap between the rebuild position and the high-water mark (up to
 ``max_gaps``) is tracked with its own deadline, so one scan may NAK several gaps: on lossy links with a
 long RTT, recovery no longer waits one round trip per gap. Two refinements keep the extra NAKs useful:
 
@@ -25,8 +25,6 @@ from driver.protocol.feedback_delay import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
-    multicast_nak_delay_generator,
-    unicast_nak_delay_generator,
 )
 from driver.util.bit_util import to_int32
 
@@ -36,8 +34,6 @@ __all__ = [
     "LossDetector",
     "OptimalMulticastDelayGenerator",
     "StaticDelayGenerator",
-    "multicast_nak_delay_generator",
-    "unicast_nak_delay_generator",
 ]
 
 DEFAULT_MAX_GAPS = 16

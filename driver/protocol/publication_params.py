@@ -1,7 +1,7 @@
 """Publication and subscription parameters of a channel URI, validated as Aeron 1.15.1 does.
 
 Mirrors ``io.aeron.driver.PublicationParams`` / ``SubscriptionParams`` and the checks the conductor adds
-(``validateMtuForMaxMessage``, ``confirmMatch``) — spec/uri.md §2-3, spec/commands.md §7. Driver defaults are
+(``validateMtuForMaxMessage``, ``confirmMatch``) — docs/uri.md §2-3, docs/commands.md §7. Driver defaults are
 passed in, and lookups into the conductor's state (publications by tag) are callables, so this stays sans-IO.
 
 Numbers follow Java: ``Integer.parseInt``/``Long.parseLong`` (optional sign, ASCII digits), sizes with an

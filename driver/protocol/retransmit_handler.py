@@ -1,4 +1,4 @@
-"""RetransmitHandler: the sender's answer to NAKs (Aeron 1.15.1; spec/wire.md section 7, sender step 5).
+"""RetransmitHandler: the sender's answer to NAKs (Aeron 1.15.1; docs/wire.md section 7, sender step 5).
 
 A NAK whose term offset is negative or past ``term_length - 32`` is invalid (the caller counts it). A NAK for
 a (term id, term offset) that already has an action, delayed or lingering, is a duplicate and ignored, as is

@@ -1,7 +1,7 @@
 """``aeron:udp`` channels: addresses, multicast, control, tags and the canonical form, as Aeron 1.15.1.
 
 Mirrors ``io.aeron.driver.media.UdpChannel`` with ``SocketAddressUtil``, ``InterfaceSearchAddress`` and
-``NetworkUtil`` (spec/uri.md §2, spec/logbuffer.md §3). The canonical form names the endpoint and the log
+``NetworkUtil`` (docs/uri.md §2, docs/logbuffer.md §3). The canonical form names the endpoint and the log
 files::
 
     UDP-<localAddrHex>-<localPort>-<remoteAddrHex>-<remotePort>[-<n>]

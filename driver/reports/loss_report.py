@@ -1,4 +1,4 @@
-"""loss-report.dat (spec/lossreport.md): created with the driver; entries are written by the conductor.
+"""loss-report.dat (docs/lossreport.md): created with the driver; entries are written by the conductor.
 
 ``LossReport`` is the writer (Aeron 1.15.1 ``io.aeron.driver.reports.LossReport``); ``read_loss_report`` and
 ``iter_loss_report`` are the reader (``LossReportReader``), made strict: an entry whose lengths run past the

@@ -1,28 +1,26 @@
-"""Allocation of the per-stream position counters of Aeron 1.15.1 (spec/counters.md §3-4)."""
+"""Allocation of the per-stream position counters of Aeron 1.15.1 (docs/counters.md §3-4)."""
 
 from __future__ import annotations
 
-from driver.concurrent.counters import (
+from driver.concurrent.counter_types import (
+    PUBLISHER_LIMIT_NAME,
     PUBLISHER_LIMIT_TYPE_ID,
+    PUBLISHER_POS_NAME,
     PUBLISHER_POS_TYPE_ID,
+    RECEIVER_HWM_NAME,
     RECEIVER_HWM_TYPE_ID,
+    RECEIVER_POS_NAME,
     RECEIVER_POS_TYPE_ID,
+    SENDER_LIMIT_NAME,
     SENDER_LIMIT_TYPE_ID,
+    SENDER_POSITION_NAME,
     SENDER_POSITION_TYPE_ID,
+    SUBSCRIBER_POSITION_NAME,
     SUBSCRIBER_POSITION_TYPE_ID,
-    AtomicCounter,
-    CountersManager,
     stream_position_key,
     stream_position_label,
 )
-
-PUBLISHER_POS_NAME = "pub-pos (sample)"
-PUBLISHER_LIMIT_NAME = "pub-lmt"
-SENDER_POSITION_NAME = "snd-pos"
-SENDER_LIMIT_NAME = "snd-lmt"
-SUBSCRIBER_POSITION_NAME = "sub-pos"
-RECEIVER_HWM_NAME = "rcv-hwm"
-RECEIVER_POS_NAME = "rcv-pos"
+from driver.concurrent.counters import AtomicCounter, CountersManager
 
 
 def _allocate(

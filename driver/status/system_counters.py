@@ -1,11 +1,12 @@
-"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, spec/counters.md §2)."""
+"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, docs/counters.md §2)."""
 
 from __future__ import annotations
 
 import struct
 from enum import IntEnum
 
-from driver.concurrent.counters import SYSTEM_COUNTER_TYPE_ID, AtomicCounter, CountersManager
+from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counters import AtomicCounter, CountersManager
 
 _I32 = struct.Struct("<i")
 

@@ -23,11 +23,6 @@ def to_int32(value: int) -> int:
     return value - 0x1_0000_0000 if value & 0x8000_0000 else value
 
 
-def to_int64(value: int) -> int:
-    value &= 0xFFFFFFFFFFFFFFFF
-    return value - 0x1_0000_0000_0000_0000 if value & 0x8000_0000_0000_0000 else value
-
-
 def java_hex(value: int, bits: int = 32) -> str:
     """Lower-case hex of the two's complement value, like Integer/Long.toHexString."""
     return format(value & ((1 << bits) - 1), "x")

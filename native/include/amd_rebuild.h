@@ -1,4 +1,4 @@
-/* Receiver-side rebuild of a term from datagrams, gap scans and gap fills (spec/logbuffer.md section 7).
+/* Receiver-side rebuild of a term from datagrams, gap scans and gap fills (docs/logbuffer.md section 7).
  * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations
  * plain C. Frame offsets come from amd_term.h. */
 #ifndef AMD_REBUILD_H
@@ -19,29 +19,6 @@ int64_t amd_term_scan_for_gap(const uint8_t *term, int32_t capacity, int32_t reb
 int64_t amd_term_scan_for_gaps(
     const uint8_t *term, int32_t capacity, int32_t rebuild_offset, int32_t limit_offset, int32_t max_gaps,
     int32_t *gaps);
-/* One image the batch rebuild may insert into (filled by driver/concurrent/logbuffer/term_rebuilder.py).
- * "in" fields are read, "out" fields accumulate (the caller zeroes them). */
-typedef struct
-{
-    uint8_t *terms[3];                /* in: the image's three term buffers */
-    int64_t last_sm_position;         /* in: a datagram starting below this is an under-run */
-    int64_t window_limit;             /* in: a datagram ending above this is an over-run */
-    int64_t hwm_position;             /* out: highest end position of an inserted datagram (0: none) */
-    int32_t session_id;               /* in */
-    int32_t stream_id;                /* in */
-    int32_t initial_term_id;          /* in */
-    int32_t position_bits_to_shift;   /* in */
-    int32_t term_length;              /* in */
-    int32_t is_accepting;             /* in: 0 leaves every datagram of this image to the caller */
-    int32_t inserted;                 /* out: datagrams inserted (duplicates included) */
-    int32_t under_runs;               /* out */
-    int32_t over_runs;                /* out */
-    int32_t invalid;                  /* out: datagrams the insert rejected (nothing written) */
-} amd_rebuild_image;
-
-int32_t amd_term_rebuild_batch(
-    const uint8_t *slots, int32_t slot_length, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
-    int32_t image_count, int32_t *unhandled, int64_t *bytes_received);
 int32_t amd_term_gap_fill(
     uint8_t *term, int32_t capacity, int32_t gap_offset, int32_t gap_length, const uint8_t *header_template,
     int32_t term_id);

@@ -1,4 +1,4 @@
-/* Frame writes and term scans over a term buffer of a log (spec/logbuffer.md, spec/wire.md section 2).
+/* Frame writes and term scans over a term buffer of a log (docs/logbuffer.md, docs/wire.md section 2).
  * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations
  * plain C. The enum mirrors driver/protocol/frames.py; a test checks that they agree. */
 #ifndef AMD_TERM_H

@@ -1,4 +1,4 @@
-/* See native/README.md for the memory-ordering contract. Log metadata offsets: spec/logbuffer.md §2. */
+/* See native/README.md for the memory-ordering contract. Log metadata offsets: docs/logbuffer.md §2. */
 #include "amd_publication.h"
 #include "amd_term.h"
 

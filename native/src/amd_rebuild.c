@@ -4,6 +4,7 @@
 #include <string.h>
 #include "amd_term.h"
 #include "amd_rebuild.h"
+#include "amd_rebuild_batch.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "amd_rebuild.c reads little-endian header words: port it before building on a big-endian host"

@@ -1,4 +1,4 @@
-"""Broadcast buffer against spec/ringbuffers.md section 2: exact bytes, a model, and lapping."""
+"""Broadcast buffer against docs/ringbuffers.md section 2: exact bytes, a model, and lapping."""
 
 from __future__ import annotations
 

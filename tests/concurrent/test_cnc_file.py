@@ -1,4 +1,4 @@
-"""cnc.dat (CnC version 15) against spec/cnc.md: file length, region offsets, header fields, version checks."""
+"""cnc.dat (CnC version 15) against docs/cnc.md: file length, region offsets, header fields, version checks."""
 
 from __future__ import annotations
 

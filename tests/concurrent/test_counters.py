@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driver.concurrent import counter_types as ct
 from driver.concurrent import counters as c
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import (
@@ -40,7 +41,7 @@ def test_layout_constants_match_agrona() -> None:
     assert (c.METADATA_LENGTH, c.COUNTER_LENGTH) == (512, 128)
     assert (c.RECORD_UNUSED, c.RECORD_ALLOCATED, c.RECORD_RECLAIMED) == (0, 1, -1)
     assert c.NOT_FREE_TO_REUSE == INT64_MAX and c.NULL_COUNTER_ID == -1
-    assert c.STREAM_MAX_CHANNEL_LENGTH == 92 and c.CHANNEL_STATUS_MAX_CHANNEL_LENGTH == 108
+    assert ct.STREAM_MAX_CHANNEL_LENGTH == 92 and ct.CHANNEL_STATUS_MAX_CHANNEL_LENGTH == 108
 
 
 def test_metadata_record_bytes() -> None:
@@ -223,45 +224,45 @@ def test_atomic_counter_id_outside_values_buffer() -> None:
         AtomicCounter(values, 2)
 
 
-# Aeron 1.15.1 keys and labels (spec/counters.md §4-6).
+# Aeron 1.15.1 keys and labels (docs/counters.md §4-6).
 
 CHANNEL = "aeron:udp?endpoint=localhost:40456"
 
 
 def test_stream_position_label_examples() -> None:
     assert (
-        c.stream_position_label("pub-lmt", 2, 952689119, 1001, CHANNEL)
+        ct.stream_position_label("pub-lmt", 2, 952689119, 1001, CHANNEL)
         == "pub-lmt: 2 952689119 1001 aeron:udp?endpoint=localhost:40456"
     )
     assert (
-        c.stream_position_label("sub-pos", 1, 952689119, 1001, CHANNEL, join_position=0)
+        ct.stream_position_label("sub-pos", 1, 952689119, 1001, CHANNEL, join_position=0)
         == "sub-pos: 1 952689119 1001 aeron:udp?endpoint=localhost:40456 @0"
     )
     assert (
-        c.stream_position_label("pub-lmt", 4, 952689120, 7, "aeron:ipc") == "pub-lmt: 4 952689120 7 aeron:ipc"
+        ct.stream_position_label("pub-lmt", 4, 952689120, 7, "aeron:ipc") == "pub-lmt: 4 952689120 7 aeron:ipc"
     )
-    assert c.stream_position_label("rcv-hwm", 3, -5, 10, "aeron:ipc") == "rcv-hwm: 3 -5 10 aeron:ipc"
+    assert ct.stream_position_label("rcv-hwm", 3, -5, 10, "aeron:ipc") == "rcv-hwm: 3 -5 10 aeron:ipc"
 
 
 def test_stream_position_label_truncation() -> None:
     prefix = "sub-pos: 1 2 3 "
     long_channel = "aeron:udp?endpoint=h:1|alias=" + "a" * 500
-    label = c.stream_position_label("sub-pos", 1, 2, 3, long_channel, join_position=4096)
+    label = ct.stream_position_label("sub-pos", 1, 2, 3, long_channel, join_position=4096)
     assert len(label) == 380 and label == (prefix + long_channel)[:380]  # too long for " @..."
     # Just under 360: the suffix is appended, then the whole label is cut at 380.
     channel = "x" * (359 - len(prefix))
-    label = c.stream_position_label("sub-pos", 1, 2, 3, channel, join_position=-(2**63))
+    label = ct.stream_position_label("sub-pos", 1, 2, 3, channel, join_position=-(2**63))
     assert label == (prefix + channel + " @-9223372036854775808")[:380]
     assert len(label) == 380
     channel = "x" * (360 - len(prefix))
-    assert c.stream_position_label("sub-pos", 1, 2, 3, channel, join_position=7) == prefix + channel
+    assert ct.stream_position_label("sub-pos", 1, 2, 3, channel, join_position=7) == prefix + channel
 
 
 def test_stream_position_key() -> None:
-    key = c.stream_position_key(2, 952689119, 1001, CHANNEL)
+    key = ct.stream_position_key(2, 952689119, 1001, CHANNEL)
     assert key == struct.pack("<qiii", 2, 952689119, 1001, len(CHANNEL)) + CHANNEL.encode()
     assert len(key) == 20 + 34
-    long_key = c.stream_position_key(1, 2, 3, "z" * 200)
+    long_key = ct.stream_position_key(1, 2, 3, "z" * 200)
     # 1.15.1 writes up to 92 channel bytes (StreamPositionCounter.MAX_CHANNEL_LENGTH), filling the key.
     assert len(long_key) == 112 and struct.unpack_from("<i", long_key, 16) == (92,)
 
@@ -269,38 +270,38 @@ def test_stream_position_key() -> None:
 def test_stream_position_counter_round_trip() -> None:
     manager, _, _, _ = make_manager()
     counter_id = manager.allocate(
-        c.stream_position_label("pub-lmt", 2, 952689119, 1001, CHANNEL),
-        c.PUBLISHER_LIMIT_TYPE_ID,
-        c.stream_position_key(2, 952689119, 1001, CHANNEL),
+        ct.stream_position_label("pub-lmt", 2, 952689119, 1001, CHANNEL),
+        ct.PUBLISHER_LIMIT_TYPE_ID,
+        ct.stream_position_key(2, 952689119, 1001, CHANNEL),
     )
     key = AtomicBuffer(bytearray(manager.get_counter_key(counter_id)))
-    assert key.get_int64(c.STREAM_REGISTRATION_ID_OFFSET) == 2
-    assert key.get_int32(c.STREAM_SESSION_ID_OFFSET) == 952689119
-    assert key.get_int32(c.STREAM_STREAM_ID_OFFSET) == 1001
-    assert key.get_string_ascii(c.STREAM_CHANNEL_LENGTH_OFFSET) == CHANNEL
+    assert key.get_int64(ct.STREAM_REGISTRATION_ID_OFFSET) == 2
+    assert key.get_int32(ct.STREAM_SESSION_ID_OFFSET) == 952689119
+    assert key.get_int32(ct.STREAM_STREAM_ID_OFFSET) == 1001
+    assert key.get_string_ascii(ct.STREAM_CHANNEL_LENGTH_OFFSET) == CHANNEL
 
 
 def test_channel_status_key_quirk() -> None:
     channel = "aeron:udp?endpoint=localhost:40123"
-    key = c.channel_status_key(channel)
+    key = ct.channel_status_key(channel)
     assert len(channel) == 34 and len(key) == 34
     assert key == struct.pack("<i", 34) + channel[:30].encode()
     manager, _, _, _ = make_manager()
     counter_id = manager.allocate(
-        c.channel_status_label(c.SEND_CHANNEL_STATUS_NAME, channel), c.SEND_CHANNEL_STATUS_TYPE_ID, key
+        ct.channel_status_label(ct.SEND_CHANNEL_STATUS_NAME, channel), ct.SEND_CHANNEL_STATUS_TYPE_ID, key
     )
     assert manager.get_counter_label(counter_id) == "snd-channel: aeron:udp?endpoint=localhost:40123"
     # A length-prefixed read gets the truncated channel plus the zeros after it.
     stored = AtomicBuffer(bytearray(manager.get_counter_key(counter_id)))
     assert stored.get_string_ascii(0) == channel[:30] + "\x00" * 4
-    assert c.channel_status_key("abc") == struct.pack("<i", 3)[:3]
-    assert len(c.channel_status_key("q" * 300)) == 108
-    assert len(c.channel_status_label("rcv-channel", "q" * 500)) == 380
+    assert ct.channel_status_key("abc") == struct.pack("<i", 3)[:3]
+    assert len(ct.channel_status_key("q" * 300)) == 108
+    assert len(ct.channel_status_label("rcv-channel", "q" * 500)) == 380
 
 
 def test_client_heartbeat_key_and_label() -> None:
-    assert c.client_heartbeat_key(123456789) == struct.pack("<q", 123456789)
-    assert c.client_heartbeat_label(123456789) == "client-heartbeat: 123456789"
+    assert ct.client_heartbeat_key(123456789) == struct.pack("<q", 123456789)
+    assert ct.client_heartbeat_label(123456789) == "client-heartbeat: 123456789"
 
 
 # Property: ids handed out are unique among allocated ones, and a freed id comes back only after its

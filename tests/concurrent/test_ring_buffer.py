@@ -1,4 +1,4 @@
-"""ManyToOneRingBuffer against spec/ringbuffers.md section 1: exact bytes, a model, and real processes."""
+"""ManyToOneRingBuffer against docs/ringbuffers.md section 1: exact bytes, a model, and real processes."""
 
 from __future__ import annotations
 

@@ -8,17 +8,19 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.concurrent.counters import (
+from driver.concurrent.counter_types import (
+    CounterInfo,
     channel_status_key,
     channel_status_label,
     client_heartbeat_key,
     client_heartbeat_label,
+    decode_counter,
     stream_position_key,
     stream_position_label,
 )
 from driver.exporter.collector import SYSTEM_METRIC_NAMES, CncCollector, snake_case, snapshot_metrics
+from driver.status.driver_snapshot import DriverSnapshot
 from driver.status.system_counters import SystemCounterDescriptor
-from driver.tools.counters import CounterInfo, DriverSnapshot, decode_counter
 
 NOW_MS = 1_700_000_010_000
 CHANNEL = "aeron:udp?endpoint=localhost:40456"

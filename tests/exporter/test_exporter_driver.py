@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.client import Aeron
-from driver.concurrent.counters import stream_position_key, stream_position_label
+from driver.concurrent.counter_types import stream_position_key, stream_position_label
 from driver.exporter.collector import SYSTEM_METRIC_NAMES, CncCollector
 
 STAT_LINE = re.compile(r"^ *(\d+): +([\d,-]+) - (.*)$")

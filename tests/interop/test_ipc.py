@@ -1,4 +1,4 @@
-"""Issue 3 acceptance over ``aeron:ipc``: the real Aeron 1.15.1 Java clients and our Python client, through our
+"""Messages cross ``aeron:ipc`` exactly between the real Aeron 1.15.1 Java clients and our Python client, through our
 driver and through the Java 1.15.1 driver.
 
 Java programs: the jar's samples (BasicPublisher/BasicSubscriber, StreamingPublisher/RateSubscriber) and

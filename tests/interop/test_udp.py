@@ -1,4 +1,4 @@
-"""Issue 4 acceptance over ``aeron:udp`` unicast on loopback: the real Aeron 1.15.1 Java clients and driver, our
+"""Messages cross ``aeron:udp`` unicast on loopback exactly between the real Aeron 1.15.1 Java clients and driver, our
 Python client and our driver.
 
 - Java MessageSource -> Java MessageSink, both on our driver (one driver carries the publication and the image).

@@ -19,8 +19,8 @@ import uvloop
 
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import ReceiveBatch, SendBatch
 from driver.media.network_lookup import resolve_host, system_interfaces
+from driver.media.udp_batch import ReceiveBatch, SendBatch
 from driver.media.udp_transport import ChannelEndpointError, UdpTransport
 from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import UdpChannel

@@ -1,4 +1,4 @@
-"""Channel URI grammar (spec/uri.md §1), parameter names (§2) and the builder order (§5).
+"""Channel URI grammar (docs/uri.md §1), parameter names (§2) and the builder order (§5).
 
 Cases marked "jar" were checked against io.aeron.ChannelUri.parse of the real aeron-all-1.15.1.jar.
 """

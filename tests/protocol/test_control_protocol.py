@@ -1,4 +1,4 @@
-"""Client <-> driver command and event messages against spec/commands.md: exact bytes, round trips, garbage."""
+"""Client <-> driver command and event messages against docs/commands.md: exact bytes, round trips, garbage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Frame header layout of Aeron 1.15.1 (spec/wire.md section 2), and its mirror in native/include/amd_term.h."""
+"""Frame header layout of Aeron 1.15.1 (docs/wire.md section 2), and its mirror in native/include/amd_term.h."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_the_c_header_mirrors_these_offsets() -> None:
     assert lib.AMD_MAX_UDP_PAYLOAD_LENGTH == f.MAX_UDP_PAYLOAD_LENGTH
 
 
-# --- control frames (spec/wire.md sections 3-6) --------------------------------------------------------------
+# --- control frames (docs/wire.md sections 3-6) --------------------------------------------------------------
 
 
 def test_control_frame_layouts() -> None:

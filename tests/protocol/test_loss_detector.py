@@ -1,4 +1,4 @@
-"""LossDetector (spec/logbuffer.md section 7, wire.md section 7.5): rebuild position exactly as Aeron moves it;
+"""LossDetector (docs/logbuffer.md section 7, wire.md section 7.5): rebuild position exactly as Aeron moves it;
 new gaps NAKed at once (unicast) or after a random delay (multicast), again every 60 ms while they persist,
 never once filled; and beyond Aeron, every gap of the scan window NAKed in the same scan."""
 

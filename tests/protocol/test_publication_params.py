@@ -1,4 +1,4 @@
-"""Publication / subscription parameters (spec/uri.md §2-3, spec/commands.md §7).
+"""Publication / subscription parameters (docs/uri.md §2-3, docs/commands.md §7).
 
 Values marked "jar" were checked against the real aeron-all-1.15.1.jar (PublicationParams,
 SubscriptionParams, SystemUtil.parseSize/parseDuration and DriverConductor's validateMtuForMaxMessage).

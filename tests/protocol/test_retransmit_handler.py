@@ -1,4 +1,4 @@
-"""RetransmitHandler (spec/wire.md section 7, sender step 5): immediate retransmit then 60 ms linger, duplicates
+"""RetransmitHandler (docs/wire.md section 7, sender step 5): immediate retransmit then 60 ms linger, duplicates
 ignored, at most 16 actions, invalid offsets reported, delayed retransmits fired by process_timeouts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""UDP channels: address grammar, resolution, multicast, interfaces and canonical forms (spec/uri.md §2,
-spec/logbuffer.md §3).
+"""UDP channels: address grammar, resolution, multicast, interfaces and canonical forms (docs/uri.md §2,
+docs/logbuffer.md §3).
 
 Values marked "jar" were checked against io.aeron.driver.media.UdpChannel.parse of the real
 aeron-all-1.15.1.jar, run in a container whose interfaces were exactly ``INTERFACES`` below (lo: 127.0.0.1/8,

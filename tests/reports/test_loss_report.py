@@ -1,4 +1,4 @@
-"""loss-report.dat writer and reader against spec/lossreport.md (offsets written out literally here)."""
+"""loss-report.dat writer and reader against docs/lossreport.md (offsets written out literally here)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import RECORD_RECLAIMED, CountersManager
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 
-# Ids and labels from spec/counters.md §2 (Aeron 1.15.1 SystemCounterDescriptor).
+# Ids and labels from docs/counters.md §2 (Aeron 1.15.1 SystemCounterDescriptor).
 EXPECTED = [
     (0, "BYTES_SENT", "Bytes sent"),
     (1, "BYTES_RECEIVED", "Bytes received"),

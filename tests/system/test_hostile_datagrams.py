@@ -1,4 +1,5 @@
-"""Hostile datagrams against a live receiver and publication of our driver (a subprocess), issue 4 acceptance.
+"""Hostile datagrams against a live receiver and publication of our driver (a subprocess): none may crash it
+or corrupt a stream.
 
 One driver serves the whole module. Each test opens its own UDP channel (``aeron:udp?endpoint=localhost:<free
 port>``, term length 64 KiB) with a Python publication and subscription on it: a healthy stream. A raw Python

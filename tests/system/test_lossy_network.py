@@ -1,4 +1,4 @@
-"""Issue 4 acceptance: 1,000,000 messages cross an impaired link complete and in order, through our driver on
+"""Reliability on a bad network: 1,000,000 messages cross an impaired link complete and in order, through our driver on
 both ends and across drivers both ways, with NAKs, retransmits and loss reports to show for it.
 
 Two network namespaces (tests/system/netns.py) are joined by a link with 5 % loss, 10 ms delay (± 2 ms

@@ -180,7 +180,7 @@ def test_duplication_and_reordering_happen() -> None:
 
 MULTICAST_RECEIVER = r"""
 import json, sys, time
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 from driver.media.network_lookup import resolve_host, system_interfaces
 from driver.media.udp_transport import UdpTransport
 from driver.protocol.udp_channel import UdpChannel
@@ -202,7 +202,7 @@ print(json.dumps({"got": got, "interface": channel.local_interface.name}), flush
 
 MULTICAST_SENDER = r"""
 import json, sys, time
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 from driver.media.network_lookup import resolve_host, system_interfaces
 from driver.media.udp_transport import UdpTransport
 from driver.protocol.udp_channel import UdpChannel

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """IPC throughput: Java StreamingPublisher -> RateSubscriber over aeron:ipc, our driver vs the Java driver.
 
-Issue 3 benchmark (a). Each run starts one driver -- ours (``python -m driver run``) or the Aeron 1.15.1 Java
+Each run starts one driver -- ours (``python -m driver run``) or the Aeron 1.15.1 Java
 MediaDriver in SHARED threading mode (the reference) -- in a fresh dir under /dev/shm, then the same Java sample
 clients: ``RateSubscriber`` first, then ``StreamingPublisher`` sending ``--messages`` messages of ``--length``
 bytes on stream 10. A run ends when the subscriber's running total reaches ``--messages``; one that does not

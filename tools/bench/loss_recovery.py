@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Loss recovery: time to recover from a burst of loss on a 50 ms RTT link, ours vs the Java driver.
 
-Issue 4 benchmark ("recovery after a burst of loss on a 50 ms RTT link, ours vs Java's"). Each run builds two
+Each run builds two
 network namespaces (tests/system/netns.py) joined by a link delaying every packet 25 ms each way (RTT 50 ms,
 no other impairment: netns.py's TUN relay here, veth + netem where the kernel has netem), and runs the same
 driver kind on both ends -- ours, or the Aeron 1.15.1 Java MediaDriver (SHARED threading) -- with the same

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Round-trip latency: Java Ping <-> Pong through our driver vs the Java driver, over aeron:ipc or aeron:udp.
 
-Issue 4 benchmark (RTT; ``--channel udp``) and its IPC counterpart (``--channel ipc``). Each run starts one
+Over UDP (``--channel udp``) or IPC (``--channel ipc``). Each run starts one
 driver -- ours, or the Aeron 1.15.1 Java MediaDriver in SHARED threading mode -- then ``io.aeron.samples.Pong``
 and ``io.aeron.samples.Ping`` (both busy-spin) against it. Ping publishes on the ping channel, stream 10, Pong
 echoes each message back on the pong channel, stream 11: both ``aeron:ipc``, or
@@ -12,7 +12,7 @@ cumulative count reaches 50 % / 99 %). A run that does not finish within ``--tim
 client throws (e.g. a channel the driver does not support yet), is recorded as failed.
 
 Ours and Java run alternately ``--runs`` times; the JSON line reports median p50/p99 per driver and ratios
-ours / java (lower is better; issue 4's goal is p99 ratio <= 1.5).
+ours / java (lower is better; the goal is p99 ratio <= 1.5).
 
 Over IPC the driver is not on the message path (Ping and Pong share mapped log buffers), so the figures there
 mostly show that our conductor does not disturb the clients; over UDP every message crosses the driver twice.

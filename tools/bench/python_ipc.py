@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Python publisher -> Python subscriber over ``aeron:ipc`` through our driver, against pyzmq PUB/SUB over
-``ipc://`` in the same run (issue 3 benchmark (b)).
+``ipc://`` in the same run (goal: at least as fast as pyzmq).
 
 Each side runs in its own process. The subscriber times from its first to its last message, so process
 start-up and connection set-up are left out; throughput = messages / that time. pyzmq runs with unlimited

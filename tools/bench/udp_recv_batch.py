@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """UDP throughput: Java StreamingPublisher -> RateSubscriber over aeron:udp on loopback, ours vs the Java driver.
 
-Issue 4 benchmark (32-byte and, with ``--length 1024``, 1 KiB messages). Same harness, clients and method as
+32-byte messages, or 1 KiB ones with ``--length 1024``. Same harness, clients and method as
 ``ipc_throughput.py`` -- one driver per run (ours, or the Aeron 1.15.1 Java MediaDriver in SHARED threading mode),
 RateSubscriber then StreamingPublisher on ``aeron:udp?endpoint=localhost:<port>`` with a free UDP port picked
 per run, throughput over the whole seconds between the subscriber's first nonzero and last increasing rate

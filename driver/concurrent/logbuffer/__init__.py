@@ -1,2 +1,2 @@
 """Aeron 1.15.1 log buffers: the descriptor (layout, metadata, positions), mapping, appenders, reader and
-scanners over the three terms of a publication or image log (spec/logbuffer.md)."""
+scanners over the three terms of a publication or image log (docs/logbuffer.md)."""

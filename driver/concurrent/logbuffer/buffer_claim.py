@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.protocol.frames import (
+from driver.concurrent.logbuffer.frame_descriptor import (
     FLAGS_OFFSET,
     FRAME_LENGTH_OFFSET,
     HDR_TYPE_PAD,

@@ -15,6 +15,7 @@ from typing import Any
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
+from driver.concurrent.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HEADER_LENGTH
 from driver.concurrent.logbuffer.term_appender import (
     FAILED,
     TRIPPED,
@@ -22,7 +23,6 @@ from driver.concurrent.logbuffer.term_appender import (
     check_header_template,
     check_partition,
 )
-from driver.protocol.frames import FRAME_ALIGNMENT, HEADER_LENGTH
 
 __all__ = ["FAILED", "TRIPPED", "ExclusiveTermAppender"]
 

@@ -10,7 +10,7 @@ import struct
 from typing import Any
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.protocol.frames import (
+from driver.concurrent.logbuffer.frame_descriptor import (
     FLAGS_OFFSET,
     FRAME_ALIGNMENT,
     RESERVED_VALUE_OFFSET,

@@ -1,7 +1,7 @@
 """Aeron 1.15.1 LogBufferDescriptor: log file layout, metadata fields, position arithmetic, term rotation.
 
 A log is three terms back to back followed by a 4096-byte metadata section at the end of the file
-(spec/logbuffer.md sections 1, 2 and 4). Term ids and term counts are Java ints: every difference of term
+(docs/logbuffer.md sections 1, 2 and 4). Term ids and term counts are Java ints: every difference of term
 ids wraps to 32 bits before it is widened, so positions stay right when term ids roll over.
 The metadata accessors take an ``AtomicBuffer`` over the 4096-byte metadata section.
 """
@@ -9,7 +9,11 @@ The metadata accessors take an ``AtomicBuffer`` over the 4096-byte metadata sect
 from __future__ import annotations
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.protocol.frames import FRAME_LENGTH_OFFSET, HEADER_LENGTH, create_default_header
+from driver.concurrent.logbuffer.frame_descriptor import (
+    FRAME_LENGTH_OFFSET,
+    HEADER_LENGTH,
+    create_default_header,
+)
 from driver.util.bit_util import (
     CACHE_LINE_LENGTH,
     INT64_MAX,

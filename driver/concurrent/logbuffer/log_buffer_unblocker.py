@@ -15,7 +15,7 @@ from enum import Enum
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.protocol.frames import (
+from driver.concurrent.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     FRAME_LENGTH_OFFSET,
     HDR_TYPE_PAD,

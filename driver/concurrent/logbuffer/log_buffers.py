@@ -1,7 +1,7 @@
 """Log buffer files: creating one (the driver) and mapping one (clients and the driver), as Aeron 1.15.1.
 
 The whole file is mapped read-write; the terms are its first 3 * term_length bytes and the metadata is
-its last ``LOG_META_DATA_LENGTH`` bytes (spec/logbuffer.md section 1).
+its last ``LOG_META_DATA_LENGTH`` bytes (docs/logbuffer.md section 1).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
+from driver.concurrent.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HEADER_LENGTH
 from driver.concurrent.logbuffer.log_buffer_descriptor import PARTITION_COUNT, tail_counter_offset
-from driver.protocol.frames import FRAME_ALIGNMENT, HEADER_LENGTH
 from driver.util.bit_util import SIZE_OF_INT64
 
 TRIPPED = -1

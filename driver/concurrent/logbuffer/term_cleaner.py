@@ -1,4 +1,4 @@
-"""Zeroing consumed term space so the term can be reused (spec/logbuffer.md section 8).
+"""Zeroing consumed term space so the term can be reused (docs/logbuffer.md section 8).
 
 Appenders and the rebuilder rely on a term being all zeros ahead of the tail: a zero frame length is
 what makes readers stop. The conductor decides what to clean; this only does the memset.

@@ -1,6 +1,6 @@
 """TermGapFiller.tryFillGap (unreliable subscriptions): pad over a gap instead of asking for it again.
 
-spec/logbuffer.md section 7, Aeron 1.15.1. Only when every 32-byte slot of the gap is still 0 (nothing of
+docs/logbuffer.md section 7, Aeron 1.15.1. Only when every 32-byte slot of the gap is still 0 (nothing of
 it arrived meanwhile): a PAD frame with the log's default header, the gap's term offset and term id, and
 frame length = gap length stored last with release semantics. One native call.
 """

@@ -1,10 +1,10 @@
-"""TermGapScanner: where a rebuilt term stops being contiguous (spec/logbuffer.md section 7, Aeron 1.15.1).
+"""TermGapScanner: where a rebuilt term stops being contiguous (docs/logbuffer.md section 7, Aeron 1.15.1).
 
 From the rebuild offset committed frames are walked while below the limit (the high-water mark's offset when
 it is in the same term, else the term length); the first slot whose length is <= 0 begins a gap, which runs
 to the next 32-byte slot holding a non-zero int, or to the limit.
 
-``scan_for_gap`` is Aeron's: the first gap only. ``scan_for_gaps`` (beyond Aeron, issue 4) carries on after
+``scan_for_gap`` is Aeron's: the first gap only. ``scan_for_gaps`` (beyond Aeron) carries on after
 each gap and reports every one below the limit, so the loss detector can NAK them all in one pass. Each is
 one native call.
 """

@@ -3,7 +3,7 @@
 From the subscriber's term offset, frames are walked while their length (loaded with acquire) is
 positive; PAD frames are stepped over, DATA frames delivered as (buffer, payload offset, payload length,
 header). The walk is one native call per poll that fills a scratch batch with frame offsets and lengths;
-Python then makes one call per delivered fragment (spec/logbuffer.md section 6).
+Python then makes one call per delivered fragment (docs/logbuffer.md section 6).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 
 from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
+from driver.concurrent.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HEADER_LENGTH
 from driver.concurrent.logbuffer.header import Header
-from driver.protocol.frames import FRAME_ALIGNMENT, HEADER_LENGTH
 
 FragmentHandler = Callable[[AtomicBuffer, int, int, Header], object]
 ErrorHandler = Callable[[Exception], object]

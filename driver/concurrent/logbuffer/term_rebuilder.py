@@ -1,6 +1,6 @@
 """TermRebuilder.insert: a datagram from the network copied into a term at the offset its header names.
 
-spec/logbuffer.md section 7, Aeron 1.15.1, with two differences that only ever drop or keep bytes Aeron
+docs/logbuffer.md section 7, Aeron 1.15.1, with two differences that only ever drop or keep bytes Aeron
 would have handled worse, never change what a healthy stream rebuilds to:
 
 - The datagram is checked first (every frame: version 0, DATA or PAD, the first frame's session, stream and
@@ -20,16 +20,30 @@ does) and leaves the rest (SETUP, RTTM, heartbeats, unknown sessions, anything o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from driver._native import ffi, lib
-from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import MAX_BATCH, ReceiveBatch
+from driver.concurrent.atomic_buffer import TERM_REBUILD_MALFORMED, TERM_REBUILD_OUT_OF_TERM, AtomicBuffer
 
-OUT_OF_TERM: int = lib.AMD_REBUILD_OUT_OF_TERM
+OUT_OF_TERM: int = TERM_REBUILD_OUT_OF_TERM
 """The datagram does not fit the term at ``term_offset`` (or the offset is negative or not 32-aligned)."""
-MALFORMED: int = lib.AMD_REBUILD_MALFORMED
+MALFORMED: int = TERM_REBUILD_MALFORMED
 """A frame header of the datagram is inconsistent: nothing was written."""
+
+
+class DatagramBatch(Protocol):
+    """What :meth:`RebuildBatch.rebuild` reads of a received batch (``driver.media.udp_batch.ReceiveBatch``;
+    the log buffer code sits below the I/O code and does not import it): datagrams in fixed-length slots
+    of one buffer, their lengths in a native ``int32_t`` array."""
+
+    @property
+    def slot_buffer(self) -> AtomicBuffer: ...
+    @property
+    def slot_length(self) -> int: ...
+    @property
+    def lengths_pointer(self) -> Any: ...
+    @property
+    def count(self) -> int: ...
 
 
 def insert(
@@ -43,7 +57,7 @@ def insert(
 
 
 class RebuildBatch:
-    """A table of up to ``capacity`` images and one native call that rebuilds a :class:`ReceiveBatch` into them
+    """A table of up to ``capacity`` images and one native call that rebuilds a :class:`DatagramBatch` into them
     (``amd_term_rebuild_batch``; native/README.md "Receiver rebuild").
 
     A datagram goes in when its first frame is DATA (not a heartbeat) with a sound header, its session and
@@ -56,7 +70,15 @@ class RebuildBatch:
     before any of those buffers is closed.
     """
 
-    __slots__ = ("_bytes", "_images", "_unhandled", "_unhandled_view", "capacity", "count")
+    __slots__ = (
+        "_bytes",
+        "_images",
+        "_unhandled",
+        "_unhandled_capacity",
+        "_unhandled_view",
+        "capacity",
+        "count",
+    )
 
     def __init__(self, capacity: int = 16) -> None:
         if capacity < 1:
@@ -64,8 +86,8 @@ class RebuildBatch:
         self.capacity = capacity
         self.count = 0
         self._images = ffi.new("amd_rebuild_image[]", capacity)
-        self._unhandled = ffi.new("int32_t[]", MAX_BATCH)
-        self._unhandled_view = memoryview(ffi.buffer(self._unhandled)).cast("i")
+        self._unhandled_capacity = 0
+        self._ensure_unhandled(64)
         self._bytes = ffi.new("int64_t[1]")
 
     def set_images(self, images: Sequence[tuple[int, int, int, int, Sequence[AtomicBuffer]]]) -> int:
@@ -106,8 +128,16 @@ class RebuildBatch:
         entry.over_runs = 0
         entry.invalid = 0
 
-    def rebuild(self, batch: ReceiveBatch) -> int:
+    def _ensure_unhandled(self, count: int) -> None:
+        if count > self._unhandled_capacity:
+            self._unhandled_capacity = count
+            self._unhandled = ffi.new("int32_t[]", count)
+            self._unhandled_view = memoryview(ffi.buffer(self._unhandled)).cast("i")
+
+    def rebuild(self, batch: DatagramBatch) -> int:
         """Insert what the table takes of ``batch``'s datagrams; returns how many are left to the caller."""
+        if batch.count > self._unhandled_capacity:
+            self._ensure_unhandled(batch.count)
         self._bytes[0] = 0
         return lib.amd_term_rebuild_batch(
             batch.slot_buffer.address(0),

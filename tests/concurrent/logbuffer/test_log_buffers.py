@@ -1,4 +1,4 @@
-"""Creating and mapping log buffer files as the 1.15.1 driver and clients do (spec/logbuffer.md section 1)."""
+"""Creating and mapping log buffer files as the 1.15.1 driver and clients do (docs/logbuffer.md section 1)."""
 
 from __future__ import annotations
 

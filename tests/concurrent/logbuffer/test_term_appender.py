@@ -151,7 +151,7 @@ def test_an_append_ending_exactly_at_the_term_end_succeeds_and_the_next_fails_wi
 def test_fragmented_message_as_seen_on_the_wire(log: Log) -> None:
     appender = TermAppender(log.terms[0], log.meta, 0)
     message = bytes(random.Random(1).randbytes(3000))
-    # mtu 1408: frames of 1408 (BEGIN), 1408 (middle) and 280 (END); spec/wire.md section 9.
+    # mtu 1408: frames of 1408 (BEGIN), 1408 (middle) and 280 (END); docs/wire.md section 9.
     assert appender.append_fragmented(1000, log.template, message, 1376) == 1408 + 1408 + 288
     found = frames(log.terms[0])
     assert [(f[0], f[1], f[3], f[5]) for f in found] == [

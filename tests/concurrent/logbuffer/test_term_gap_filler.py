@@ -1,4 +1,4 @@
-"""TermGapFiller (spec/logbuffer.md section 7): a gap still all zero becomes a committed PAD frame carrying the
+"""TermGapFiller (docs/logbuffer.md section 7): a gap still all zero becomes a committed PAD frame carrying the
 default header, the gap's term offset and term id; a gap with anything in it is left alone."""
 
 from __future__ import annotations

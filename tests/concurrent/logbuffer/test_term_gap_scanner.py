@@ -1,4 +1,4 @@
-"""TermGapScanner (spec/logbuffer.md section 7): the first gap after the rebuild offset, Aeron's way, and (beyond
+"""TermGapScanner (docs/logbuffer.md section 7): the first gap after the rebuild offset, Aeron's way, and (beyond
 Aeron) every gap below the limit; both agree with a pure-Python reference on random layouts."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_gap_at_the_limit_runs_to_the_limit(term: AtomicBuffer) -> None:
 
 
 def test_observed_java_hole(term: AtomicBuffer) -> None:
-    """spec/wire.md section 9: a 96-byte hole at 160 is NAKed as (160, 96)."""
+    """docs/wire.md section 9: a 96-byte hole at 160 is NAKed as (160, 96)."""
     offset = 0
     for _ in range(5):
         offset = put(term, offset, 32)

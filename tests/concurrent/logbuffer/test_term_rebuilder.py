@@ -1,4 +1,4 @@
-"""TermRebuilder.insert (spec/logbuffer.md section 7): datagrams copied to the offset their first header names,
+"""TermRebuilder.insert (docs/logbuffer.md section 7): datagrams copied to the offset their first header names,
 body first and the length last; duplicates, heartbeats and malformed datagrams write nothing; any arrival
 order of a stream's datagrams (with duplicates and overlapping regroupings) rebuilds the original term."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_rebuilder
-from driver.concurrent.udp_batch import ReceiveBatch
+from driver.media.udp_batch import ReceiveBatch
 from driver.protocol import frames as f
 from driver.util.bit_util import align
 

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 
 from driver.concurrent.cnc_file import CncError
-from driver.tools.counters import CncWatcher, DriverSnapshot, read_counters, read_snapshot
-from driver.tools.stat_view import CounterFilter, render_table
-from driver.tools.streams import render_streams
+from driver.concurrent.counter_types import read_counters
+from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, read_snapshot
+from driver.views.stat_view import CounterFilter, render_table
+from driver.views.streams import render_streams
 
 DEFAULT_METRICS_PORT = 9300  # = driver.exporter.DEFAULT_PORT; --help must not need prometheus_client
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

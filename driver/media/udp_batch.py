@@ -1,7 +1,7 @@
 """Batched UDP I/O over ``driver._native`` (recvmmsg / sendmmsg; native/include/amd_udp.h).
 
-Sans-IO in the import sense (no ``socket`` here, design.md section 2): these take a file descriptor that
-``driver/media/udp_transport.py`` owns. Linux only, as recvmmsg is.
+The one owner of the native ``amd_udp_*`` functions (docs/design.md section 2). These take a file
+descriptor that ``driver/media/udp_transport.py`` owns. Linux only, as recvmmsg is.
 
 :class:`ReceiveBatch` drains up to ``max_messages`` datagrams in one system call into fixed slots of one
 anonymous mapping; a slot is valid until the next :meth:`ReceiveBatch.receive`. A receiver hands slot ``i``
@@ -254,9 +254,6 @@ class SendBatch:
         self._lengths[count] = length
         self.count = count + 1
         return True
-
-    def total_length(self) -> int:
-        return sum(self._lengths[0 : self.count])
 
     def send(self, fd: int, buffer: AtomicBuffer, address: bytes | None = None) -> int:
         """sendmmsg the queued datagrams from ``buffer`` (to ``address`` or the connected peer).

@@ -3,7 +3,8 @@
 uvloop's timers have millisecond resolution (a ``call_later`` under 0.5 ms runs at once, anything else
 waits >= 1 ms), too coarse for the short parks after a busy spell. An agent runner watches this descriptor
 with ``loop.add_reader`` instead: the park can be any length and socket readiness still ends it at once.
-Sans-IO in the import sense: the runner owns the loop side; this only makes system calls on its fd.
+The one owner of the native ``amd_timerfd_*`` functions; the runner owns the loop side, this only makes
+system calls on its fd.
 """
 
 from __future__ import annotations

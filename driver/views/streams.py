@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from driver.concurrent.counters import (
+from driver.concurrent.counter_types import (
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POS_TYPE_ID,
     RECEIVER_HWM_TYPE_ID,
@@ -18,8 +18,8 @@ from driver.concurrent.counters import (
     SENDER_LIMIT_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
+    CounterInfo,
 )
-from driver.tools.counters import CounterInfo
 
 # StreamPositionCounter.labelName(typeId) in 1.15.1; anything else (type 10) prints as "<unknown>".
 LABEL_NAMES = {

@@ -6,7 +6,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from driver.tools.counters import CounterInfo, DriverSnapshot, parse_type
+from driver.concurrent.counter_types import CounterInfo, parse_type
+from driver.status.driver_snapshot import DriverSnapshot
 
 
 def _split(values: Sequence[str] | None) -> list[str]:

@@ -13,15 +13,17 @@ from pathlib import Path
 import pytest
 
 from driver.client import Aeron
-from driver.concurrent.counters import (
+from driver.concurrent.counter_types import (
+    CounterInfo,
     channel_status_key,
     channel_status_label,
+    decode_counter,
     stream_position_key,
     stream_position_label,
 )
-from driver.tools.counters import CounterInfo, DriverSnapshot, decode_counter
-from driver.tools.stat_view import CounterFilter, render_table
-from driver.tools.streams import render_streams, stream_lines
+from driver.status.driver_snapshot import DriverSnapshot
+from driver.views.stat_view import CounterFilter, render_table
+from driver.views.streams import render_streams, stream_lines
 
 UDP = "aeron:udp?endpoint=localhost:40456"
 IPC = "aeron:ipc"

@@ -1,4 +1,4 @@
-"""ParkTimer (driver/concurrent/park_timer.py): a one-shot timerfd the agent runner parks on."""
+"""ParkTimer (driver/agent/park_timer.py): a one-shot timerfd the agent runner parks on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from driver.concurrent.park_timer import ParkTimer
+from driver.agent.park_timer import ParkTimer
 
 
 def readable(timer: ParkTimer, timeout_ms: int) -> bool:

@@ -1,4 +1,4 @@
-"""ReceiveBatch / SendBatch / sockaddr codecs of driver/concurrent/udp_batch.py (the native recvmmsg and
+"""ReceiveBatch / SendBatch / sockaddr codecs of driver/media/udp_batch.py (the native recvmmsg and
 sendmmsg wrappers). Sockets come from the test; the module itself never imports socket."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from driver.concurrent import udp_batch
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.udp_batch import ReceiveBatch, SendBatch, TermBurst, decode_sockaddr, encode_sockaddr
+from driver.media import udp_batch
+from driver.media.udp_batch import ReceiveBatch, SendBatch, TermBurst, decode_sockaddr, encode_sockaddr
 from driver.protocol import frames as f
 from driver.util.bit_util import align
 
