@@ -11,7 +11,8 @@ import threading
 import time
 
 from driver.client import Aeron
-from driver.concurrent.counters import SYSTEM_COUNTER_TYPE_ID, CountersReader
+from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counters import CountersReader
 from driver.concurrent.error_log import ErrorLogReader, format_error_log
 from driver.status.system_counters import SystemCounterDescriptor as SC
 
