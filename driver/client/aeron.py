@@ -126,6 +126,7 @@ class Aeron:
         self._closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._agent_invoker = ClientConductorAgent(self) if use_conductor_agent_invoker else None
         self.conductor.do_work()  # first keepalive at once
         if not use_conductor_invoker and not use_conductor_agent_invoker:
             self._thread = threading.Thread(
@@ -193,9 +194,7 @@ class Aeron:
     def conductor_agent_invoker(self) -> ClientConductorAgent | None:
         """The duty cycle as an Agent (``use_conductor_agent_invoker=True`` only), as Aeron's
         conductorAgentInvoker: run it in an AgentRunner or a CompositeAgent."""
-        if not self._is_agent_invoker:
-            return None
-        return ClientConductorAgent(self)
+        return self._agent_invoker
 
     @property
     def is_closed(self) -> bool:

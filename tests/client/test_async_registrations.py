@@ -200,3 +200,29 @@ def test_an_unanswered_registration_times_out_on_the_injected_clock(aeron_dir: P
             aeron.close()
     finally:
         driver.close()
+
+
+def test_the_client_thread_completes_registrations_nobody_waits_for(embedded_driver) -> None:
+    driver = embedded_driver()
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        assert aeron.conductor_agent_invoker is None
+        registration_id = aeron.async_add_publication(CHANNEL, 12)
+        deadline = time.monotonic() + 5
+        while (publication := aeron.get_publication(registration_id)) is None:
+            assert time.monotonic() < deadline, "the client thread never completed the registration"
+            time.sleep(0.002)
+        assert publication.stream_id == 12
+        refused_id = aeron.async_add_publication("aeron:ipc?term-length=1000", 12)
+        deadline = time.monotonic() + 5
+        with pytest.raises(RegistrationError, match="minimum term length"):
+            while aeron.get_publication(refused_id) is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.002)
+
+
+def test_a_command_that_cannot_be_encoded_is_refused_at_once_and_leaves_nothing_pending(
+    driver: InvokedDriver, aeron: Aeron
+) -> None:
+    with pytest.raises(ValueError):
+        aeron.async_add_counter(1, b"", "x" * 10_000)
+    assert aeron.conductor._pending == {} and aeron._pending_registrations == set()

@@ -180,3 +180,31 @@ def test_user_agent_publishes_and_receives_on_the_drivers_loop(
         assert user.sources == {channel}
     else:
         assert len(user.sources) == 1 and user.sources.pop().startswith("127.0.0.1:")
+
+
+def test_awaited_registrations_in_agent_mode_do_not_block_the_drivers_loop(
+    aeron_dir: Path, loop: asyncio.AbstractEventLoop
+) -> None:
+    async def main() -> bytes:
+        driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
+        driver_task = asyncio.create_task(driver.run())
+        try:
+            aeron = Aeron.connect(aeron_dir=aeron_dir, timeout_s=1, use_conductor_agent_invoker=True)
+            runner = AgentRunner(aeron.conductor_agent_invoker)
+            runner.start()
+            try:
+                subscription = await aeron.add_subscription_async("aeron:ipc", 4003)
+                publication = await aeron.add_publication_async("aeron:ipc", 4003)
+                await publication.offer_async(b"awaited", timeout_s=5)
+                async for message in subscription.messages():
+                    return message.data
+            finally:
+                runner.stop()
+                await runner.join()
+        finally:
+            driver.request_stop()
+            await asyncio.wait_for(driver_task, 10)
+            driver.close()
+        raise AssertionError("subscription closed before a message arrived")
+
+    assert loop.run_until_complete(asyncio.wait_for(main(), 15)) == b"awaited"
