@@ -2,6 +2,7 @@
 
 from driver.client.aeron import Aeron
 from driver.client.aio import Message, PublicationClosedError
+from driver.client.client_conductor_agent import ClientConductorAgent
 from driver.client.counter import Counter
 from driver.client.exceptions import (
     AeronError,
@@ -12,7 +13,7 @@ from driver.client.exceptions import (
     RegistrationError,
 )
 from driver.client.fragment_assembler import FragmentAssembler
-from driver.client.image import Image
+from driver.client.image import BlockHandler, Image, RawBlockHandler
 from driver.client.publication import (
     ADMIN_ACTION,
     BACK_PRESSURED,
@@ -33,8 +34,10 @@ __all__ = [
     "NOT_CONNECTED",
     "Aeron",
     "AeronError",
+    "BlockHandler",
     "BufferClaim",
     "ClientClosedError",
+    "ClientConductorAgent",
     "ClientTimeoutError",
     "CncVersionError",
     "Counter",
@@ -45,6 +48,7 @@ __all__ = [
     "Message",
     "Publication",
     "PublicationClosedError",
+    "RawBlockHandler",
     "RegistrationError",
     "Subscription",
 ]

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
+from driver.concurrent.logbuffer import term_block_scanner
 from driver.concurrent.logbuffer.header import Header
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 from driver.concurrent.logbuffer.term_reader import FragmentHandler, TermReader
+from driver.protocol.frames import TERM_ID_OFFSET
 
 # controlled_poll actions, as Aeron's ControlledFragmentHandler.Action.
 ABORT = 1
@@ -22,6 +26,12 @@ CONTINUE = 4
 """Consume this fragment and go on."""
 
 ControlledFragmentHandler = Callable[[Any, int, int, Header], int]
+BlockHandler = Callable[[AtomicBuffer, int, int, int, int], None]
+"""``handler(term_buffer, term_offset, length, session_id, term_id)``, as Aeron's BlockHandler."""
+RawBlockHandler = Callable[[Path, int, AtomicBuffer, int, int, int, int], None]
+"""``handler(log_file, file_offset, term_buffer, term_offset, length, session_id, term_id)``, as Aeron's
+RawBlockHandler (the log file's path stands for its FileChannel: ``file_offset`` is where the block lies in
+it, for ``os.copy_file_range`` or ``os.sendfile`` into a segment file)."""
 
 
 class Image:
@@ -132,6 +142,49 @@ class Image:
         if new_position != position:
             self._commit(new_position)
         return state["fragments"]
+
+    def block_poll(self, handler: BlockHandler, block_length_limit: int) -> int:
+        """Hand ``handler`` the next block of whole committed frames, as they lie in the term; bytes consumed.
+
+        As Aeron's Image.blockPoll: the block is at most ``block_length_limit`` bytes and never crosses the
+        term end; a padding frame ends a block and, when it comes first, is a block of its own (whatever its
+        length), so a recorder copies padding as it is. The position moves by the block's length only once
+        the handler has returned: unlike 1.15.1, which swallows the handler's exception and moves on anyway,
+        an exception leaves the position where it was and propagates (nothing is counted as recorded that
+        was not written).
+        """
+        if self.is_closed:
+            return 0
+        position = self._position
+        term_offset = position & self._term_length_mask
+        term_buffer = self._term_buffers[(position >> self.position_bits_to_shift) % 3]
+        limit_offset = min(term_offset + block_length_limit, self.term_buffer_length)
+        length = term_block_scanner.scan(term_buffer, term_offset, limit_offset) - term_offset
+        if length > 0:
+            term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
+            handler(term_buffer, term_offset, length, self.session_id, term_id)
+            self._commit(position + length)
+        return length
+
+    def raw_poll(self, handler: RawBlockHandler, block_length_limit: int) -> int:
+        """``block_poll`` that also says where the block lies in the log file (Aeron's Image.rawPoll)."""
+        if self.is_closed:
+            return 0
+        position = self._position
+        term_offset = position & self._term_length_mask
+        index = (position >> self.position_bits_to_shift) % 3
+        term_buffer = self._term_buffers[index]
+        capacity = self.term_buffer_length
+        limit_offset = min(term_offset + block_length_limit, capacity)
+        length = term_block_scanner.scan(term_buffer, term_offset, limit_offset) - term_offset
+        if length > 0:
+            term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
+            file_offset = capacity * index + term_offset
+            handler(
+                self.log_buffers.path, file_offset, term_buffer, term_offset, length, self.session_id, term_id
+            )
+            self._commit(position + length)
+        return length
 
     def _commit(self, position: int) -> None:
         if position > self._position:

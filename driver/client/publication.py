@@ -274,6 +274,22 @@ class ExclusivePublication(_PublicationBase):
         )
         return self._new_position(result)
 
+    def append_padding(self, length: int) -> int:
+        """Append a padding frame of ``length`` bytes after its header, which subscribers skip (a replay
+        reproduces a recorded stream's padding this way); the new position or a code."""
+        self._check_length(length)
+        if length < 0:
+            raise ValueError(f"cannot append padding of a negative length ({length})")
+        if self.is_closed:
+            return CLOSED
+        position = self._term_begin_position + self._term_offset
+        if position >= self._get_limit():
+            return self._back_pressure_status(position, length)
+        result = self._appenders[self._active_partition_index].append_padding(
+            self._term_id, self._term_offset, self._header_template, length
+        )
+        return self._new_position(result)
+
     def _new_position(self, result: int) -> int:
         if result > 0:
             self._term_offset = result
