@@ -94,23 +94,6 @@ class EchoAgent:
             self.subscription.close()
 
 
-class DriverInvoker:
-    """The driver's agents driven by the caller, shaped as MediaDriver.invoker (start / invoke / close) so
-    the tests switch to it once the INVOKER threading mode lands."""
-
-    def __init__(self, driver: MediaDriver) -> None:
-        self._agent = CompositeAgent([driver.conductor, driver.sender, driver.receiver])
-
-    def start(self) -> None:
-        self._agent.on_start()
-
-    def invoke(self) -> int:
-        return self._agent.do_work()
-
-    def close(self) -> None:
-        self._agent.on_close()
-
-
 async def run_shared(aeron_dir: Path, channel: str) -> EchoAgent:
     driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
     driver_task = asyncio.create_task(driver.run())
@@ -139,8 +122,9 @@ async def run_shared(aeron_dir: Path, channel: str) -> EchoAgent:
 
 
 async def run_invoker(aeron_dir: Path, channel: str) -> EchoAgent:
-    driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
-    invoker = DriverInvoker(driver)
+    driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), threading_mode="INVOKER"))
+    invoker = driver.invoker
+    assert invoker is not None
     invoker.start()
     try:
         aeron = Aeron.connect(aeron_dir=aeron_dir, timeout_s=1, use_conductor_agent_invoker=True)
@@ -161,8 +145,7 @@ async def run_invoker(aeron_dir: Path, channel: str) -> EchoAgent:
         assert aeron.conductor._pending == {}
         client.on_close()
     finally:
-        invoker.close()
-        driver.close()
+        driver.close()  # closes the invoker (the agents' on_close) first
     return user
 
 
