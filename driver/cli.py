@@ -206,6 +206,23 @@ def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> in
     return run(args)
 
 
+# --- archive -------------------------------------------------------------------------------------
+
+
+def run_archive_server(args: argparse.Namespace) -> int:
+    """``mediadriver archive`` with no tool: run the archive server (placeholder until the server lands)."""
+    return _fail(
+        "running the archive server is not available yet; the archive tools are: "
+        "list, describe ID, verify [ID], segments ID (mediadriver archive --help)"
+    )
+
+
+def cmd_archive(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    if args.archive_tool is None:
+        return run_archive_server(args)
+    return args.tool_handler(args, properties)
+
+
 # --- parser ----------------------------------------------------------------------------------------
 
 
@@ -271,6 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
     from driver.analysis.command import add_parser as add_analyze_loss_parser
 
     add_analyze_loss_parser(sub).set_defaults(handler=cmd_analyze_loss)
+
+    from driver.views.archive_commands import add_tool_parsers
+
+    archive = sub.add_parser(
+        "archive",
+        help="run the archive (no TOOL), or read an archive dir: list, describe ID, verify [ID], segments ID",
+    )
+    archive.add_argument("--dir", help="archive dir (default: -Daeron.archive.dir or aeron-archive)")
+    add_tool_parsers(archive)
+    archive.set_defaults(handler=cmd_archive)
     return parser
 
 

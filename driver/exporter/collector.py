@@ -14,6 +14,8 @@ Metric mapping (one series per allocated counter, plus derived and liveness gaug
 ``aeron_client_heartbeat_timestamp_seconds``           client-heartbeat; labels type, client_id, counter_id
 ``aeron_recording_position_bytes``                     Archive rec-pos; labels type, recording_id, session_id,
                                                        stream_id, channel, source_identity, counter_id
+``aeron_recordings_active``                            number of rec-pos counters: recordings in progress (an
+                                                       archive frees its rec-pos when a recording stops)
 ``aeron_counter``                                      any other type (client counters, other type-0 counters);
                                                        labels type, type_id, label, counter_id
 ``aeron_receive_gap_bytes`` etc.                       derived: receive gap, subscriber lag, sender backlog,
@@ -205,6 +207,11 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             others.add_metric([c.type_name, str(c.type_id), c.label, cid], c.value)
     yield from system
     yield from (positions, indicators, channels, clients, client_ages, recordings, others)
+    yield GaugeMetricFamily(
+        f"{PREFIX}_recordings_active",
+        "Archive recordings in progress (allocated rec-pos counters).",
+        value=sum(1 for c in snapshot.counters if c.type_id == RECORDING_POSITION_TYPE_ID),
+    )
 
     derived = {
         name: GaugeMetricFamily(f"{PREFIX}_{name}_bytes", help_text, labels=DERIVED_LABELS)

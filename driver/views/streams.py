@@ -3,6 +3,11 @@
 One line per (session id, stream id, channel), listing each position counter of the stream as
 ``<name>:<registration id>:<value>`` in counter id order (StreamStat prints its streams in hash order; we print
 them in order of their first counter).
+
+The archive's ``rec-pos`` counters (type 100, docs/counters.md section 7) join the stream they record, as
+``rec-pos:<recording id>:<value>``: the line with the same session and stream id, preferring the one whose
+channel is the rec-pos label's (stripped) channel. A recording whose stream has no counters here (its publisher
+is on another driver, say) gets a line of its own. StreamStat 1.15.1 leaves rec-pos out altogether.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from driver.concurrent.counter_types import (
     PUBLISHER_POS_TYPE_ID,
     RECEIVER_HWM_TYPE_ID,
     RECEIVER_POS_TYPE_ID,
+    RECORDING_POSITION_TYPE_ID,
     SENDER_LIMIT_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
@@ -30,15 +36,27 @@ LABEL_NAMES = {
     RECEIVER_POS_TYPE_ID: "rcv-pos",
     SENDER_LIMIT_TYPE_ID: "snd-lmt",
     PUBLISHER_POS_TYPE_ID: "pub-pos (sample)",
+    RECORDING_POSITION_TYPE_ID: "rec-pos",
 }
 
 
 def group_streams(counters: Iterable[CounterInfo]) -> dict[tuple[int, int, str], list[CounterInfo]]:
+    """Stream position counters by (session id, stream id, channel), with each rec-pos joined to its stream."""
     streams: dict[tuple[int, int, str], list[CounterInfo]] = {}
+    recordings: list[CounterInfo] = []
     for c in counters:
         key = c.stream_key
         if key is not None:
             streams.setdefault(key, []).append(c)
+        elif c.type_id == RECORDING_POSITION_TYPE_ID and c.session_id is not None and c.stream_id is not None:
+            recordings.append(c)
+    for rec in recordings:
+        same = [k for k in streams if k[0] == rec.session_id and k[1] == rec.stream_id]
+        exact = [k for k in same if k[2] == rec.channel]
+        key = (exact or same or [(rec.session_id, rec.stream_id, rec.channel or "")])[0]
+        streams.setdefault(key, []).append(rec)
+    for positions in streams.values():
+        positions.sort(key=lambda p: p.counter_id)
     return streams
 
 
@@ -47,11 +65,13 @@ def stream_lines(counters: Iterable[CounterInfo]) -> list[str]:
     for (session_id, stream_id, channel), positions in group_streams(counters).items():
         lines.append(
             f"sessionId={session_id} streamId={stream_id} channel={channel} :"
-            + "".join(
-                f" {LABEL_NAMES.get(p.type_id, '<unknown>')}:{p.registration_id}:{p.value}" for p in positions
-            )
+            + "".join(f" {LABEL_NAMES.get(p.type_id, '<unknown>')}:{_id(p)}:{p.value}" for p in positions)
         )
     return lines
+
+
+def _id(c: CounterInfo) -> int | None:
+    return c.recording_id if c.type_id == RECORDING_POSITION_TYPE_ID else c.registration_id
 
 
 def render_streams(cnc_path: Path, counters: Iterable[CounterInfo]) -> str:

@@ -156,6 +156,7 @@ def test_every_counter_type_becomes_a_series() -> None:
         )
         == 4096
     )
+    assert s[("aeron_recordings_active", frozenset())] == 1
     assert (
         one(s, "aeron_counter", type="unknown", type_id="1001", label="my app counter", counter_id="37") == 99
     )

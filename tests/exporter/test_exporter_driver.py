@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from driver.client import Aeron
 from driver.concurrent.counter_types import stream_position_key, stream_position_label
 from driver.exporter.collector import SYSTEM_METRIC_NAMES, CncCollector
+from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
 
 STAT_LINE = re.compile(r"^ *(\d+): +([\d,-]+) - (.*)$")
 ID_BY_SYSTEM_NAME = {name: cid for cid, name in SYSTEM_METRIC_NAMES.items()}
@@ -70,6 +71,10 @@ def add_stream_counters(aeron: Aeron) -> None:
         key = stream_position_key(77, 5, 1001, channel)
         aeron.add_counter(type_id, stream_position_label(name, 77, 5, 1001, channel), key).set(value)
     aeron.add_counter(1001, "my app counter").set(-5)
+    # The archive's recording position, with 1.15.1's key and label (docs/counters.md section 7).
+    aeron.add_counter(
+        REC_POS_TYPE_ID, rec_pos_label(3, 5, 1001, channel), rec_pos_key(3, 5, "aeron:ipc")
+    ).set(12_288)
 
 
 def test_values_equal_stat_once_and_the_mapping_is_read_only(driver_process) -> None:
@@ -82,8 +87,21 @@ def test_values_equal_stat_once_and_the_mapping_is_read_only(driver_process) -> 
             samples = scrape(collector)
             exported = counter_values(samples)
             stat = stat_once(driver.aeron_dir)
-            assert len(stat) == 25 + 1 + 4  # system, client-heartbeat, the client's counters
+            assert len(stat) == 25 + 1 + 5  # system, client-heartbeat, the client's counters
             assert exported == stat
+            assert samples[("aeron_recordings_active", frozenset())] == 1
+            rec = {
+                dict(labels)["recording_id"]: (dict(labels), value)
+                for (name, labels), value in samples.items()
+                if name == "aeron_recording_position_bytes"
+            }
+            assert rec["3"][1] == 12_288
+            assert {k: rec["3"][0][k] for k in ("session_id", "stream_id", "channel", "source_identity")} == {
+                "session_id": "5",
+                "stream_id": "1001",
+                "channel": "aeron:udp?endpoint=localhost:40999",
+                "source_identity": "aeron:ipc",
+            }
             assert samples[("aeron_up", frozenset())] == 1
             assert samples[("aeron_driver_pid", frozenset())] == driver.pid
             assert (

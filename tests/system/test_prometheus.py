@@ -4,7 +4,8 @@ One module-scoped setup (Java driver, a throttled Java publisher + subscriber, o
 loopback with a 1 s scrape interval built from tools/prometheus/prometheus.yml) serves every test here:
 
 - PromQL over Prometheus' HTTP API returns the expected series and positive byte rates;
-- every PromQL expression of the Grafana dashboard returns data;
+- every PromQL expression of the Grafana dashboard returns data (a Python client adds a ``rec-pos`` counter of
+  type 100 for the stream, with 1.15.1's key and label, and moves it like a recording would);
 - with the driver and its client frozen (SIGSTOP, so no value moves), the exporter, ``mediadriver stat --once``
   and the Java ``AeronStat`` agree on every counter, and ``mediadriver streams`` matches the Java ``StreamStat``.
 
@@ -21,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -33,8 +35,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from driver.client import Aeron
 from driver.exporter.collector import SYSTEM_METRIC_NAMES
 from tests.support import free_port, wait_for
+from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -74,6 +78,7 @@ class Live:
     exporter_url: str
     prometheus_url: str
     channel: str
+    recording: RecordingCounter
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         url = f"{self.prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
@@ -142,6 +147,28 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
             proc.wait()
 
 
+class RecordingCounter:
+    """A rec-pos counter (recording 0 of the traffic's stream) advanced 20,000 bytes every 50 ms by a thread,
+    as an archive recording the stream would; ``paused`` holds it still."""
+
+    def __init__(self, aeron: Aeron, session_id: int, channel: str) -> None:
+        label = rec_pos_label(0, session_id, STREAM_ID, channel)
+        self.counter = aeron.add_counter(REC_POS_TYPE_ID, label, rec_pos_key(0, session_id, "127.0.0.1:1"))
+        self.paused = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            if not self.paused.is_set():
+                self.counter.set(self.counter.get() + 20_000)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     try:
@@ -154,6 +181,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     pool = harness.DriverPool()
     started: list[subprocess.Popen[Any]] = []
     traffic = None
+    aeron = recording = None
     try:
         driver = pool.java(None, peers=peers)
         channel = f"aeron:udp?endpoint=localhost:{free_port('udp')}"
@@ -161,7 +189,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         traffic = peers.spawn(
             "ThrottledTraffic", channel, STREAM_ID, 2000, 200, 90, props={"aeron.dir": driver.aeron_dir}
         )
-        traffic.read_until(r"^CONNECTED -?\d+", 20)
+        lines = traffic.read_until(r"^CONNECTED -?\d+", 20)
+        session_id = int(next(line.split()[1] for line in lines if line.startswith("CONNECTED ")))
+        aeron = Aeron.connect(aeron_dir=driver.aeron_dir)
+        recording = RecordingCounter(aeron, session_id, channel)
         exporter = subprocess.Popen(
             [sys.executable, "-m", "driver", "exporter", "--dir", str(driver.aeron_dir), "--port", "0"],
             stdout=subprocess.PIPE,
@@ -176,8 +207,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         assert match, f"exporter did not start: {line}"
         prometheus, prometheus_url, _log = _start_prometheus(tmp, match[2])
         started.append(prometheus)
-        yield Live(driver, traffic, peers, match[1], prometheus_url, channel)
+        yield Live(driver, traffic, peers, match[1], prometheus_url, channel, recording)
     finally:
+        if recording is not None:
+            recording.close()
+        if aeron is not None:
+            aeron.close()
         for proc in reversed(started):
             _stop(proc)
             if proc.stdout is not None:
@@ -259,6 +294,7 @@ def exporter_counter_values(text: str) -> dict[int, int]:
 
 def test_exporter_equals_stat_once_and_aeron_stat_and_streams_equals_stream_stat(live: Live) -> None:
     frozen = [live.driver.pid, live.traffic.pid]
+    live.recording.paused.set()
     for pid in frozen:
         os.kill(pid, signal.SIGSTOP)  # no counter moves until SIGCONT
     try:
@@ -287,12 +323,19 @@ def test_exporter_equals_stat_once_and_aeron_stat_and_streams_equals_stream_stat
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
+        live.recording.paused.clear()
     assert again == exported  # really frozen
     java_values = {cid: line.value for cid, line in java.counters.items()}
     our_values = {cid: line.value for cid, line in ours.counters.items()}
-    assert len(java_values) >= 25 + 7 + 3  # system, 7 stream positions, 2 channel status, client heartbeat
+    # system, 7 stream positions, 2 channel status, 2 client heartbeats, rec-pos
+    assert len(java_values) >= 25 + 7 + 5
+    assert ours.counters[live.recording.counter.id].label.startswith("rec-pos: 0 ")
     assert our_values == java_values
     assert exported == java_values
     assert [line.raw for line in ours.counters.values()] == [line.raw for line in java.counters.values()]
-    assert sorted(streams.stdout.splitlines()) == sorted(stream_stat.stdout.splitlines())
-    assert len(streams.stdout.splitlines()) == 2
+    # StreamStat leaves rec-pos out; ours shows it last on its stream's line (counter id order).
+    rec_id = live.recording.counter.id
+    rec_pos = f" rec-pos:0:{java_values[rec_id]}"
+    lines = streams.stdout.splitlines()
+    assert len(lines) == 2 and lines[1].endswith(rec_pos)
+    assert sorted([lines[0], lines[1][: -len(rec_pos)]]) == sorted(stream_stat.stdout.splitlines())

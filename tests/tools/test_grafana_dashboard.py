@@ -65,7 +65,7 @@ def exporter_metric_names() -> set[str]:
 def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
     data = json.loads(DASHBOARD.read_text())
     rows = [p["title"] for p in data["panels"] if p["type"] == "row"]
-    assert rows == ["Liveness", "Throughput", "NAKs and loss", "Lag", "Back pressure", "Errors"]
+    assert rows == ["Liveness", "Throughput", "NAKs and loss", "Lag", "Back pressure", "Recordings", "Errors"]
     exprs = dashboard_exprs(data)
     used = {name for expr in exprs for name in re.findall(r"\baeron_[a-z_]+", expr)}
     assert used <= exporter_metric_names(), used - exporter_metric_names()
@@ -88,6 +88,8 @@ def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
         "aeron_client_liveness_timeouts_total",
         "aeron_driver_heartbeat_age_seconds",
         "aeron_up",
+        "aeron_recording_position_bytes",
+        "aeron_recordings_active",
     ):
         assert needed in used, needed
     assert all('instance=~"$instance"' in expr for expr in exprs)

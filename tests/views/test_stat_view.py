@@ -24,6 +24,7 @@ from driver.concurrent.counter_types import (
 from driver.status.driver_snapshot import DriverSnapshot
 from driver.views.stat_view import CounterFilter, render_table
 from driver.views.streams import render_streams, stream_lines
+from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
 
 UDP = "aeron:udp?endpoint=localhost:40456"
 IPC = "aeron:ipc"
@@ -161,7 +162,9 @@ def test_live_views_refresh_until_ctrl_c(driver_process) -> None:
         )
         # Wait for two screens (interpreter start-up can be slow on a loaded machine), then Ctrl-C.
         chunks: list[str] = []
-        reader = threading.Thread(target=lambda p=proc, c=chunks: c.extend(iter(lambda: p.stdout.read(1), "")))
+        reader = threading.Thread(
+            target=lambda p=proc, c=chunks: c.extend(iter(lambda: p.stdout.read(1), ""))
+        )
         reader.start()
         deadline = time.monotonic() + 20
         while "".join(chunks).count("\033[H\033[2J") < 2 and time.monotonic() < deadline:
@@ -181,3 +184,59 @@ def test_live_views_refresh_until_ctrl_c(driver_process) -> None:
             )  # system counters have no stream
         else:
             assert f"Command `n Control file {driver.aeron_dir}/cnc.dat" in screens[-1]
+
+
+# --- the archive's rec-pos counters (type 100) ------------------------------------------------------------------
+
+REC_POS = decode_counter(
+    50, REC_POS_TYPE_ID, rec_pos_key(9, 11, "127.0.0.1:40111"), rec_pos_label(9, 11, 1001, UDP), 282
+)
+REC_POS_ELSEWHERE = decode_counter(
+    51, REC_POS_TYPE_ID, rec_pos_key(10, 99, "aeron:ipc"), rec_pos_label(10, 99, 5, IPC), 64
+)
+
+
+def test_streams_show_recording_positions_beside_the_stream_positions() -> None:
+    assert stream_lines([*COUNTERS, REC_POS, REC_POS_ELSEWHERE]) == [
+        f"sessionId=11 streamId=1001 channel={UDP} : pub-pos (sample):2:300 pub-lmt:2:900 snd-pos:2:290 "
+        "sub-pos:1:280 rcv-hwm:3:290 rcv-pos:3:285 <unknown>:3:1 rec-pos:9:282",
+        "sessionId=12 streamId=7 channel=aeron:ipc : pub-pos (sample):4:64 pub-lmt:4:128 sub-pos:5:64",
+        "sessionId=99 streamId=5 channel=aeron:ipc : rec-pos:10:64",  # its stream is not on this driver
+    ]
+
+
+def test_table_and_filters_know_rec_pos() -> None:
+    counters = [*COUNTERS, REC_POS]
+    assert [c.counter_id for c in CounterFilter.from_options(types=["rec-pos"]).apply(counters)] == [50]
+    assert 50 in [c.counter_id for c in CounterFilter.from_options(streams=["1001"]).apply(counters)]
+    text = render_table(snapshot(counters), CounterFilter.from_options(types=["100"]), now_ms=1_000)
+    row = text.splitlines()[2]
+    assert row.split()[:5] == ["50", "rec-pos", "282", "11", "1001"]
+    assert row.endswith(f"rec-pos: 9 11 1001 {UDP}")
+
+
+def test_stat_and_streams_read_rec_pos_counters_a_client_added(
+    embedded_driver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from driver.cli import main
+
+    driver = embedded_driver()
+    d = str(driver.aeron_dir)
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        for c in COUNTERS[2:]:
+            key = stream_position_key(
+                c.registration_id or 0, c.session_id or 0, c.stream_id or 0, c.channel or ""
+            )
+            aeron.add_counter(c.type_id, c.label, key).set(c.value)
+        rec = aeron.add_counter(REC_POS_TYPE_ID, REC_POS.label, rec_pos_key(9, 11, "127.0.0.1:40111"))
+        rec.set(4096)
+        assert main(["stat", "--dir", d, "--once"]) == 0
+        stat = capsys.readouterr().out
+        assert main(["stat", "--dir", d, "--once", "--type", "rec-pos"]) == 0
+        only_rec = capsys.readouterr().out
+        assert main(["streams", "--dir", d, "--once"]) == 0
+        streams = capsys.readouterr().out
+    assert re.search(rf"^ *{rec.id}: +4,096 - rec-pos: 9 11 1001 {re.escape(UDP)}$", stat, re.M)
+    assert only_rec.splitlines()[2:] == [f"{rec.id:3d}: {4096:20,d} - rec-pos: 9 11 1001 {UDP}"]
+    line = next(line for line in streams.splitlines() if line.startswith("sessionId=11 "))
+    assert line.endswith("rcv-pos:3:285 <unknown>:3:1 rec-pos:9:4096")

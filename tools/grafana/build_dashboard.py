@@ -91,6 +91,7 @@ def single(
 
 
 STREAM = "{{instance}} session {{session_id}} stream {{stream_id}} {{channel}}"
+RECORDING = "{{instance}} recording {{recording_id}} session {{session_id}} stream {{stream_id}} {{channel}}"
 
 
 def build() -> dashboard.Dashboard:
@@ -295,6 +296,37 @@ def build() -> dashboard.Dashboard:
                     (rate("aeron_sender_flow_control_limits_applied_total"), "{{instance}} limits applied"),
                     (rate("aeron_short_sends_total"), "{{instance}} short sends"),
                 ],
+            )
+        )
+        # --- recordings ---------------------------------------------------------------------------------
+        .with_row(dashboard.Row("Recordings"))
+        .with_panel(
+            graph(
+                "Recording positions",
+                "Position of each recording in progress (the archive's rec-pos counters, one per recorded image).",
+                "bytes",
+                [(f"aeron_recording_position_bytes{{{SEL}}}", RECORDING)],
+                10,
+            )
+        )
+        .with_panel(
+            graph(
+                "Recording rate",
+                "Bytes per second each recording writes to its segment files (rec-pos advance).",
+                "Bps",
+                [(rate("aeron_recording_position_bytes"), RECORDING)],
+                10,
+            )
+        )
+        .with_panel(
+            single(
+                "Active recordings",
+                "Recordings in progress: the archive frees a rec-pos counter when its recording stops.",
+                "none",
+                f"aeron_recordings_active{{{SEL}}}",
+                "{{instance}}",
+                [Threshold(value=None, color="blue")],
+                4,
             )
         )
         # --- errors ---------------------------------------------------------------------------------
