@@ -267,7 +267,7 @@ class AeronArchive:
                 return False
         else:
             self.control_response_poller.poll()
-            for message in self.control_response_poller.take(exchange.correlation_id):
+            while (message := self.control_response_poller.take(exchange.correlation_id)) is not None:
                 exchange.deadline_ns = now_ns + self._timeout_ns  # any answer is progress
                 if exchange.on_response(message):
                     return True

@@ -51,25 +51,26 @@ class ControlResponsePoller:
         self.control_session_id: int | None = None
         self.on_unclaimed_error = on_unclaimed_error
         self.unclaimed_errors: deque[ArchiveError] = deque(maxlen=MAX_UNCLAIMED_ERRORS)
-        self._inbox: dict[int, list[Response]] = {}
+        self._inbox: dict[int, deque[Response]] = {}
         self._assembler = FragmentAssembler(self._on_fragment)
         self._failure: ArchiveProtocolError | None = None
 
     # -- awaiting --------------------------------------------------------------------------------------------
 
     def expect(self, correlation_id: int) -> None:
-        self._inbox.setdefault(correlation_id, [])
+        self._inbox.setdefault(correlation_id, deque())
 
     def forget(self, correlation_id: int) -> None:
-        self._inbox.pop(correlation_id, None)
+        """Stop awaiting ``correlation_id``: an ERROR already queued for it (the archive may follow an OK with
+        one) becomes unclaimed, as any later one will."""
+        for message in self._inbox.pop(correlation_id, ()):
+            if isinstance(message, ControlResponse) and message.code == ControlResponseCode.ERROR:
+                self._unclaimed(message)
 
-    def take(self, correlation_id: int) -> list[Response]:
-        """What arrived for ``correlation_id`` since the last take (it stays expected)."""
+    def take(self, correlation_id: int) -> Response | None:
+        """The next message that arrived for ``correlation_id``, or None."""
         inbox = self._inbox.get(correlation_id)
-        if not inbox:
-            return []
-        self._inbox[correlation_id] = []
-        return inbox
+        return inbox.popleft() if inbox else None
 
     # -- polling ---------------------------------------------------------------------------------------------
 
@@ -106,10 +107,15 @@ class ControlResponsePoller:
         inbox = self._inbox.get(message.correlation_id)
         if inbox is not None:
             inbox.append(message)
-        elif isinstance(message, ControlResponse) and message.code == ControlResponseCode.ERROR:
-            if self.control_session_id is None:
-                return  # another client's connect failing
-            error = ArchiveError(message.error_message, message.relevant_id, message.correlation_id)
-            self.unclaimed_errors.append(error)
-            if self.on_unclaimed_error is not None:
-                self.on_unclaimed_error(error)
+        elif (
+            isinstance(message, ControlResponse)
+            and message.code == ControlResponseCode.ERROR
+            and self.control_session_id is not None  # else: another client's connect failing
+        ):
+            self._unclaimed(message)
+
+    def _unclaimed(self, response: ControlResponse) -> None:
+        error = ArchiveError(response.error_message, response.relevant_id, response.correlation_id)
+        self.unclaimed_errors.append(error)
+        if self.on_unclaimed_error is not None:
+            self.on_unclaimed_error(error)
