@@ -2,19 +2,28 @@
 
 Fixtures
 --------
-archive_java   session   ``JavaPeers`` (tests/interop/conftest.py) whose classpath holds tests/archive/java;
-                         ``archive_java.run(main_class, *args, timeout=..., check=...)``.
+archive_java   session   ``JavaPeers`` (tests/interop/conftest.py) whose classpath holds tests/archive/java and
+                         tests/interop/java (ArchiveLauncher); ``archive_java.run(main_class, *args, ...)``.
+java_archive   module    the real 1.15.1 Archive (tests/support/java_archive.py) on a driver of its own, once per
+                         driver kind (params "java" and "ours"; the driver has
+                         ``aeron.spies.simulate.connection=true``): a ``JavaArchiveOnDriver`` with ``kind``,
+                         ``aeron_dir``, ``props`` (the archive's -D settings, its channels included) and
+                         ``archive``. A test module adds archive settings with a ``JAVA_ARCHIVE_PROPS`` dict.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.support.java_archive import JavaArchive, archive_channels, start_java_archive
 
 HERE = Path(__file__).resolve().parent
 
@@ -32,11 +41,51 @@ def _interop_harness() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
-def archive_java(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    harness = _interop_harness()
+def interop_harness() -> ModuleType:
+    return _interop_harness()
+
+
+@pytest.fixture(scope="session")
+def archive_java(interop_harness: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
-        paths = harness.find_peer_paths()
+        paths = interop_harness.find_peer_paths()
     except FileNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
-    classes = harness.compile_java_sources(paths, tmp_path_factory.mktemp("archive-java"), HERE / "java")
-    return harness.JavaPeers(paths, classes, tmp_path_factory.mktemp("archive-java-logs"))
+    classes = tmp_path_factory.mktemp("archive-java")
+    interop_harness.compile_java_sources(paths, classes, HERE / "java")
+    interop_harness.compile_java_sources(paths, classes, interop_harness.JAVA_SOURCES)
+    return interop_harness.JavaPeers(paths, classes, tmp_path_factory.mktemp("archive-java-logs"))
+
+
+@dataclass
+class JavaArchiveOnDriver:
+    kind: str
+    aeron_dir: Path
+    props: dict[str, str]
+    archive: JavaArchive
+    driver: Any  # tests/interop/conftest.py DriverProcess
+
+
+@pytest.fixture(scope="module", params=["java", "ours"])
+def java_archive(
+    request: pytest.FixtureRequest,
+    interop_harness: ModuleType,
+    archive_java: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[JavaArchiveOnDriver]:
+    kind = request.param
+    pool = interop_harness.DriverPool()
+    try:
+        props = {"aeron.spies.simulate.connection": "true"}
+        driver = pool.java(props, peers=archive_java) if kind == "java" else pool.ours(props)
+        archive_props = archive_channels() | getattr(request.module, "JAVA_ARCHIVE_PROPS", {})
+        archive_dir = tmp_path_factory.mktemp(f"java-archive-{kind}")
+        archive = start_java_archive(archive_java, driver.aeron_dir, archive_dir, archive_props)
+        try:
+            yield JavaArchiveOnDriver(kind, driver.aeron_dir, archive.props, archive, driver)
+        finally:
+            archive.stop()
+    finally:
+        problems = pool.close()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

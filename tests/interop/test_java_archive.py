@@ -8,16 +8,15 @@ publication.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import socket
 from pathlib import Path
 
 import pytest
 
+from tests.support.java_archive import archive_channels, free_udp_channels, java_archive
+
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
-ARCHIVE_START_TIMEOUT_S = 30.0
 CHECKS_TIMEOUT_S = 240.0
 CHECK_WAIT_MS = 10_000  # how long any one wait inside a check may take
 
@@ -45,27 +44,11 @@ CHECKS = (
 )
 
 
-def free_udp_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now on 127.0.0.1 (held together so they are distinct)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-
-
-def archive_props(archive_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(settings shared by the archive and the checks, settings of the checks only), on fresh ports."""
-    control, response, events, local, remote, replay = (
-        f"aeron:udp?endpoint=127.0.0.1:{port}" for port in free_udp_ports(6)
-    )
-    shared = {
-        "aeron.archive.control.channel": control,
-        "aeron.archive.control.response.channel": response,
-        "aeron.archive.recording.events.channel": events,
-    }
+def archive_props() -> tuple[dict[str, str], dict[str, str]]:
+    """(settings of the archive, settings of the checks), on fresh ports."""
+    shared = archive_channels()
+    local, remote, replay = free_udp_channels(3)
     archive = {
-        "aeron.archive.dir": str(archive_dir),
         "aeron.archive.replay.linger.timeout": "3s",
         "aeron.archive.threading.mode": "SHARED",
         "aeron.archive.segment.file.length": str(1 << 20),
@@ -81,29 +64,25 @@ def archive_props(archive_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 def run_archive_checks(peers, driver, tmp_path: Path) -> dict[str, str]:
     """Start the archive on ``driver``, run the checks; returns {check: "PASS" or the failure reason}."""
-    archive_settings, check_settings = archive_props(tmp_path / "archive")
+    archive_settings, check_settings = archive_props()
     aeron_dir = {"aeron.dir": str(driver.aeron_dir)}
-    archive = peers.spawn("ArchiveLauncher", props=aeron_dir | archive_settings)
-    try:
-        archive.read_until(r"^ARCHIVE READY", ARCHIVE_START_TIMEOUT_S)
+    with java_archive(peers, driver.aeron_dir, tmp_path / "archive", archive_settings) as archive:
         result = peers.run(
             "ArchiveChecks",
             props=aeron_dir | check_settings,
             timeout=CHECKS_TIMEOUT_S,
         )
-    finally:
-        archive.stop()
     outcomes = {}
     for line in result.stdout.splitlines():
         match = re.match(r"^(PASS|FAIL) ([\w-]+)(?:: (.*))?$", line)
         if match:
             outcomes[match[2]] = "PASS" if match[1] == "PASS" else match[3]
     failed = {name: why for name, why in outcomes.items() if why != "PASS"}
-    archive_errors = [line for line in archive.stderr_text().splitlines() if line.startswith("ARCHIVE ERROR")]
+    archive_errors = archive.errors()
     assert not failed and result.returncode == 0 and not archive_errors, (
         f"{driver.kind} driver: failed checks {failed}, exit {result.returncode}, archive errors {archive_errors}\n"
         f"checks stdout:\n{result.stdout}\nchecks stderr:\n{result.stderr[-6000:]}\n"
-        f"archive stderr:\n{archive.stderr_text()[-6000:]}\ndriver log:\n{driver.log()[-4000:]}"
+        f"archive stderr:\n{archive.process.stderr_text()[-6000:]}\ndriver log:\n{driver.log()[-4000:]}"
     )
     return outcomes
 

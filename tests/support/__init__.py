@@ -17,6 +17,10 @@ What is here, and when to use which:
     the failure names ``what``. ``wait_until`` is the ``async`` form, for code on an event loop.
 ``free_port(kind)`` (ports.py)
     A loopback port the OS just had free ("udp" or "tcp"); never use fixed ports.
+``free_udp_channels(n)``, ``archive_channels()``, ``start_java_archive``/``java_archive`` (java_archive.py)
+    The real 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a peer: fresh UDP channels and the
+    ``aeron.archive.*`` channel properties, and the archive's start (after ARCHIVE READY) and stop. Import
+    from ``tests.support.java_archive``; tests/archive/conftest.py has a module-scoped ``java_archive`` fixture.
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
