@@ -138,6 +138,7 @@ def render_stat(cnc, counter_filter=None) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
     from driver.concurrent.counter_types import decode_counter
     from driver.concurrent.counters import CountersReader
+    from driver.util.text import printable
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
@@ -149,7 +150,7 @@ def render_stat(cnc, counter_filter=None) -> str:
         if counter_filter is None or counter_filter.matches(
             decode_counter(counter_id, type_id, key, label, 0)
         ):
-            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {label}")
+            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {printable(label)}")
 
     reader.for_each(add)
     return "\n".join(lines)
@@ -181,13 +182,16 @@ def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
 def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
     from driver.concurrent.error_log import format_error_log
+    from driver.util.text import printable
 
     try:
         cnc = _open_cnc(_aeron_dir(args, properties))
     except (CncError, OSError) as e:
         return _fail(str(e))
     with contextlib.closing(cnc):
-        print(format_error_log(cnc.error_log_buffer), flush=True)
+        # Line breaks and tabs are the stack traces' own layout; the driver escapes client text in messages
+        # when it records them (docs/errorlog.md), any other control character is escaped here.
+        print(printable(format_error_log(cnc.error_log_buffer), keep="\n\t"), flush=True)
     return 0
 
 
