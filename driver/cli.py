@@ -16,7 +16,17 @@ from driver.context import ConfigurationError, DriverContext, default_aeron_dir,
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+"""Every catchable signal whose default action ends the process stops ``run`` cleanly: heartbeat withdrawn,
+files handled as on SIGTERM, so a new driver may start on the dir at once. SIGPIPE stays ignored (Python's
+default): a closed stdout or socket is an error on that write, not a reason to stop the driver."""
 
 
 def _aeron_dir(args: argparse.Namespace, properties: dict[str, str]) -> str:
@@ -106,6 +116,9 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     try:
         _run_loop(main)
     finally:
+        # The loop's handlers went with it: a second signal must not cut the clean-up short.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         if metrics is not None:
             metrics.close()  # before the driver unmaps and maybe deletes its dir
         driver.close()
@@ -221,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the media driver until SIGINT/SIGTERM")
+    run = sub.add_parser("run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2")
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
     run.add_argument(
         "--threading-mode",
