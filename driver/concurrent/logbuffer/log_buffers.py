@@ -73,7 +73,8 @@ class LogBuffers:
 
     __slots__ = ("_buffer", "_mmap", "meta_data_buffer", "path", "term_buffers", "term_length")
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, populate: bool = True) -> None:
+        """``populate``: fault every page in at mapping time (else on first touch)."""
         self.path = Path(path)
         fd = os.open(self.path, os.O_RDWR)
         try:
@@ -85,7 +86,10 @@ class LogBuffers:
                 )
             # MAP_POPULATE: fault every page in now, not one per 4 KiB on the publish/poll hot path.
             self._mmap = mmap.mmap(
-                fd, file_length, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ | mmap.PROT_WRITE
+                fd,
+                file_length,
+                flags=mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0),
+                prot=mmap.PROT_READ | mmap.PROT_WRITE,
             )
         finally:
             os.close(fd)
