@@ -128,7 +128,7 @@ class AeronClient:
 
 @dataclass
 class PendingLog:
-    """An ADD whose large log is being made off the duty cycle (docs/commands.md section 2).
+    """An ADD whose large log is being made off the duty cycle (docs/commands.md, "Deferred ADDs").
 
     The command is dispatched again once the log is ready (or failed) and answered then; the client's later
     commands (all but keepalives) wait in ``held`` so that they are answered in the order they were sent:

@@ -4,7 +4,7 @@ before anyone maps them.
 A mapped page the file system cannot back raises SIGBUS in whoever touches it first (the driver pre-touching
 or writing its error log, a publisher mid-term), so every shared file is reserved in full with
 ``posix_fallocate`` at creation; no space is then an error at creation, naming the file and the space needed
-(docs/cnc.md section 3).
+(docs/cnc.md, "Allocation and permissions").
 """
 
 from __future__ import annotations
