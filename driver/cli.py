@@ -16,7 +16,17 @@ from driver.context import ConfigurationError, DriverContext, default_aeron_dir,
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+"""Every catchable signal whose default action ends the process stops ``run`` cleanly: heartbeat withdrawn,
+files handled as on SIGTERM, so a new driver may start on the dir at once. SIGPIPE stays ignored (Python's
+default): a closed stdout or socket is an error on that write, not a reason to stop the driver."""
 
 
 def _aeron_dir(args: argparse.Namespace, properties: dict[str, str]) -> str:
@@ -106,6 +116,9 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     try:
         _run_loop(main)
     finally:
+        # The loop's handlers went with it: a second signal must not cut the clean-up short.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         if metrics is not None:
             metrics.close()  # before the driver unmaps and maybe deletes its dir
         driver.close()
@@ -138,6 +151,7 @@ def render_stat(cnc, counter_filter=None) -> str:
     """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
     from driver.concurrent.counter_types import decode_counter
     from driver.concurrent.counters import CountersReader
+    from driver.util.text import printable
 
     reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
     lines = [
@@ -149,7 +163,7 @@ def render_stat(cnc, counter_filter=None) -> str:
         if counter_filter is None or counter_filter.matches(
             decode_counter(counter_id, type_id, key, label, 0)
         ):
-            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {label}")
+            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {printable(label)}")
 
     reader.for_each(add)
     return "\n".join(lines)
@@ -181,13 +195,16 @@ def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
 def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.concurrent.cnc_file import CncError
     from driver.concurrent.error_log import format_error_log
+    from driver.util.text import printable
 
     try:
         cnc = _open_cnc(_aeron_dir(args, properties))
     except (CncError, OSError) as e:
         return _fail(str(e))
     with contextlib.closing(cnc):
-        print(format_error_log(cnc.error_log_buffer), flush=True)
+        # Line breaks and tabs are the stack traces' own layout; the driver escapes client text in messages
+        # when it records them (docs/errorlog.md), any other control character is escaped here.
+        print(printable(format_error_log(cnc.error_log_buffer), keep="\n\t"), flush=True)
     return 0
 
 
@@ -234,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the media driver until SIGINT/SIGTERM")
+    run = sub.add_parser("run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2")
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
     run.add_argument(
         "--threading-mode",

@@ -29,6 +29,10 @@ class ControlProtocolError(Exception):
         self.code = code
 
 
+class CommandDeferred(Exception):
+    """Raised by a handler that will answer later (a large log is still being made): no reply now."""
+
+
 class ClientCommandAdapter:
     def __init__(
         self,
@@ -41,6 +45,8 @@ class ClientCommandAdapter:
         self._conductor = conductor
         self._client_proxy = client_proxy
         self._error_handler = error_handler
+        self.gate: Callable[[int, memoryview], bool] | None = None
+        """Sees each command first; True means it keeps the command to ``dispatch`` later itself."""
         c = conductor
         self._handlers: dict[int, Callable[[memoryview], None]] = {
             cp.Command.ADD_PUBLICATION: lambda b: c.on_add_publication(
@@ -70,6 +76,13 @@ class ClientCommandAdapter:
     def _on_message(self, msg_type_id: int, buffer: AtomicBuffer, index: int, length: int) -> None:
         # Copy out: the ring zeroes these bytes once the read completes.
         body = memoryview(buffer.get_bytes(index, length))
+        if self.gate is not None and self.gate(msg_type_id, body):
+            return
+        self.dispatch(msg_type_id, body)
+
+    def dispatch(self, msg_type_id: int, body: memoryview) -> None:
+        """Run one command's handler; a refusal is answered with ON_ERROR."""
+        length = len(body)
         correlation_id = 0
         if length >= cp.CORRELATED_MESSAGE_LENGTH:
             correlation_id = cp.decode_correlated(body).correlation_id
@@ -82,6 +95,8 @@ class ClientCommandAdapter:
                     "this driver speaks the Aeron 1.15.1 client protocol",
                 )
             handler(body)
+        except CommandDeferred:
+            pass
         except ControlProtocolError as e:
             self._error_handler(e)
             self._client_proxy.on_error(correlation_id, e.code, str(e))

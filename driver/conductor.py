@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from driver.agent.command_queue import CommandQueue
-from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
+from driver.client_command_adapter import ClientCommandAdapter, CommandDeferred, ControlProtocolError
 from driver.client_proxy import ClientProxy
 from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
@@ -58,13 +60,14 @@ from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
-from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, RawLog, log_file_name
+from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, LogFactory, RawLog, log_file_name
 from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport
 from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.bit_util import to_int32
+from driver.util.files import FileAllocationError
 
 CHANNEL_STATUS_ERRORED = -1
 NAK_UNICAST_DELAY_NS = 60_000_000
@@ -73,6 +76,10 @@ NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have n
 
 def random_int32(rng: random.Random) -> int:
     return rng.randrange(-(2**31), 2**31)
+
+
+HEARTBEAT_INTERVAL_NS = 100_000_000
+"""The to-driver consumer heartbeat is written at least this often (and on every timer tick)."""
 
 
 class StreamRefCounts:
@@ -123,6 +130,27 @@ class AeronClient:
         return now_ms > self.time_of_last_keepalive_ms + self.liveness_timeout_ms
 
 
+@dataclass
+class PendingLog:
+    """An ADD whose large log is being made off the duty cycle (docs/commands.md, "Deferred ADDs").
+
+    The command is dispatched again once the log is ready (or failed) and answered then; the client's later
+    commands (all but keepalives) wait in ``held`` so that they are answered in the order they were sent:
+    a REMOVE of the pending publication removes it once it exists.
+    """
+
+    client_id: int
+    registration_id: int
+    session_id: int
+    future: Future[RawLog]
+    command: tuple[int, memoryview]
+    held: deque[tuple[int, memoryview]] = field(default_factory=deque)
+
+
+def _log_refused(error: BaseException) -> ControlProtocolError:
+    return ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, f"cannot create the log: {error}")
+
+
 class DriverConductor:
     role_name = "driver-conductor"
 
@@ -150,6 +178,12 @@ class DriverConductor:
         self._epoch_clock_ms = epoch_clock_ms
         self._nano_clock = nano_clock
         self._command_adapter = ClientCommandAdapter(to_driver, self, client_proxy, error_handler)
+        self._command_adapter.gate = self._hold_behind_pending_log
+        self._error_handler = error_handler
+        self._log_factory = LogFactory(ctx.file_page_size, ctx.file_permissions, ctx.log_async_length)
+        self._pending_logs: dict[int, PendingLog] = {}  # by client id: one pending ADD per client
+        self._ready_logs: dict[int, PendingLog] = {}  # by registration id, while its ADD runs again
+        self._current_command: tuple[int, int, memoryview] | None = None
         self._clients: dict[int, AeronClient] = {}
         self._counter_links: dict[int, CounterLink] = {}
         self._publication_links: dict[int, PublicationLink] = {}
@@ -178,6 +212,7 @@ class DriverConductor:
         self._receive_endpoint_refs: dict[ReceiveChannelEndpoint, StreamRefCounts] = {}
         self._timer_interval_ns = ctx.timer_interval_ns
         self._next_timer_ns = 0
+        self._next_heartbeat_ns = 0
         self._now_ms = epoch_clock_ms()
         self._client_liveness_timeout_ms = max(1, ctx.client_liveness_timeout_ns // 1_000_000)
         self._unblock_timeout_ns = ctx.client_liveness_timeout_ns
@@ -195,12 +230,19 @@ class DriverConductor:
         # Commands that did not fit the sender's or receiver's queue go first, in order, as room frees.
         work = self._sender_proxy.flush() + self._receiver_proxy.flush()
         work += self.receive_commands()
+        if self._pending_logs:
+            work += self._resume_pending_logs()
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.
         if self.commands:
             work += self.commands.drain(self)
         if now_ns >= self._next_timer_ns:
             self._next_timer_ns = now_ns + self._timer_interval_ns
             work += self._on_timer(now_ns)
+        elif now_ns >= self._next_heartbeat_ns:
+            # Between timer ticks too: a client judges the driver by this age, which should stay far below
+            # aeron.driver.timeout whatever the timer interval.
+            self._next_heartbeat_ns = now_ns + HEARTBEAT_INTERVAL_NS
+            self._to_driver.set_consumer_heartbeat_time(self._epoch_clock_ms())
         if self._images:
             sm_timeout_ns = self._ctx.status_message_timeout_ns
             for image in self._images:
@@ -228,6 +270,7 @@ class DriverConductor:
             or self._network_publications
             or self._images
             or self.commands
+            or self._pending_logs
             or self._sender_proxy.has_pending()
             or self._receiver_proxy.has_pending()
             or self._send_endpoints
@@ -237,6 +280,9 @@ class DriverConductor:
     def on_close(self) -> None:
         for client in list(self._clients.values()):
             self._release_client(client)
+        for pending in self._pending_logs.values():
+            LogFactory.discard(pending.future)
+        self._pending_logs.clear()
         for publication in self._ipc_publications:
             publication.close()
         self._ipc_publications.clear()
@@ -256,6 +302,7 @@ class DriverConductor:
         self._send_endpoint_refs.clear()
         self._receive_endpoints.clear()
         self._receive_endpoint_refs.clear()
+        self._log_factory.close()  # large logs are released on its thread: wait for them
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -345,6 +392,10 @@ class DriverConductor:
     def _release_client(self, client: AeronClient) -> None:
         """Everything the client held goes: publications are released, subscriptions and counters freed."""
         client_id = client.client_id
+        pending = self._pending_logs.pop(client_id, None)
+        if pending is not None:  # nobody will take that log (or hear of it), nor of the held commands
+            self._active_session_ids.discard(pending.session_id)
+            LogFactory.discard(pending.future)
         for registration_id in [
             r for r, link in self._publication_links.items() if link.client_id == client_id
         ]:
@@ -467,7 +518,7 @@ class DriverConductor:
     ) -> IpcPublication:
         ctx = self._ctx
         registration_id = msg.correlation_id
-        session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
+        session_id = self._session_id_for(registration_id, params)
         path = (
             ctx.aeron_path
             / PUBLICATIONS_DIR
@@ -514,7 +565,7 @@ class DriverConductor:
         ctx = self._ctx
         registration_id = msg.correlation_id
         initial_term_id = params.init_term_id if params.is_replay else random_int32(self._rng)
-        raw_log = RawLog(path, params.term_length, ctx.file_page_size, params.is_sparse)
+        raw_log = self._publication_raw_log(registration_id, session_id, path, params)
         lbd.initialise_publication_metadata(
             raw_log.meta_data,
             session_id=session_id,
@@ -527,16 +578,102 @@ class DriverConductor:
             term_id=params.term_id if params.is_replay else None,
             term_offset=params.term_offset if params.is_replay else 0,
         )
-        counters = [
-            factory(self._counters, registration_id, session_id, msg.stream_id, msg.channel)
-            for factory in counter_factories
-        ]
+        counters: list[AtomicCounter] = []
+        try:
+            for factory in counter_factories:
+                counters.append(
+                    factory(self._counters, registration_id, session_id, msg.stream_id, msg.channel)
+                )
+        except BaseException:  # a refused add leaves nothing behind
+            for counter in counters:
+                counter.close()
+            raw_log.free()
+            raise
         if params.is_replay:
             bits = lbd.position_bits_to_shift(params.term_length)
             position = lbd.compute_position(params.term_id, params.term_offset, bits, initial_term_id)
             for counter in counters:
                 counter.set(position)
         return raw_log, counters
+
+    # --- log creation: large logs off the duty cycle ------------------------------------------------
+
+    def _hold_behind_pending_log(self, msg_type_id: int, body: memoryview) -> bool:
+        """The command adapter's gate: a client's commands wait while one of its ADDs waits for a log."""
+        self._current_command = None
+        if len(body) < cp.CORRELATED_MESSAGE_LENGTH:
+            return False
+        client_id = cp.decode_correlated(body).client_id
+        pending = self._pending_logs.get(client_id)
+        if pending is not None and msg_type_id != cp.Command.CLIENT_KEEPALIVE:
+            pending.held.append((msg_type_id, body))
+            return True
+        self._current_command = (client_id, msg_type_id, body)
+        return False
+
+    def _session_id_for(self, registration_id: int, params: PublicationParams) -> int:
+        ready = self._ready_logs.get(registration_id)
+        if ready is not None:
+            return ready.session_id  # the one its file is named after
+        return params.session_id if params.session_id is not None else self._next_available_session_id()
+
+    def _publication_raw_log(
+        self, registration_id: int, session_id: int, path: Path, params: PublicationParams
+    ) -> RawLog:
+        """The new publication's log: made now if small, else on the log factory's thread (the command is
+        answered when it is ready); raises ControlProtocolError naming the file when it cannot be made."""
+        ready = self._ready_logs.pop(registration_id, None)
+        if ready is not None:
+            try:
+                return ready.future.result()
+            except Exception as e:
+                raise _log_refused(e) from e
+        command = self._current_command
+        if command is not None and self._log_factory.is_large(params.term_length):
+            client_id, msg_type_id, body = command
+            self._pending_logs[client_id] = PendingLog(
+                client_id,
+                registration_id,
+                session_id,
+                self._log_factory.submit(path, params.term_length, params.is_sparse),
+                (msg_type_id, body),
+            )
+            self._active_session_ids.add(session_id)  # reserved until the command runs again
+            raise CommandDeferred
+        try:
+            return self._log_factory.create(path, params.term_length, params.is_sparse)
+        except FileAllocationError as e:
+            raise _log_refused(e) from e
+
+    def _resume_pending_logs(self) -> int:
+        """Commands whose logs are ready run again, then the commands their clients sent meanwhile."""
+        work = 0
+        for client_id, pending in list(self._pending_logs.items()):
+            if not pending.future.done() or self._pending_logs.get(client_id) is not pending:
+                continue
+            del self._pending_logs[client_id]
+            self._active_session_ids.discard(pending.session_id)
+            self._ready_logs[pending.registration_id] = pending
+            self._dispatch_again(client_id, *pending.command)
+            unused = self._ready_logs.pop(pending.registration_id, None)
+            if unused is not None:  # the ADD found another way (a shared publication made meanwhile)
+                LogFactory.discard(unused.future)
+            held = pending.held
+            while held:
+                again = self._pending_logs.get(client_id)
+                if again is not None:  # a held ADD waits for its own log: the rest wait behind it
+                    again.held.extend(held)
+                    break
+                self._dispatch_again(client_id, *held.popleft())
+            work += 1
+        return work
+
+    def _dispatch_again(self, client_id: int, msg_type_id: int, body: memoryview) -> None:
+        self._current_command = (client_id, msg_type_id, body)
+        try:
+            self._command_adapter.dispatch(msg_type_id, body)
+        finally:
+            self._current_command = None
 
     def _next_available_session_id(self) -> int:
         low = self._ctx.publication_reserved_session_id_low
@@ -866,7 +1003,7 @@ class DriverConductor:
     ) -> NetworkPublication:
         ctx = self._ctx
         registration_id = msg.correlation_id
-        session_id = params.session_id if params.session_id is not None else self._next_available_session_id()
+        session_id = self._session_id_for(registration_id, params)
         name = log_file_name(udp_channel.canonical_form, session_id, msg.stream_id, registration_id)
         raw_log, (publisher_pos, publisher_limit, sender_pos, sender_limit) = self._new_publication_log(
             msg,
@@ -1051,6 +1188,21 @@ class DriverConductor:
         if not links:
             self._receiver_proxy.remove_pending_setup(endpoint, setup.session_id, setup.stream_id)
             return
+        path = (
+            ctx.aeron_path
+            / IMAGES_DIR
+            / log_file_name(
+                endpoint.udp_channel.canonical_form, setup.session_id, setup.stream_id, registration_id
+            )
+        )
+        # The log first: when the file system cannot hold it, nothing else has been made (the receiver
+        # forgets the setup, so a later SETUP tries again).
+        try:
+            raw_log = self._log_factory.create(path, setup.term_length, ctx.term_buffer_sparse_file)
+        except FileAllocationError as e:
+            self._error_handler(e)
+            self._receiver_proxy.remove_pending_setup(endpoint, setup.session_id, setup.stream_id)
+            return
         positions = [
             stream_counters.subscriber_pos(
                 self._counters,
@@ -1069,14 +1221,6 @@ class DriverConductor:
         rebuild = stream_counters.receiver_pos(
             self._counters, registration_id, setup.session_id, setup.stream_id, channel
         )
-        path = (
-            ctx.aeron_path
-            / IMAGES_DIR
-            / log_file_name(
-                endpoint.udp_channel.canonical_form, setup.session_id, setup.stream_id, registration_id
-            )
-        )
-        raw_log = RawLog(path, setup.term_length, ctx.file_page_size, ctx.term_buffer_sparse_file)
         lbd.initialise_image_metadata(
             raw_log.meta_data,
             session_id=setup.session_id,

@@ -16,6 +16,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from driver.util.files import (
+    DEFAULT_DIR_MODE,
+    DEFAULT_FILE_MODE,
+    GROUP_DIR_MODE,
+    GROUP_FILE_MODE,
+    FilePermissions,
+)
+
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -89,6 +97,33 @@ def parse_flow_control(name: str, text: str) -> str:
     )
 
 
+def parse_mode(name: str, text: str) -> int | None:
+    """An octal file mode such as 0700 or 750 (no setuid/setgid/sticky bits: 0o777 at most)."""
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        mode = int(value, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise ConfigurationError(f"{name}={text!r}: expected an octal mode such as 0700, 0750 or 0770")
+    return mode
+
+
+def parse_group(name: str, text: str) -> int | None:
+    """A group name or numeric gid; the group must exist."""
+    import grp
+
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        return grp.getgrgid(int(value)).gr_gid if value.isdigit() else grp.getgrnam(value).gr_gid
+    except (KeyError, OverflowError):
+        raise ConfigurationError(f"{name}={text!r}: no such group on this system") from None
+
+
 def default_aeron_dir() -> str:
     """Aeron's default: /dev/shm/aeron-<user> on Linux, else <tmpdir>/aeron-<user>."""
     try:
@@ -115,6 +150,34 @@ class DriverContext:
         False,
         "bool",
         "delete the aeron dir even if a driver is active",
+    )
+    dir_mode: int | None = _setting(
+        "aeron.dir.mode",
+        lambda n, v: parse_mode(n, v),
+        None,
+        "octal",
+        "mode of the aeron dir and its subdirectories (default 0700, 0770 with aeron.dir.group)",
+    )
+    file_mode: int | None = _setting(
+        "aeron.file.mode",
+        lambda n, v: parse_mode(n, v),
+        None,
+        "octal",
+        "mode of cnc.dat, loss-report.dat and the log buffers (default 0600, 0660 with aeron.dir.group)",
+    )
+    dir_group: int | None = _setting(
+        "aeron.dir.group",
+        lambda n, v: parse_group(n, v),
+        None,
+        "group",
+        "group (name or gid) owning the aeron dir and its files, whose members' clients may use the driver",
+    )
+    log_async_length: int = _setting(
+        "aeron.log.async.length",
+        parse_size,
+        64 * 1024 * 1024,
+        "bytes",
+        "logs this long or longer are made and deleted off the conductor's duty cycle",
     )
     dir_delete_on_shutdown: bool = _setting(
         "aeron.dir.delete.on.shutdown",
@@ -188,7 +251,11 @@ class DriverContext:
         "a network publication with spies counts as connected and moves on with them, receivers or not",
     )
     term_buffer_sparse_file: bool = _setting(
-        "aeron.term.buffer.sparse.file", parse_bool, False, "bool", "sparse log files (no pre-touching)"
+        "aeron.term.buffer.sparse.file",
+        parse_bool,
+        False,
+        "bool",
+        "do not fault log pages into the driver's mapping up front (the space is reserved all the same)",
     )
     ipc_publication_term_window_length: int = _setting(
         "aeron.ipc.publication.term.window.length",
@@ -357,6 +424,21 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+
+    @property
+    def file_permissions(self) -> FilePermissions:
+        """Modes and group of the aeron dir and its files: private to this user unless the operator opts
+        in (README, "Sharing the aeron dir")."""
+        grouped = self.dir_group is not None
+        return FilePermissions(
+            self.dir_mode if self.dir_mode is not None else GROUP_DIR_MODE if grouped else DEFAULT_DIR_MODE,
+            self.file_mode
+            if self.file_mode is not None
+            else GROUP_FILE_MODE
+            if grouped
+            else DEFAULT_FILE_MODE,
+            self.dir_group,
+        )
 
     @property
     def aeron_path(self) -> Path:

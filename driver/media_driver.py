@@ -37,6 +37,7 @@ from driver.reports.loss_report import LossReport, LossReportFile, create_loss_r
 from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+from driver.util.files import FileAllocationError
 
 IDLE_MAX_SPINS = 2
 IDLE_MAX_YIELDS = 2
@@ -112,7 +113,25 @@ class MediaDriver:
         self.ctx = ctx
         self.aeron_dir = ctx.aeron_path
         self.saved_error_log: Path | None = None
+        self.permissions = ctx.file_permissions
         self._prepare_directory()
+        try:
+            self._create_files(ctx, epoch_clock_ms)
+        except FileAllocationError as e:
+            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+            raise DriverStartError(f"cannot create the driver's files: {e}") from e
+        self.counters = CountersManager(
+            self.cnc.counters_metadata_buffer,
+            self.cnc.counters_values_buffer,
+            epoch_clock_ms,
+            ctx.counter_free_to_reuse_timeout_ms,
+        )
+        self.system_counters = SystemCounters(self.counters)
+        self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_clock_ms)
+        self._continue_init(ctx, epoch_clock_ms, nano_clock)
+
+    def _create_files(self, ctx: DriverContext, epoch_clock_ms: Callable[[], int]) -> None:
+        """cnc.dat and loss-report.dat, allocated in full (nothing to fault on later)."""
         self.cnc = CncFile.create(
             self.aeron_dir,
             CncLengths(
@@ -126,19 +145,20 @@ class MediaDriver:
             epoch_clock_ms(),
             os.getpid(),
             ctx.file_page_size,
+            self.permissions,
         )
-        self.counters = CountersManager(
-            self.cnc.counters_metadata_buffer,
-            self.cnc.counters_values_buffer,
-            epoch_clock_ms,
-            ctx.counter_free_to_reuse_timeout_ms,
-        )
-        self.system_counters = SystemCounters(self.counters)
-        self.error_log = DistinctErrorLog(self.cnc.error_log_buffer, epoch_clock_ms)
-        loss_report_path = create_loss_report_file(
-            self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size
-        )
+        try:
+            loss_report_path = create_loss_report_file(
+                self.aeron_dir, ctx.loss_report_buffer_length, ctx.file_page_size, self.permissions
+            )
+        except BaseException:
+            self.cnc.close()
+            raise
         self.loss_report_file = LossReportFile.map_existing(loss_report_path, writable=True)
+
+    def _continue_init(
+        self, ctx: DriverContext, epoch_clock_ms: Callable[[], int], nano_clock: Callable[[], int]
+    ) -> None:
         self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
         self.client_proxy = ClientProxy(BroadcastTransmitter(self.cnc.to_clients_buffer))
         loss_generator = None
@@ -214,6 +234,9 @@ class MediaDriver:
             directory.mkdir(parents=True)
             (directory / "publications").mkdir()
             (directory / "images").mkdir()
+            # Exact modes and group, whatever the umask: the dir holds every payload and the command ring.
+            for path in (directory, directory / "publications", directory / "images"):
+                self.permissions.apply_to_dir(path)
         except OSError as e:
             raise DriverStartError(
                 f"cannot create the aeron dir {directory}: {e.strerror or e}. "

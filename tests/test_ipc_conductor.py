@@ -15,6 +15,7 @@ from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 from driver.protocol import control_protocol as cp
+from tests.support import wait_for
 
 TERM_LENGTH = 64 * 1024
 
@@ -145,10 +146,16 @@ def test_publisher_limit_is_set_before_the_client_hears_ready(client: Client, dr
         cp.Command.ADD_PUBLICATION,
         cp.encode_publication(client.client_id, client.ring.next_correlation_id(), 10, "aeron:ipc"),
     )
-    driver.conductor.receive_commands()
     received: list[tuple[int, bytes]] = []
-    while client.events.receive(lambda t, b: received.append((t, bytes(b)))):
-        pass
+
+    def answered() -> bool:
+        # The default IPC log (3 x 64 MiB) is made off the duty cycle: the answer comes when it is ready.
+        driver.conductor.do_work()
+        while client.events.receive(lambda t, b: received.append((t, bytes(b)))):
+            pass
+        return bool(decode(received, cp.Event.ON_PUBLICATION_READY))
+
+    wait_for(answered, 10, "ON_PUBLICATION_READY")
     ready = decode(received, cp.Event.ON_PUBLICATION_READY)[0]
     assert driver.counters.get_counter_value(ready.publication_limit_counter_id) > 0
 

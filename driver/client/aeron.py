@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import threading
@@ -48,8 +47,17 @@ def _map_cnc(
     while True:
         remaining = deadline - time.monotonic()
         cnc: CncFile | None = None
-        with contextlib.suppress(FileNotFoundError, CncError):
+        try:
             cnc = CncFile.map_existing(cnc_path, writable=True)
+        except (FileNotFoundError, CncError):
+            pass
+        except PermissionError as e:
+            raise AeronError(
+                f"permission denied on {cnc_path} ({e.strerror}): the driver's aeron dir and files are private "
+                "to the user running it unless it is started with -Daeron.dir.group=<a group of this user> "
+                "(group read-write: aeron.dir.mode=0770, aeron.file.mode=0660 by default then); "
+                "see README, 'Sharing the aeron dir'"
+            ) from e
         if cnc is not None:
             while cnc.version == 0 and time.monotonic() < deadline:
                 time.sleep(0.001)

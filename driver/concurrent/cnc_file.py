@@ -5,6 +5,7 @@ Region offsets are always computed from the lengths in the header, never assumed
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import CACHE_LINE_LENGTH, SIZE_OF_INT32, SIZE_OF_INT64, align
+from driver.util.files import FilePermissions, create_allocated_file
 
 CNC_FILE = "cnc.dat"
 CNC_VERSION = 15
@@ -105,13 +107,22 @@ class CncFile:
         start_timestamp_ms: int,
         pid: int,
         page_size: int = 4096,
+        permissions: FilePermissions | None = None,
     ) -> CncFile:
-        """Create a zero-filled cnc.dat with its header written but the version still 0 (not ready)."""
+        """Create a zero-filled cnc.dat with its header written but the version still 0 (not ready).
+
+        The whole file is allocated first (FileAllocationError if it cannot be): the error log region is
+        written long after start, and a page the file system could not back then would fault the driver.
+        """
         path = directory / CNC_FILE
         length = cnc_file_length(lengths, page_size)
-        with open(path, "w+b") as f:
-            f.truncate(length)
-            mapping = mmap.mmap(f.fileno(), length)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a stale file is replaced, never reused: a client must not see old contents
+        fd = create_allocated_file(path, length, permissions or FilePermissions())
+        try:
+            mapping = mmap.mmap(fd, length)
+        finally:
+            os.close(fd)
         header = AtomicBuffer(mapping, 0, END_OF_METADATA_OFFSET)
         header.put_int32(TO_DRIVER_BUFFER_LENGTH_FIELD_OFFSET, lengths.to_driver)
         header.put_int32(TO_CLIENTS_BUFFER_LENGTH_FIELD_OFFSET, lengths.to_clients)

@@ -16,6 +16,7 @@ from types import TracebackType
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import SIZE_OF_INT32, SIZE_OF_INT64, align
+from driver.util.text import printable
 
 LENGTH_OFFSET = 0
 OBSERVATION_COUNT_OFFSET = LENGTH_OFFSET + SIZE_OF_INT32
@@ -36,6 +37,15 @@ def _frames(tb: TracebackType | None) -> tuple[tuple[str, str, int | None], ...]
         frames.append((code.co_filename, code.co_qualname, tb.tb_lineno))
         tb = tb.tb_next
     return tuple(frames)
+
+
+def _render(error: BaseException) -> str:
+    """The traceback, with control characters in the message escaped: messages quote client input
+    (channels, labels), and the error log is printed to operators' terminals."""
+    text = "".join(traceback.format_exception(error))
+    message = str(error)
+    safe = printable(message)
+    return text if safe == message else text.replace(message, safe)
 
 
 def _distinct_key(error: BaseException, seen: set[int] | None = None) -> Hashable:
@@ -82,7 +92,7 @@ class DistinctErrorLog:
 
     def record(self, error: BaseException) -> bool:
         """Log ``error``; False if it is new and no longer fits in the buffer."""
-        return self._observe(_distinct_key(error), lambda: "".join(traceback.format_exception(error)))
+        return self._observe(_distinct_key(error), lambda: _render(error))
 
     def record_message(self, text: str) -> bool:
         """Log an error that is only a message; messages are distinct by their text."""

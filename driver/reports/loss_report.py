@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import SIZE_OF_INT32, SIZE_OF_INT64, align
+from driver.util.files import FilePermissions, create_allocated_file
 
 LOSS_REPORT_FILE = "loss-report.dat"
 
@@ -181,10 +182,13 @@ def read_loss_report(buffer: AtomicBuffer, consumer: Callable[[LossEntry], objec
     return read
 
 
-def create_loss_report_file(directory: Path, buffer_length: int, page_size: int) -> Path:
+def create_loss_report_file(
+    directory: Path, buffer_length: int, page_size: int, permissions: FilePermissions | None = None
+) -> Path:
+    """Allocated in full now (FileAllocationError if it cannot be): entries are appended while the driver
+    runs, and a page the file system could not back then would fault the receiver."""
     path = directory / LOSS_REPORT_FILE
-    with open(path, "wb") as f:
-        f.truncate(align(buffer_length, page_size))
+    os.close(create_allocated_file(path, align(buffer_length, page_size), permissions or FilePermissions()))
     return path
 
 

@@ -12,6 +12,7 @@ from datetime import tzinfo
 
 from driver.concurrent.error_log import format_timestamp_ms
 from driver.reports.loss_report import CorruptLossReportError, LossEntry, LossReportFile
+from driver.util.text import printable
 
 CSV_HEADER = "#OBSERVATION_COUNT, TOTAL_BYTES_LOST, FIRST_OBSERVATION, LAST_OBSERVATION, SESSION_ID, STREAM_ID, CHANNEL, SOURCE"
 TABLE_COLUMNS = ("OBSERVATIONS", "BYTES LOST", "FIRST OBSERVATION", "LAST OBSERVATION", "SESSION", "STREAM")
@@ -21,7 +22,7 @@ def csv_row(e: LossEntry, tz: tzinfo | None = None) -> str:
     """One ``%d,%d,%s,%s,%d,%d,%s,%s`` line; times in the local zone unless ``tz`` is given."""
     return (
         f"{e.observation_count},{e.total_bytes_lost},{format_timestamp_ms(e.first_observation_ms, tz)},"
-        f"{format_timestamp_ms(e.last_observation_ms, tz)},{e.session_id},{e.stream_id},{e.channel},{e.source}"
+        f"{format_timestamp_ms(e.last_observation_ms, tz)},{e.session_id},{e.stream_id},{printable(e.channel)},{printable(e.source)}"
     )
 
 
@@ -43,8 +44,8 @@ def table_lines(entries: Sequence[LossEntry], tz: tzinfo | None = None) -> list[
             format_timestamp_ms(e.last_observation_ms, tz),
             str(e.session_id),
             str(e.stream_id),
-            e.channel,
-            e.source,
+            printable(e.channel),
+            printable(e.source),
         )
         for e in entries
     ]

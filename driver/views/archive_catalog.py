@@ -42,6 +42,7 @@ from driver.concurrent.logbuffer.frame_descriptor import (
     HEADER_LENGTH,
 )
 from driver.util.bit_util import align, is_power_of_two
+from driver.util.text import printable
 
 DEFAULT_ARCHIVE_DIR = "aeron-archive"  # aeron.archive.dir, relative to the archive's working directory
 ARCHIVE_DIR_PROPERTY = "aeron.archive.dir"
@@ -64,26 +65,6 @@ LIST_COLUMNS = (
 
 class ArchiveDirError(Exception):
     """The directory or its catalog cannot be read; the message names the path and what to do."""
-
-
-# --- text --------------------------------------------------------------------------------------------------------
-
-
-def escape(text: str) -> str:
-    """Printable ASCII as is; a backslash, control characters and anything else as Python-style escapes, so a
-    channel or label cannot move the terminal's cursor or split a line."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif 0x20 <= code < 0x7F:
-            out.append(ch)
-        elif code <= 0xFF:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(f"\\u{code:04x}")
-    return "".join(out)
 
 
 def iso_time(epoch_ms: int) -> str:
@@ -437,7 +418,7 @@ def _cell(value: object) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return str(value)
-    return escape(str(value))
+    return printable(str(value))
 
 
 def render_list(archive_dir: Path, catalog: Catalog, fmt: str = "table") -> str:
@@ -474,7 +455,7 @@ def render_list(archive_dir: Path, catalog: Catalog, fmt: str = "table") -> str:
         return "  ".join([*parts, cells[-1]]).rstrip()
 
     title = (
-        f"archive {escape(str(archive_dir))}: {catalog.count_entries} recording(s), "
+        f"archive {printable(str(archive_dir))}: {catalog.count_entries} recording(s), "
         f"catalog room for {catalog.max_entries}"
     )
     return "\n".join([title, line(headers), *(line(row) for row in rows)])
@@ -517,7 +498,7 @@ def render_describe(archive_dir: Path, entry: CatalogEntry) -> str:
     fields: list[tuple[str, str]] = [("recordingId", str(entry.recording_id)), ("valid", _cell(entry.valid))]
     for name, value in d._asdict().items():
         camel = name.split("_")[0] + "".join(p.title() for p in name.split("_")[1:])
-        text = escape(value) if isinstance(value, str) else str(value)
+        text = printable(value) if isinstance(value, str) else str(value)
         if name in ("start_timestamp", "stop_timestamp") and value != NULL_TIMESTAMP:
             text += f" ({iso_time(value)})"
         fields.append((camel, text))
@@ -526,7 +507,7 @@ def render_describe(archive_dir: Path, entry: CatalogEntry) -> str:
     width = max(len(k) for k, _ in fields)
     lines = [f"{k:<{width}}  {v}" for k, v in fields]
     return "\n".join(
-        [*lines, "", f"segment files in {escape(str(archive_dir))}:", *render_segments(archive_dir, d)]
+        [*lines, "", f"segment files in {printable(str(archive_dir))}:", *render_segments(archive_dir, d)]
     )
 
 
@@ -534,4 +515,4 @@ def render_verification(v: Verification) -> list[str]:
     head = f"recording {v.recording_id}: " + ("OK" if v.ok else f"{len(v.problems)} problem(s)")
     if v.ok and v.data_end is not None:
         head += f", frames well formed up to {v.data_end}"
-    return [head, *(f"  - {escape(p)}" for p in v.problems), *(f"  note: {escape(n)}" for n in v.notes)]
+    return [head, *(f"  - {printable(p)}" for p in v.problems), *(f"  note: {printable(n)}" for n in v.notes)]

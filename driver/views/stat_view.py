@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from driver.concurrent.counter_types import CounterInfo, parse_type
 from driver.status.driver_snapshot import DriverSnapshot
+from driver.util.text import printable
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -89,6 +90,6 @@ def render_table(
         lines.append(
             f"{c.counter_id:>4} {c.type_name:<16} {c.value:>20,d} {rate:>14} "
             f"{'' if c.session_id is None else c.session_id:>11} {'' if c.stream_id is None else c.stream_id:>7}  "
-            f"{c.label}"
+            f"{printable(c.label)}"
         )
     return "\n".join(lines)

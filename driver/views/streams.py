@@ -26,6 +26,7 @@ from driver.concurrent.counter_types import (
     SUBSCRIBER_POSITION_TYPE_ID,
     CounterInfo,
 )
+from driver.util.text import printable
 
 # StreamPositionCounter.labelName(typeId) in 1.15.1; anything else (type 10) prints as "<unknown>".
 LABEL_NAMES = {
@@ -64,7 +65,7 @@ def stream_lines(counters: Iterable[CounterInfo]) -> list[str]:
     lines = []
     for (session_id, stream_id, channel), positions in group_streams(counters).items():
         lines.append(
-            f"sessionId={session_id} streamId={stream_id} channel={channel} :"
+            f"sessionId={session_id} streamId={stream_id} channel={printable(channel)} :"
             + "".join(f" {LABEL_NAMES.get(p.type_id, '<unknown>')}:{_id(p)}:{p.value}" for p in positions)
         )
     return lines

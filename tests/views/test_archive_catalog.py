@@ -16,8 +16,9 @@ from driver.archive.segment_file import create_segment_file, segment_path, segme
 from driver.cli import main
 from driver.concurrent.logbuffer.frame_descriptor import DATA_HEADER, HDR_TYPE_DATA, UNFRAGMENTED
 from driver.util.bit_util import align
-from driver.views.archive_catalog import escape, open_catalog, verify_entry
-from tests.archive.conftest import archive_java  # noqa: F401  (fixture of `recorded`)
+from driver.util.text import printable
+from driver.views.archive_catalog import open_catalog, verify_entry
+from tests.archive.conftest import archive_java, interop_harness  # noqa: F401  (fixtures of `recorded`)
 from tests.archive.test_java_archive_files import START as JAVA_START
 from tests.archive.test_java_archive_files import recorded  # noqa: F401  (fixture)
 
@@ -210,10 +211,10 @@ def test_verify_finds_stop_positions_that_disagree_with_the_data(tmp_path: Path)
 def test_control_characters_are_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Catalog(tmp_path) as catalog:
         add(catalog, 0, "aeron:ipc?alias=a\x1b[2Jb\nc")
-    assert escape("a\x1b[2Jb\nc\\") == "a\\x1b[2Jb\\x0ac\\\\"
+    assert printable("a\x1b[2Jb\nc") == "a\\x1b[2Jb\\nc"
     for tool in (["list"], ["describe", "0"]):
         code, out, _ = run(capsys, "archive", *tool, "--dir", str(tmp_path))
-        assert code == 0 and "\x1b" not in out and "alias=a\\x1b[2Jb\\x0ac" in out
+        assert code == 0 and "\x1b" not in out and "alias=a\\x1b[2Jb\\nc" in out
 
 
 def test_missing_dir_catalog_and_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

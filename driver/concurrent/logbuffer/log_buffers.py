@@ -32,6 +32,10 @@ _I32 = struct.Struct("<i")
 
 
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
+POPULATE_SLICE_LENGTH = 8 * 1024 * 1024
+"""Larger logs are faulted in slice by slice: MAP_POPULATE of a whole 3 GiB log holds the process's mapping
+lock for seconds, stalling every other thread that maps or unmaps memory (the driver's loop included)."""
 
 
 class LogBufferError(ValueError):
@@ -73,7 +77,8 @@ class LogBuffers:
 
     __slots__ = ("_buffer", "_mmap", "meta_data_buffer", "path", "term_buffers", "term_length")
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, populate: bool = True) -> None:
+        """``populate``: fault every page in at mapping time (else on first touch)."""
         self.path = Path(path)
         fd = os.open(self.path, os.O_RDWR)
         try:
@@ -84,11 +89,17 @@ class LogBuffers:
                     "log metadata section: not a log buffer (or still being created)"
                 )
             # MAP_POPULATE: fault every page in now, not one per 4 KiB on the publish/poll hot path.
+            in_slices = populate and file_length > POPULATE_SLICE_LENGTH
             self._mmap = mmap.mmap(
-                fd, file_length, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ | mmap.PROT_WRITE
+                fd,
+                file_length,
+                flags=mmap.MAP_SHARED | (_MAP_POPULATE if populate and not in_slices else 0),
+                prot=mmap.PROT_READ | mmap.PROT_WRITE,
             )
         finally:
             os.close(fd)
+        if in_slices:
+            self._populate_in_slices(file_length)
 
         self._buffer = AtomicBuffer(self._mmap)
         try:
@@ -113,6 +124,15 @@ class LogBuffers:
         self.term_buffers = tuple(
             self._buffer.slice(i * term_length, term_length) for i in range(PARTITION_COUNT)
         )
+
+    def _populate_in_slices(self, file_length: int) -> None:
+        for offset in range(0, file_length, POPULATE_SLICE_LENGTH):
+            try:
+                self._mmap.madvise(
+                    _MADV_POPULATE_WRITE, offset, min(POPULATE_SLICE_LENGTH, file_length - offset)
+                )
+            except OSError:
+                return  # an older kernel: the pages fault in on first touch instead
 
     def close(self) -> None:
         """Release the buffers, then the mapping. Safe to call more than once."""

@@ -1,0 +1,81 @@
+"""Files the driver shares with its clients: created with the operator's modes and group, and allocated
+before anyone maps them.
+
+A mapped page the file system cannot back raises SIGBUS in whoever touches it first (the driver pre-touching
+or writing its error log, a publisher mid-term), so every shared file is reserved in full with
+``posix_fallocate`` at creation; no space is then an error at creation, naming the file and the space needed
+(docs/cnc.md, "Allocation and permissions").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DIR_MODE = 0o700
+DEFAULT_FILE_MODE = 0o600
+GROUP_DIR_MODE = 0o770
+GROUP_FILE_MODE = 0o660
+
+
+@dataclass(frozen=True)
+class FilePermissions:
+    """Mode and group of the aeron dir, its subdirectories and every file in them (umask ignored)."""
+
+    dir_mode: int = DEFAULT_DIR_MODE
+    file_mode: int = DEFAULT_FILE_MODE
+    gid: int | None = None
+
+    def apply_to_dir(self, path: Path) -> None:
+        if self.gid is not None:
+            os.chown(path, -1, self.gid)
+        os.chmod(path, self.dir_mode)
+
+    def apply_to_fd(self, fd: int) -> None:
+        if self.gid is not None:
+            os.fchown(fd, -1, self.gid)
+        os.fchmod(fd, self.file_mode)
+
+
+class FileAllocationError(OSError):
+    """A shared file could not be created or allocated; the message names it and the space it needs."""
+
+
+def free_bytes(path: Path) -> int | None:
+    with contextlib.suppress(OSError):
+        st = os.statvfs(path)
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+def create_allocated_file(path: Path, length: int, permissions: FilePermissions) -> int:
+    """Create ``path`` (it must not exist) with ``length`` zero bytes all allocated; returns its open fd.
+
+    On failure nothing is left behind: the file is removed and FileAllocationError says why.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, permissions.file_mode)
+    except OSError as e:
+        raise FileAllocationError(e.errno, f"cannot create {path}: {e.strerror}") from e
+    try:
+        permissions.apply_to_fd(fd)
+        os.posix_fallocate(fd, 0, length)
+    except BaseException as e:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if not isinstance(e, OSError):
+            raise
+        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            free = free_bytes(path.parent)
+            available = "" if free is None else f", {free} bytes free"
+            raise FileAllocationError(
+                e.errno,
+                f"no space for {path}: it needs {length} bytes ({e.strerror}{available}); free space on "
+                "that file system or choose smaller terms (term-length, aeron.term.buffer.length)",
+            ) from e
+        raise FileAllocationError(e.errno, f"cannot allocate {length} bytes for {path}: {e.strerror}") from e
+    return fd

@@ -1,0 +1,108 @@
+"""A full file system refuses adds cleanly; a huge log is made without stalling the driver."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from driver.client import Aeron, RegistrationError
+from driver.concurrent.counters import CountersReader
+from tests.support import EmbeddedDriver, wait_for
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path):
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip() or result.returncode}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def allocated_counters(driver: EmbeddedDriver) -> list[str]:
+    cnc = driver.driver.cnc
+    labels: list[str] = []
+    CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer).for_each(
+        lambda _i, _t, _k, label: labels.append(label)
+    )
+    return labels
+
+
+@pytest.mark.parametrize("async_length", [64 * MIB, 1 * MIB], ids=["inline", "log-factory"])
+def test_adds_past_the_free_space_are_refused_and_leave_nothing(small_tmpfs: Path, async_length: int) -> None:
+    aeron_dir = small_tmpfs / "aeron"
+    settings = dict(
+        conductor_buffer_length=64 * 1024 + 768,
+        to_clients_buffer_length=64 * 1024 + 128,
+        loss_report_buffer_length=64 * 1024,
+        publication_linger_timeout_ns=10_000_000,
+        log_async_length=async_length,
+    )
+    with EmbeddedDriver(aeron_dir, **settings) as driver, Aeron.connect(aeron_dir=str(aeron_dir)) as aeron:
+        channel = "aeron:ipc?term-length=1m"
+        publications = []
+        with pytest.raises(RegistrationError) as refused:
+            for stream_id in range(1, 20):
+                publications.append(aeron.add_exclusive_publication(channel, stream_id))
+                counters_before = allocated_counters(driver)
+                files_before = sorted(os.listdir(aeron_dir / "publications"))
+        assert 2 <= len(publications) < 19
+        assert "no space for" in str(refused.value) and "bytes" in str(refused.value)
+        # Nothing of the refused add is left: no file, no counter; the driver is still up.
+        assert sorted(os.listdir(aeron_dir / "publications")) == files_before
+        assert allocated_counters(driver) == counters_before
+        # Space freed: adds succeed again.
+        # Space freed (the driver deletes the log; the pages go once the client unmaps it too): adds succeed.
+        publications.pop().close()
+        wait_for(lambda: len(os.listdir(aeron_dir / "publications")) < len(files_before), 10, "log freed")
+
+        def add_again() -> bool:
+            try:
+                publications.append(aeron.add_exclusive_publication(channel, 100))
+            except RegistrationError:
+                return False
+            return True
+
+        wait_for(add_again, 10, "an add after space was freed")
+        assert (aeron_dir / "cnc.dat").exists() and driver.driver.cnc.version == 15
+
+
+def test_a_one_gib_term_add_does_not_stall_the_driver(aeron_dir: Path) -> None:
+    with EmbeddedDriver(aeron_dir) as driver, Aeron.connect(aeron_dir=str(aeron_dir)) as pinger:
+        ring = driver.driver.to_driver
+        ages: list[int] = []
+        pings: list[float] = []
+        with Aeron.connect(aeron_dir=str(aeron_dir)) as big:
+            future_done: list[object] = []
+            adder = threading.Thread(
+                target=lambda: future_done.append(
+                    big.add_exclusive_publication("aeron:ipc?term-length=1g", 1)
+                )
+            )
+            started = time.monotonic()
+            adder.start()
+            while adder.is_alive() and time.monotonic() - started < 60:
+                ages.append(time.time_ns() // 1_000_000 - ring.consumer_heartbeat_time())
+                t0 = time.monotonic()
+                pinger.add_counter(1001, "ping").close()
+                pings.append(time.monotonic() - t0)
+                time.sleep(0.05)
+            adder.join(60)
+            assert future_done, "the 1 GiB add was not answered"
+            future_done[0].close()
+        assert len(pings) >= 3, "the add finished too fast to observe"
+        assert max(ages) < 1000, f"heartbeat aged {max(ages)} ms"
+        assert max(pings) < 1.0, f"a ping took {max(pings):.3f} s"
