@@ -240,7 +240,10 @@ class ManyToOneRingBuffer:
                         max_block_length - bytes_read,
                         tail - head - bytes_read,
                     )
-                skipped = self._corrupt_extent(head + bytes_read, record_index)
+                if record_length >= HEADER_LENGTH and in_bounds:
+                    skipped = extent  # only the type or size is wrong: its claimed extent is sound
+                else:
+                    skipped = self._corrupt_extent(head + bytes_read, record_index)
                 if skipped == 0:
                     break  # not even the header is claimed yet: bytes beyond the tail are nobody's record
                 bytes_read += skipped
@@ -299,13 +302,13 @@ class ManyToOneRingBuffer:
             length = get_i32_volatile(i)
             if length == 0:
                 break
-            extent = ((length if length > 0 else -length) + ALIGNMENT - 1) & _ALIGNMENT_MASK
-            if extent >= HEADER_LENGTH and i + extent <= limit:
+            magnitude = length if length > 0 else -length
+            if magnitude >= HEADER_LENGTH and i + ((magnitude + ALIGNMENT - 1) & _ALIGNMENT_MASK) <= limit:
                 if length < 0:
                     break
                 msg_type_id = unpack_i32(view, i + TYPE_OFFSET)[0]
                 if msg_type_id == PADDING_MSG_TYPE_ID or (
-                    msg_type_id >= 1 and length - HEADER_LENGTH <= max_msg_length and length >= HEADER_LENGTH
+                    msg_type_id >= 1 and length - HEADER_LENGTH <= max_msg_length
                 ):
                     break
             i += ALIGNMENT
