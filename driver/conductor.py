@@ -11,7 +11,7 @@ from pathlib import Path
 
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError
-from driver.client_proxy import ClientProxy
+from driver.client_proxy import ClientProxy, max_channel_length
 from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_NAME,
@@ -149,7 +149,14 @@ class DriverConductor:
         self._system_counters = system_counters
         self._epoch_clock_ms = epoch_clock_ms
         self._nano_clock = nano_clock
-        self._command_adapter = ClientCommandAdapter(to_driver, self, client_proxy, error_handler)
+        self._command_adapter = ClientCommandAdapter(
+            to_driver,
+            self,
+            client_proxy,
+            error_handler,
+            system_counters.get(SystemCounterDescriptor.ERRORS),
+            nano_clock,
+        )
         self._clients: dict[int, AeronClient] = {}
         self._counter_links: dict[int, CounterLink] = {}
         self._publication_links: dict[int, PublicationLink] = {}
@@ -194,7 +201,7 @@ class DriverConductor:
         now_ns = self._nano_clock()
         # Commands that did not fit the sender's or receiver's queue go first, in order, as room frees.
         work = self._sender_proxy.flush() + self._receiver_proxy.flush()
-        work += self.receive_commands()
+        work += self.receive_commands(now_ns)
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.
         if self.commands:
             work += self.commands.drain(self)
@@ -216,9 +223,9 @@ class DriverConductor:
                     work += publication.update_publisher_limit(now_ns)
         return work
 
-    def receive_commands(self) -> int:
+    def receive_commands(self, now_ns: int | None = None) -> int:
         """Reads and answers the clients' commands in the to-driver ring (one step of the duty cycle)."""
-        return self._command_adapter.receive()
+        return self._command_adapter.receive(now_ns)
 
     def is_dormant(self) -> bool:
         """Nothing to serve: no client, publication, image or pending command (its ring is still read)."""
@@ -371,9 +378,48 @@ class DriverConductor:
             client.keepalive(0)
             self._next_timer_ns = 0
 
+    # --- command validation (docs/commands.md section 5) -------------------------------------------
+
+    def _check_registration_id_free(self, correlation_id: int) -> None:
+        """An ADD's correlation id becomes a registration id: one already in use would silently replace a
+        link (orphaning its counters and log), so it is refused."""
+        if correlation_id in self._publication_links:
+            kind = "publication"
+        elif correlation_id in self._subscription_links:
+            kind = "subscription"
+        elif correlation_id in self._counter_links:
+            kind = "counter"
+        elif any(p.registration_id == correlation_id for p in self._ipc_publications) or any(
+            p.registration_id == correlation_id for p in self._network_publications
+        ):
+            kind = "publication log"
+        elif any(image.correlation_id == correlation_id for image in self._images):
+            kind = "image"
+        else:
+            return
+        raise ControlProtocolError(
+            cp.ErrorCode.GENERIC_ERROR,
+            f"correlation id {correlation_id} is already in use as the registration id of a {kind}: "
+            "take a fresh one from the to-driver ring's correlation counter for every command",
+        )
+
+    def _check_channel_length(self, channel: str, canonical_form: str) -> None:
+        """Refuse a channel whose events could not reach the clients (docs/commands.md section 5)."""
+        longest_name = str(
+            self._ctx.aeron_path / PUBLICATIONS_DIR / log_file_name(canonical_form, -1, -1, -1)
+        )
+        limit = max_channel_length(len(longest_name))
+        if len(channel) > limit:
+            raise ControlProtocolError(
+                cp.ErrorCode.INVALID_CHANNEL,
+                f"channel of {len(channel)} bytes is longer than the {max(limit, 0)}-byte maximum: its "
+                "ON_AVAILABLE_IMAGE (log file name and channel) must fit the 4096-byte event limit of clients",
+            )
+
     # --- counters ------------------------------------------------------------------------------
 
     def on_add_counter(self, msg: cp.CounterMessage) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         self._get_or_add_client(msg.client_id)
         try:
             counter = self._counters.new_counter(msg.label, msg.type_id, msg.key)
@@ -397,9 +443,11 @@ class DriverConductor:
     # --- publications, subscriptions, destinations (log buffers and UDP come next) ------------------
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         if not msg.channel.startswith("aeron:ipc"):
             self._on_add_network_publication(msg, exclusive)
             return
+        self._check_channel_length(msg.channel, IPC_MEDIA)
         uri = ChannelUri.parse(msg.channel)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
@@ -588,12 +636,14 @@ class DriverConductor:
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         if msg.channel.startswith(SPY_PREFIX):
             self._on_add_spy_subscription(msg)
             return
         if not msg.channel.startswith("aeron:ipc"):
             self._on_add_network_subscription(msg)
             return
+        self._check_channel_length(msg.channel, IPC_MEDIA)
         params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
@@ -617,6 +667,7 @@ class DriverConductor:
 
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = SubscriptionParams.from_uri(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         link = SpySubscriptionLink(
@@ -794,6 +845,7 @@ class DriverConductor:
     def _on_add_network_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         ctx = self._ctx
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = PublicationParams.from_uri(
             udp_channel.channel_uri,
             is_exclusive=exclusive,
@@ -958,6 +1010,7 @@ class DriverConductor:
 
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = SubscriptionParams.from_uri(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)
