@@ -4,7 +4,7 @@ Bad input is the client's fault, never the driver's: a malformed or unknown comm
 ON_ERROR (and recorded in the error log) and the driver carries on. A record the ring's reader finds
 corrupt (a lying length, a bad type id: docs/ringbuffers.md section 1.1) is counted in "Errors" and
 logged, and nothing is answered (it names no one to answer). ON_ERRORs go to every client on the
-broadcast buffer, so they are budgeted (docs/commands.md section 5): a client that floods the driver
+broadcast buffer, so they are budgeted (docs/commands.md section 8): a client that floods the driver
 with bad commands cannot lap the others.
 """
 
@@ -110,6 +110,10 @@ class ClientCommandAdapter:
             ERROR_WINDOW_NS,
         )
         self.suppressed_errors = 0
+        self.position_after_corrupt = -1
+        """The ring's head after the last read that skipped a corrupt record: a reader stuck there waits at
+        zeros inside the corrupt record's claim rather than behind a producer (docs/ringbuffers.md 1.1)."""
+        self._corrupt_in_read = False
         """ON_ERRORs not sent because their client (or all clients) were past the budget."""
         c = conductor
         self._handlers: dict[int, Callable[[memoryview], None]] = {
@@ -136,9 +140,15 @@ class ClientCommandAdapter:
 
     def receive(self, now_ns: int | None = None, limit: int = COMMAND_DRAIN_LIMIT) -> int:
         self._now_ns = self._nano_clock() if now_ns is None else now_ns
-        return self._ring.read(self._on_message, limit, self._on_corrupt_record)
+        self._corrupt_in_read = False
+        try:
+            return self._ring.read(self._on_message, limit, self._on_corrupt_record)
+        finally:
+            if self._corrupt_in_read:
+                self.position_after_corrupt = self._ring.consumer_position()
 
     def _on_corrupt_record(self, index: int, skipped: int, reason: str) -> None:
+        self._corrupt_in_read = True
         self._error_handler(
             CorruptCommandRecordError(
                 f"corrupt to-driver record skipped ({skipped} bytes from index {index}): {reason}"
@@ -176,7 +186,7 @@ class ClientCommandAdapter:
     def _refuse(
         self, client_id: int | None, correlation_id: int, code: int, message: str, error: BaseException
     ) -> None:
-        """Log and answer a refused command, within the error budget (docs/commands.md section 5)."""
+        """Log and answer a refused command, within the error budget (docs/commands.md section 8)."""
         unanswered = self.budget.take(client_id, self._now_ns)
         if unanswered:
             self.suppressed_errors += 1

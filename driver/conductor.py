@@ -68,6 +68,7 @@ from driver.util.bit_util import to_int32
 
 CHANNEL_STATUS_ERRORED = -1
 NAK_UNICAST_DELAY_NS = 60_000_000
+CORRUPT_GAP_UNBLOCK_TIMEOUT_NS = 100_000_000  # docs/ringbuffers.md section 1.1
 NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have no channel endpoint
 
 
@@ -321,9 +322,14 @@ class DriverConductor:
             self._last_consumer_position = consumer_position
             self._time_of_last_consumer_move_ns = now_ns
             return 0
+        # Stuck right after a corrupt record: the zeros ahead are most likely the rest of its claim, not a
+        # producer between its CAS and first store, so they are padded sooner than a dead producer's.
+        timeout_ns = self._unblock_timeout_ns
+        if consumer_position == self._command_adapter.position_after_corrupt:
+            timeout_ns = min(timeout_ns, CORRUPT_GAP_UNBLOCK_TIMEOUT_NS)
         if (
             ring.producer_position() > consumer_position
-            and now_ns > self._time_of_last_consumer_move_ns + self._unblock_timeout_ns
+            and now_ns > self._time_of_last_consumer_move_ns + timeout_ns
             and ring.unblock()
         ):
             self._system_counters.get(SystemCounterDescriptor.UNBLOCKED_COMMANDS).increment()
@@ -378,7 +384,7 @@ class DriverConductor:
             client.keepalive(0)
             self._next_timer_ns = 0
 
-    # --- command validation (docs/commands.md section 5) -------------------------------------------
+    # --- command validation (docs/commands.md section 7) -------------------------------------------
 
     def _check_registration_id_free(self, correlation_id: int) -> None:
         """An ADD's correlation id becomes a registration id: one already in use would silently replace a
@@ -404,7 +410,7 @@ class DriverConductor:
         )
 
     def _check_channel_length(self, channel: str, canonical_form: str) -> None:
-        """Refuse a channel whose events could not reach the clients (docs/commands.md section 5)."""
+        """Refuse a channel whose events could not reach the clients (docs/commands.md section 7)."""
         longest_name = str(
             self._ctx.aeron_path / PUBLICATIONS_DIR / log_file_name(canonical_form, -1, -1, -1)
         )
