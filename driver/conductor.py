@@ -13,7 +13,7 @@ from pathlib import Path
 
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, CommandDeferred, ControlProtocolError
-from driver.client_proxy import ClientProxy
+from driver.client_proxy import ClientProxy, max_channel_length
 from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_NAME,
@@ -71,6 +71,7 @@ from driver.util.files import FileAllocationError
 
 CHANNEL_STATUS_ERRORED = -1
 NAK_UNICAST_DELAY_NS = 60_000_000
+CORRUPT_GAP_UNBLOCK_TIMEOUT_NS = 100_000_000  # docs/ringbuffers.md section 1.1
 NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have no channel endpoint
 
 
@@ -177,7 +178,14 @@ class DriverConductor:
         self._system_counters = system_counters
         self._epoch_clock_ms = epoch_clock_ms
         self._nano_clock = nano_clock
-        self._command_adapter = ClientCommandAdapter(to_driver, self, client_proxy, error_handler)
+        self._command_adapter = ClientCommandAdapter(
+            to_driver,
+            self,
+            client_proxy,
+            error_handler,
+            system_counters.get(SystemCounterDescriptor.ERRORS),
+            nano_clock,
+        )
         self._command_adapter.gate = self._hold_behind_pending_log
         self._error_handler = error_handler
         self._log_factory = LogFactory(ctx.file_page_size, ctx.file_permissions, ctx.log_async_length)
@@ -229,7 +237,7 @@ class DriverConductor:
         now_ns = self._nano_clock()
         # Commands that did not fit the sender's or receiver's queue go first, in order, as room frees.
         work = self._sender_proxy.flush() + self._receiver_proxy.flush()
-        work += self.receive_commands()
+        work += self.receive_commands(now_ns)
         if self._pending_logs:
             work += self._resume_pending_logs()
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.
@@ -258,9 +266,9 @@ class DriverConductor:
                     work += publication.update_publisher_limit(now_ns)
         return work
 
-    def receive_commands(self) -> int:
+    def receive_commands(self, now_ns: int | None = None) -> int:
         """Reads and answers the clients' commands in the to-driver ring (one step of the duty cycle)."""
-        return self._command_adapter.receive()
+        return self._command_adapter.receive(now_ns)
 
     def is_dormant(self) -> bool:
         """Nothing to serve: no client, publication, image or pending command (its ring is still read)."""
@@ -361,9 +369,14 @@ class DriverConductor:
             self._last_consumer_position = consumer_position
             self._time_of_last_consumer_move_ns = now_ns
             return 0
+        # Stuck right after a corrupt record: the zeros ahead are most likely the rest of its claim, not a
+        # producer between its CAS and first store, so they are padded sooner than a dead producer's.
+        timeout_ns = self._unblock_timeout_ns
+        if consumer_position == self._command_adapter.position_after_corrupt:
+            timeout_ns = min(timeout_ns, CORRUPT_GAP_UNBLOCK_TIMEOUT_NS)
         if (
             ring.producer_position() > consumer_position
-            and now_ns > self._time_of_last_consumer_move_ns + self._unblock_timeout_ns
+            and now_ns > self._time_of_last_consumer_move_ns + timeout_ns
             and ring.unblock()
         ):
             self._system_counters.get(SystemCounterDescriptor.UNBLOCKED_COMMANDS).increment()
@@ -422,9 +435,48 @@ class DriverConductor:
             client.keepalive(0)
             self._next_timer_ns = 0
 
+    # --- command validation (docs/commands.md section 7) -------------------------------------------
+
+    def _check_registration_id_free(self, correlation_id: int) -> None:
+        """An ADD's correlation id becomes a registration id: one already in use would silently replace a
+        link (orphaning its counters and log), so it is refused."""
+        if correlation_id in self._publication_links:
+            kind = "publication"
+        elif correlation_id in self._subscription_links:
+            kind = "subscription"
+        elif correlation_id in self._counter_links:
+            kind = "counter"
+        elif any(p.registration_id == correlation_id for p in self._ipc_publications) or any(
+            p.registration_id == correlation_id for p in self._network_publications
+        ):
+            kind = "publication log"
+        elif any(image.correlation_id == correlation_id for image in self._images):
+            kind = "image"
+        else:
+            return
+        raise ControlProtocolError(
+            cp.ErrorCode.GENERIC_ERROR,
+            f"correlation id {correlation_id} is already in use as the registration id of a {kind}: "
+            "take a fresh one from the to-driver ring's correlation counter for every command",
+        )
+
+    def _check_channel_length(self, channel: str, canonical_form: str) -> None:
+        """Refuse a channel whose events could not reach the clients (docs/commands.md section 7)."""
+        longest_name = str(
+            self._ctx.aeron_path / PUBLICATIONS_DIR / log_file_name(canonical_form, -1, -1, -1)
+        )
+        limit = max_channel_length(len(longest_name))
+        if len(channel) > limit:
+            raise ControlProtocolError(
+                cp.ErrorCode.INVALID_CHANNEL,
+                f"channel of {len(channel)} bytes is longer than the {max(limit, 0)}-byte maximum: its "
+                "ON_AVAILABLE_IMAGE (log file name and channel) must fit the 4096-byte event limit of clients",
+            )
+
     # --- counters ------------------------------------------------------------------------------
 
     def on_add_counter(self, msg: cp.CounterMessage) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         self._get_or_add_client(msg.client_id)
         try:
             counter = self._counters.new_counter(msg.label, msg.type_id, msg.key)
@@ -448,9 +500,11 @@ class DriverConductor:
     # --- publications, subscriptions, destinations (log buffers and UDP come next) ------------------
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         if not msg.channel.startswith("aeron:ipc"):
             self._on_add_network_publication(msg, exclusive)
             return
+        self._check_channel_length(msg.channel, IPC_MEDIA)
         uri = ChannelUri.parse(msg.channel)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
@@ -725,12 +779,14 @@ class DriverConductor:
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
+        self._check_registration_id_free(msg.correlation_id)
         if msg.channel.startswith(SPY_PREFIX):
             self._on_add_spy_subscription(msg)
             return
         if not msg.channel.startswith("aeron:ipc"):
             self._on_add_network_subscription(msg)
             return
+        self._check_channel_length(msg.channel, IPC_MEDIA)
         params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
@@ -754,6 +810,7 @@ class DriverConductor:
 
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = SubscriptionParams.from_uri(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         link = SpySubscriptionLink(
@@ -931,6 +988,7 @@ class DriverConductor:
     def _on_add_network_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         ctx = self._ctx
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = PublicationParams.from_uri(
             udp_channel.channel_uri,
             is_exclusive=exclusive,
@@ -1095,6 +1153,7 @@ class DriverConductor:
 
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = SubscriptionParams.from_uri(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)

@@ -162,9 +162,13 @@ class ClientConductor:
                         f"(> driver timeout {self._driver_timeout_ms} ms): is it still running?"
                     )
                     raise self.failure
-                self._send(cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(self.client_id, 0))
-                self._time_of_last_keepalive_ms = now_ms
-                work += 1
+                # A full ring (another client flooding the driver) is not this client's failure: as the
+                # 1.15.1 client, ignore it and try again on the next duty cycle.
+                if self._to_driver.write(
+                    cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(self.client_id, 0)
+                ):
+                    self._time_of_last_keepalive_ms = now_ms
+                    work += 1
             now_ns = self.nano_clock()
             if self._pending:
                 work += self._expire_pending(now_ns)

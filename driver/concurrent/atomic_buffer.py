@@ -158,10 +158,18 @@ class AtomicBuffer:
         self._view[offset : offset + len(src)] = src
 
     def copy_from(self, offset: int, src: AtomicBuffer, src_offset: int, length: int) -> None:
-        lib.amd_copy(self._ptr, offset, src._ptr, src_offset, length)
+        """Copy ``length`` bytes of ``src`` from ``src_offset`` to ``offset``; IndexError (nothing written)
+        when either region is outside its buffer: the C side checks, so no caller can write past a mapping."""
+        if lib.amd_copy(self._ptr, self._length, offset, src._ptr, src._length, src_offset, length):
+            raise IndexError(
+                f"copy of {length} bytes from {src_offset} (of {src._length}) to {offset} (of {self._length}) "
+                "is outside a buffer"
+            )
 
     def set_zero(self, offset: int, length: int) -> None:
-        lib.amd_zero(self._ptr, offset, length)
+        """Zero ``length`` bytes at ``offset``; IndexError (nothing written) when outside the buffer."""
+        if lib.amd_zero(self._ptr, self._length, offset, length):
+            raise IndexError(f"zeroing {offset}+{length} is outside a buffer of {self._length} bytes")
 
     # Frames of a term (docs/logbuffer.md section 5; contract in native/README.md). ``header_template`` is
     # the 32-byte default data header as ``bytes`` (cffi passes it without a copy); callers check its length.

@@ -37,6 +37,8 @@ _fence_release = AtomicBuffer.fence_release
 _I32 = struct.Struct("<i")
 
 MessageHandler = Callable[[int, AtomicBuffer, int, int], None]
+CorruptRecordHandler = Callable[[int, int, str], None]
+"""``(record index, bytes skipped, reason)`` for a record that failed the reader's checks."""
 
 
 class ManyToOneRingBuffer:
@@ -164,11 +166,23 @@ class ManyToOneRingBuffer:
         put_i32_release(tail_index, record_length)
         return True
 
-    def read(self, handler: MessageHandler, message_count_limit: int = INT32_MAX) -> int:
+    def read(
+        self,
+        handler: MessageHandler,
+        message_count_limit: int = INT32_MAX,
+        corrupt_handler: CorruptRecordHandler | None = None,
+    ) -> int:
         """Deliver up to ``message_count_limit`` committed records; returns how many were delivered.
 
         Reads at most to the end of the buffer in one call. The handler gets
         ``(msg_type_id, buffer, body_index, body_length)``; the body is only valid during the call.
+
+        Every record is checked before it is trusted (docs/ringbuffers.md section 1.1): a length of at
+        least the header, an extent inside both the buffer and the producers' claimed space (the tail),
+        a type id that is a command (>= 1) or padding (-1), a message no longer than ``max_msg_length``.
+        A record that fails is skipped together with the slots after it up to the next one that could be
+        a record (or the tail), and reported to ``corrupt_handler(index, skipped_length, reason)``. No
+        byte outside [head, tail) is ever read as a record or zeroed.
         """
         buffer = self._buffer
         view = self._view
@@ -178,23 +192,63 @@ class ManyToOneRingBuffer:
 
         head = self._get_i64(head_position_index)  # plain: only this consumer writes the head
         head_index = head & self._mask
-        if get_i32_volatile(head_index) <= 0:
-            return 0  # the common idle case: nothing committed at the head
+        if get_i32_volatile(head_index) == 0:
+            return 0  # the common idle case: nothing claimed and written at the head
         max_block_length = self._capacity - head_index
+        max_msg_length = self._max_msg_length
+        # The producers' tail, read again only when a record seems to reach past it (claims only grow).
+        tail = 0
         bytes_read = 0
         messages_read = 0
         try:
             while bytes_read < max_block_length and messages_read < message_count_limit:
                 record_index = head_index + bytes_read
                 record_length = get_i32_volatile(record_index)
-                if record_length <= 0:
-                    break  # not yet committed (or a stuck producer: see unblock())
-                bytes_read += (record_length + ALIGNMENT - 1) & _ALIGNMENT_MASK
-                msg_type_id = unpack_i32(view, record_index + TYPE_OFFSET)[0]
-                if msg_type_id == PADDING_MSG_TYPE_ID:
-                    continue
-                messages_read += 1
-                handler(msg_type_id, buffer, record_index + HEADER_LENGTH, record_length - HEADER_LENGTH)
+                if record_length == 0:
+                    break  # claimed but not yet written (or a stuck producer: see unblock())
+                extent = (
+                    (record_length if record_length > 0 else -record_length) + ALIGNMENT - 1
+                ) & _ALIGNMENT_MASK
+                end_position = head + bytes_read + extent
+                if end_position > tail:
+                    tail = self._get_i64_volatile(self._tail_position_index)
+                in_bounds = extent <= max_block_length - bytes_read and end_position <= tail
+                if record_length < 0:
+                    if in_bounds and -record_length >= HEADER_LENGTH:
+                        break  # being written: the producer commits it, or unblock() pads it
+                    reason = f"uncommitted length {record_length} is not a record the claimed space can hold"
+                else:
+                    msg_type_id = unpack_i32(view, record_index + TYPE_OFFSET)[0] if in_bounds else 0
+                    if in_bounds and record_length >= HEADER_LENGTH:
+                        if msg_type_id == PADDING_MSG_TYPE_ID:
+                            bytes_read += extent
+                            continue
+                        if msg_type_id >= 1 and record_length - HEADER_LENGTH <= max_msg_length:
+                            bytes_read += extent
+                            messages_read += 1
+                            handler(
+                                msg_type_id,
+                                buffer,
+                                record_index + HEADER_LENGTH,
+                                record_length - HEADER_LENGTH,
+                            )
+                            continue
+                    reason = self._why_corrupt(
+                        record_index,
+                        record_length,
+                        msg_type_id,
+                        max_block_length - bytes_read,
+                        tail - head - bytes_read,
+                    )
+                if record_length >= HEADER_LENGTH and in_bounds:
+                    skipped = extent  # only the type or size is wrong: its claimed extent is sound
+                else:
+                    skipped = self._corrupt_extent(head + bytes_read, record_index)
+                if skipped == 0:
+                    break  # not even the header is claimed yet: bytes beyond the tail are nobody's record
+                bytes_read += skipped
+                if corrupt_handler is not None:
+                    corrupt_handler(record_index, skipped, reason)
         finally:
             # Consume what was handed out even if the handler raised, as Agrona does; producers
             # rely on the space being zero so that a new record's length reads as 0 until claimed.
@@ -202,6 +256,63 @@ class ManyToOneRingBuffer:
                 self._set_zero(head_index, bytes_read)
                 self._put_i64_release(head_position_index, head + bytes_read)
         return messages_read
+
+    def _why_corrupt(
+        self, index: int, length: int, msg_type_id: int, to_buffer_end: int, to_tail: int
+    ) -> str:
+        where = f"record at index {index} (length {length}, type id {msg_type_id})"
+        if length < HEADER_LENGTH:
+            return f"{where}: length is below the {HEADER_LENGTH}-byte record header"
+        extent = (length + ALIGNMENT - 1) & _ALIGNMENT_MASK
+        if extent > to_buffer_end:
+            return f"{where}: runs {extent - to_buffer_end} bytes past the end of the {self._capacity}-byte buffer"
+        if extent > to_tail:
+            return f"{where}: runs past the producers' claimed space ({to_tail} bytes claimed from it)"
+        if msg_type_id < 1:
+            return f"{where}: type id is neither a command (>= 1) nor padding ({PADDING_MSG_TYPE_ID})"
+        return f"{where}: message of {length - HEADER_LENGTH} bytes exceeds max_msg_length {self._max_msg_length}"
+
+    def _corrupt_extent(self, position: int, index: int) -> int:
+        """How many bytes from a corrupt record at ``position`` (``index`` in the buffer) to skip: up to the
+        first aligned slot that could start a record (zero: claimed, not yet written; a plausible
+        uncommitted or committed header), the producers' tail, or the end of the buffer.
+
+        Every genuine record was claimed whole by one CAS of the tail, so one that starts before the tail
+        read here also ends before it: the plausibility test never skips a well-behaved producer's record.
+        A tail left unaligned by a careless producer is first moved on to the next alignment (by CAS, as a
+        claim of the gap), so the producers after it write aligned records the reader can find again.
+        """
+        get_i32_volatile = self._get_i32_volatile
+        tail_position_index = self._tail_position_index
+        tail = self._get_i64_volatile(tail_position_index)
+        while tail & (ALIGNMENT - 1):
+            if self._cas_i64(tail_position_index, tail, (tail + ALIGNMENT - 1) & _ALIGNMENT_MASK):
+                tail = (tail + ALIGNMENT - 1) & _ALIGNMENT_MASK
+                break
+            tail = self._get_i64_volatile(tail_position_index)
+        claimed = tail - position
+        if claimed < ALIGNMENT:
+            return 0
+        limit = index + min(claimed, self._capacity - index)
+        unpack_i32 = _I32.unpack_from
+        view = self._view
+        max_msg_length = self._max_msg_length
+        i = index + ALIGNMENT
+        while i < limit:
+            length = get_i32_volatile(i)
+            if length == 0:
+                break
+            magnitude = length if length > 0 else -length
+            if magnitude >= HEADER_LENGTH and i + ((magnitude + ALIGNMENT - 1) & _ALIGNMENT_MASK) <= limit:
+                if length < 0:
+                    break
+                msg_type_id = unpack_i32(view, i + TYPE_OFFSET)[0]
+                if msg_type_id == PADDING_MSG_TYPE_ID or (
+                    msg_type_id >= 1 and length - HEADER_LENGTH <= max_msg_length
+                ):
+                    break
+            i += ALIGNMENT
+        return i - index
 
     def next_correlation_id(self) -> int:
         """A cluster-wide unique id: fetch-and-add on the shared counter (first id is 0)."""
@@ -247,7 +358,13 @@ class ManyToOneRingBuffer:
         producer_index = tail_position & mask
         length = get_i32_volatile(consumer_index)
         if length < 0:
-            # Claimed and never committed: its (negated) length is still the right padding size.
+            # Claimed and never committed: its (negated) length is still the right padding size, if it
+            # is one a claim could have made; any other value is left to read(), which skips it as corrupt.
+            extent = (-length + ALIGNMENT - 1) & _ALIGNMENT_MASK
+            if -length < HEADER_LENGTH or extent > min(
+                tail_position - head_position, self._capacity - consumer_index
+            ):
+                return False
             self._write_padding(consumer_index, -length)
             return True
         if length == 0:

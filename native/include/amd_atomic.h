@@ -20,6 +20,14 @@ int64_t amd_get_and_add_int64(uint8_t *base, int64_t offset, int64_t delta);
 void amd_fence_acquire(void);
 void amd_fence_release(void);
 void amd_fence_full(void);
-void amd_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src, int64_t src_offset, int64_t length);
-void amd_zero(uint8_t *base, int64_t offset, int64_t length);
+/* Bulk moves check their region against the buffer's capacity and touch nothing outside it:
+ * 0 on success, AMD_OUT_OF_BOUNDS (nothing written) when offset/length fall outside either buffer. */
+enum
+{
+    AMD_OUT_OF_BOUNDS = -1
+};
+int amd_copy(
+    uint8_t *dst, int64_t dst_capacity, int64_t dst_offset,
+    const uint8_t *src, int64_t src_capacity, int64_t src_offset, int64_t length);
+int amd_zero(uint8_t *base, int64_t capacity, int64_t offset, int64_t length);
 #endif

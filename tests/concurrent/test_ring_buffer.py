@@ -289,6 +289,120 @@ def test_consumer_heartbeat_is_at_capacity_plus_640() -> None:
     assert ring.consumer_heartbeat_time() == 1_700_000_000_123
 
 
+# --- corrupt records (docs/ringbuffers.md section 1.1) -------------------------------------------------
+
+
+def claim_raw(raw: bytearray, ring: ManyToOneRingBuffer, claim_length: int) -> int:
+    """A careless producer's claim: the tail moved by ``claim_length`` (any value); returns the index."""
+    position = ring.producer_position()
+    _I64.pack_into(raw, ring.capacity + TAIL_POSITION_OFFSET, position + claim_length)
+    return position & (ring.capacity - 1)
+
+
+class Corrupt:
+    def __init__(self) -> None:
+        self.records: list[tuple[int, int, str]] = []
+
+    def __call__(self, index: int, skipped: int, reason: str) -> None:
+        self.records.append((index, skipped, reason))
+
+
+@pytest.mark.parametrize(
+    ("lying_length", "why"),
+    [
+        (3, "below the 8-byte record header"),
+        (0x7FFFFFF8, "past the end of the"),
+        (2 * 1024 * 1024, "past the end of the"),
+        (200, "past the producers' claimed space"),
+        (-0x7FFFFFF8, "uncommitted length"),
+        (-3, "uncommitted length"),
+    ],
+)
+def test_a_record_whose_length_lies_is_skipped_and_reported(lying_length: int, why: str) -> None:
+    raw, _, ring = make_ring()
+    ring.write(1, b"before")
+    index = claim_raw(raw, ring, 40)
+    _I32.pack_into(raw, index, lying_length)
+    _I32.pack_into(raw, index + 4, 1)
+    raw[index + 8 : index + 40] = bytes(range(1, 33))  # a body that is no record header either
+    ring.write(2, b"after")
+    collector, corrupt = Collector(), Corrupt()
+    assert ring.read(collector, corrupt_handler=corrupt) == 2
+    assert collector.messages == [(1, b"before"), (2, b"after")]
+    assert [(i, n) for i, n, _ in corrupt.records] == [(index, 40)]
+    assert why in corrupt.records[0][2]
+    assert ring.size() == 0 and raw[:CAPACITY] == bytes(CAPACITY)
+
+
+@pytest.mark.parametrize("msg_type_id", [0, -2, -0x7FFFFFFF])
+def test_a_record_with_a_bad_type_id_is_skipped(msg_type_id: int) -> None:
+    raw, _, ring = make_ring()
+    index = claim_raw(raw, ring, 16)
+    _I32.pack_into(raw, index, 16)
+    _I32.pack_into(raw, index + 4, msg_type_id)
+    ring.write(2, b"after")
+    collector, corrupt = Collector(), Corrupt()
+    assert ring.read(collector, corrupt_handler=corrupt) == 1
+    assert collector.messages == [(2, b"after")]
+    assert len(corrupt.records) == 1 and "type id" in corrupt.records[0][2]
+
+
+def test_an_unaligned_claim_is_realigned_and_later_producers_still_get_through() -> None:
+    raw, _, ring = make_ring()
+    index = claim_raw(raw, ring, 13)
+    _I32.pack_into(raw, index, 13)
+    _I32.pack_into(raw, index + 4, 1)
+    collector, corrupt = Collector(), Corrupt()
+    assert ring.read(collector, corrupt_handler=corrupt) == 0
+    assert corrupt.records[0][:2] == (0, 8)  # the zero slot after it may be a claim: wait there
+    assert ring.producer_position() == 16  # the reader claimed the 3-byte gap: aligned again
+    ring.write(2, b"after")
+    assert ring.read(collector, corrupt_handler=corrupt) == 0
+    assert ring.unblock()  # as for a producer that died before writing: the zeros become padding
+    assert ring.read(collector, corrupt_handler=corrupt) == 1
+    assert collector.messages == [(2, b"after")]
+
+
+def test_bytes_beyond_the_tail_are_never_consumed() -> None:
+    raw, _, ring = make_ring()
+    _I32.pack_into(raw, 0, 0x7FFFFFF8)  # written without any claim
+    collector, corrupt = Collector(), Corrupt()
+    assert ring.read(collector, corrupt_handler=corrupt) == 0
+    assert ring.consumer_position() == 0 and corrupt.records == []
+    assert ring.write(2, b"after")  # the producer's own header replaces the garbage
+    assert ring.read(collector, corrupt_handler=corrupt) == 1
+    assert collector.messages == [(2, b"after")]
+
+
+def test_a_corrupt_record_never_swallows_a_record_still_being_written() -> None:
+    raw, _, ring = make_ring()
+    index = claim_raw(raw, ring, 24)
+    _I32.pack_into(raw, index, 0x10000)
+    raw[index + 4 : index + 24] = b"\xff" * 20
+    in_flight = claim_without_commit(raw, ring, 5, negative=True)
+    collector, corrupt = Collector(), Corrupt()
+    assert ring.read(collector, corrupt_handler=corrupt) == 0
+    assert corrupt.records[0][:2] == (index, 24)
+    assert ring.consumer_position() == in_flight
+    assert i32_at(raw, in_flight) == -13  # untouched: its producer commits it next
+    _I32.pack_into(raw, in_flight + 4, 7)
+    _I32.pack_into(raw, in_flight, 13)
+    assert ring.read(collector, corrupt_handler=corrupt) == 1
+    assert collector.messages == [(7, bytes(5))]
+
+
+def test_unblock_leaves_an_implausible_negative_length_to_the_reader() -> None:
+    raw, _, ring = make_ring()
+    index = claim_raw(raw, ring, 16)
+    _I32.pack_into(raw, index, -0x7FFFFFF8)
+    raw[index + 4 : index + 16] = b"\x01" * 12
+    assert not ring.unblock()
+    corrupt = Corrupt()
+    assert ring.read(Collector(), corrupt_handler=corrupt) == 0
+    assert corrupt.records[0][:2] == (0, 16)
+    assert ring.size() == 0
+
+
 # --- unblock ------------------------------------------------------------------------------------------
 
 
