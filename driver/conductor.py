@@ -45,7 +45,7 @@ from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
 from driver.protocol import frames
-from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri
+from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.publication_params import (
@@ -73,6 +73,16 @@ NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have n
 
 def random_int32(rng: random.Random) -> int:
     return rng.randrange(-(2**31), 2**31)
+
+
+def _parse_ipc_uri(channel: str) -> ChannelUri:
+    """An ``aeron:ipc``-prefixed channel, as 1.15.1 routes it (docs/uri.md section 1): grammar only, whatever
+    follows the prefix (``aeron:ipcx`` is IPC too), and a grammar error is a GENERIC_ERROR as Java's plain
+    IllegalArgumentException is."""
+    try:
+        return ChannelUri.parse(channel, allowed_media=None)
+    except InvalidChannelError as e:
+        raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
 
 
 class StreamRefCounts:
@@ -397,10 +407,10 @@ class DriverConductor:
     # --- publications, subscriptions, destinations (log buffers and UDP come next) ------------------
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
-        if not msg.channel.startswith("aeron:ipc"):
+        if not msg.channel.startswith(IPC_CHANNEL):
             self._on_add_network_publication(msg, exclusive)
             return
-        uri = ChannelUri.parse(msg.channel)
+        uri = _parse_ipc_uri(msg.channel)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
         self._publication_links[msg.correlation_id] = PublicationLink(
@@ -432,6 +442,22 @@ class DriverConductor:
                 msg.channel,
             )
 
+    def _find_network_publication_by_tag(self, tag: int) -> ExistingPublication | None:
+        """``session-id=tag:n``: the network publication with entity tag n. As 1.15.1, any publication the
+        conductor still holds counts, a closed one that is lingering too."""
+        for publication in self._network_publications:
+            if publication.tag == tag:
+                return ExistingPublication(
+                    publication.session_id, publication.mtu_length, publication.term_length
+                )
+        return None
+
+    def _is_entity_tag_in_use(self, tag: int) -> bool:
+        """An entity tag stays taken until the publication holding it is gone (lingering included), as 1.15.1."""
+        return any(p.tag == tag for p in self._network_publications) or any(
+            p.tag == tag for p in self._ipc_publications
+        )
+
     def _get_or_add_ipc_publication(
         self, msg: cp.PublicationMessage, uri: ChannelUri, exclusive: bool
     ) -> IpcPublication:
@@ -443,6 +469,8 @@ class DriverConductor:
             default_mtu=ctx.ipc_mtu_length,
             default_linger_ns=ctx.publication_linger_timeout_ns,
             default_sparse=ctx.term_buffer_sparse_file,
+            find_network_publication_by_tag=self._find_network_publication_by_tag,
+            is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
         if not exclusive:
             for publication in self._ipc_publications:
@@ -591,10 +619,10 @@ class DriverConductor:
         if msg.channel.startswith(SPY_PREFIX):
             self._on_add_spy_subscription(msg)
             return
-        if not msg.channel.startswith("aeron:ipc"):
+        if not msg.channel.startswith(IPC_CHANNEL):
             self._on_add_network_subscription(msg)
             return
-        params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
+        params = SubscriptionParams.from_uri(_parse_ipc_uri(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
         self._subscription_links[msg.correlation_id] = link
@@ -733,7 +761,7 @@ class DriverConductor:
         try:
             transport = self._open_receive(udp_channel)
         except Exception as e:
-            raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+            raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
         self._receiver_proxy.add_destination(endpoint, udp_channel, transport)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
@@ -771,7 +799,7 @@ class DriverConductor:
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
                 status.close()
-                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+                raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = SendChannelEndpoint(udp_channel, transport, status)
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
@@ -801,6 +829,8 @@ class DriverConductor:
             default_mtu=ctx.mtu_length,
             default_linger_ns=ctx.publication_linger_timeout_ns,
             default_sparse=ctx.term_buffer_sparse_file,
+            find_network_publication_by_tag=self._find_network_publication_by_tag,
+            is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_send_endpoint(udp_channel)
@@ -844,7 +874,7 @@ class DriverConductor:
                 ):
                     validate_shared_publication(
                         ExistingPublication(
-                            candidate.session_id, candidate.mtu_length, candidate.term_buffer_length
+                            candidate.session_id, candidate.mtu_length, candidate.term_length
                         ),
                         params,
                     )
@@ -947,7 +977,7 @@ class DriverConductor:
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
                 status.close()
-                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+                raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = ReceiveChannelEndpoint(
                 udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
             )

@@ -52,13 +52,16 @@ PortUnreachableException and NotYetConnectedException in SendChannelEndpoint.sen
 
 
 class ChannelEndpointError(Exception):
-    """A channel's socket could not be opened or set up (ON_ERROR ``CHANNEL_ENDPOINT_ERROR`` to the client).
+    """A channel's socket could not be opened or set up. The conductor answers the ADD with ON_ERROR
+    GENERIC_ERROR, as 1.15.1 does: its client reads an ON_ERROR with CHANNEL_ENDPOINT_ERROR as the error of an
+    already open endpoint (the correlation id taken for a channel status id), so the ADD would never complete
+    (docs/commands.md section 3).
 
     ``channel`` is the original URI; ``address`` the (host, port) being bound, connected or joined; ``errno``
     that of the OSError underneath (None when the request itself is impossible).
     """
 
-    error_code = ErrorCode.CHANNEL_ENDPOINT_ERROR
+    error_code = ErrorCode.GENERIC_ERROR
 
     def __init__(self, channel: str, address: Address | None, action: str, cause: OSError | str) -> None:
         self.channel = channel
