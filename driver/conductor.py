@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from pathlib import Path
 
 from driver.agent.command_queue import CommandQueue
@@ -83,6 +84,19 @@ def _parse_ipc_uri(channel: str) -> ChannelUri:
         return ChannelUri.parse(channel, allowed_media=None)
     except InvalidChannelError as e:
         raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
+
+
+_Endpoint = TypeVar("_Endpoint", SendChannelEndpoint, ReceiveChannelEndpoint)
+
+
+def _find_existing_endpoint(endpoints: dict[str, _Endpoint], udp_channel: UdpChannel) -> _Endpoint | None:
+    """A tagged channel shares the endpoint whose channel has the same tag (InvalidChannelError when it also
+    sets an address), else the endpoint of the same canonical form (docs/uri.md section 2, ``tags``)."""
+    if udp_channel.has_tag:
+        for endpoint in endpoints.values():
+            if endpoint.udp_channel.does_tag_match(udp_channel):
+                return endpoint
+    return endpoints.get(udp_channel.canonical_form)
 
 
 class StreamRefCounts:
@@ -782,7 +796,7 @@ class DriverConductor:
         )
 
     def _get_or_create_send_endpoint(self, udp_channel: UdpChannel) -> SendChannelEndpoint:
-        endpoint = self._send_endpoints.get(udp_channel.canonical_form)
+        endpoint = _find_existing_endpoint(self._send_endpoints, udp_channel)
         if endpoint is None:
             status = self._counters.new_counter(
                 channel_status_label(SEND_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
@@ -964,7 +978,7 @@ class DriverConductor:
     # --- UDP: receive side --------------------------------------------------------------------------
 
     def _get_or_create_receive_endpoint(self, udp_channel: UdpChannel) -> ReceiveChannelEndpoint:
-        endpoint = self._receive_endpoints.get(udp_channel.canonical_form)
+        endpoint = _find_existing_endpoint(self._receive_endpoints, udp_channel)
         if endpoint is None:
             status = self._counters.new_counter(
                 channel_status_label(RECEIVE_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),

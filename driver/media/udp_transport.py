@@ -52,10 +52,9 @@ PortUnreachableException and NotYetConnectedException in SendChannelEndpoint.sen
 
 
 class ChannelEndpointError(Exception):
-    """A channel's socket could not be opened or set up. The conductor answers the ADD with ON_ERROR
-    GENERIC_ERROR, as 1.15.1 does: its client reads an ON_ERROR with CHANNEL_ENDPOINT_ERROR as the error of an
-    already open endpoint (the correlation id taken for a channel status id), so the ADD would never complete
-    (docs/commands.md section 3).
+    """A channel's socket could not be opened or set up. The conductor refuses the ADD with ON_ERROR
+    GENERIC_ERROR: the 1.15.1 client reads CHANNEL_ENDPOINT_ERROR as the error of an endpoint already open,
+    never as an answer to the ADD (docs/commands.md section 3).
 
     ``channel`` is the original URI; ``address`` the (host, port) being bound, connected or joined; ``errno``
     that of the OSError underneath (None when the request itself is impossible).
