@@ -7,8 +7,8 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 from pathlib import Path
+from typing import TypeVar
 
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, ControlProtocolError

@@ -17,6 +17,11 @@ What is here, and when to use which:
     the failure names ``what``. ``wait_until`` is the ``async`` form, for code on an event loop.
 ``free_port(kind)`` (ports.py)
     A loopback port the OS just had free ("udp" or "tcp"); never use fixed ports.
+``LogWriter`` (log_writer.py)
+    Messages into a publication log (three contiguous terms + metadata) through the package's real
+    concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
+    what ``Publication.offer`` would, ``append`` retries rotations. Use it for any test that needs messages
+    in a log (a network publication to send, a reference stream to cut into datagrams).
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
@@ -27,6 +32,7 @@ What is here, and when to use which:
 
 from tests.support.clock import ManualClock
 from tests.support.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
+from tests.support.log_writer import LogWriter
 from tests.support.ports import free_port
 from tests.support.transport import FakeBatch, FakeTransport
 from tests.support.wait import wait_for, wait_until
@@ -35,6 +41,7 @@ __all__ = [
     "EmbeddedDriver",
     "FakeBatch",
     "FakeTransport",
+    "LogWriter",
     "ManualClock",
     "embedded_driver",
     "free_port",
