@@ -56,7 +56,7 @@ from driver.protocol.publication_params import (
     validate_shared_publication,
 )
 from driver.protocol.retransmit_handler import RetransmitHandler
-from driver.protocol.udp_channel import UdpChannel
+from driver.protocol.udp_channel import UdpChannel, destination_address
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
 from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, RawLog, log_file_name
@@ -737,8 +737,8 @@ class DriverConductor:
         return endpoint
 
     def _destination_address(self, channel: str) -> tuple[str, int]:
-        udp_channel = self._parse_udp_channel(channel)
-        return udp_channel.remote_data
+        """``UdpChannel.destinationAddress``: only the media and the ``endpoint`` of a destination count."""
+        return destination_address(channel, resolve=resolve_host)
 
     def on_add_destination(self, msg: cp.DestinationMessage) -> None:
         endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)

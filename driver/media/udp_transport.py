@@ -407,7 +407,7 @@ class UdpTransport:
         return sent
 
     def send_term_burst(
-        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
+        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu_length: int, max_datagrams: int
     ) -> tuple[int, int, int, bool]:
         """Up to ``max_datagrams`` datagrams of ``term_buffer``'s committed frames from ``term_offset`` to the
         connected destination in one sendmmsg (:class:`driver.media.udp_batch.TermBurst`).
@@ -418,7 +418,7 @@ class UdpTransport:
         if self._send_sock is None:
             return 0, 0, 0, False  # closed: nothing goes and nothing is reported (see send)
         sent, bytes_sent, advance, scanned = self._term_burst.send(
-            self._send_fd, term_buffer, term_offset, window, mtu, max_datagrams
+            self._send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams
         )
         if sent < 0:
             if -sent not in _SHORT_SEND_ERRNOS:

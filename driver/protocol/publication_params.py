@@ -85,11 +85,6 @@ def parse_int32(name: str, value: str) -> int:
     return _parsed(parse_java_int, name, value)
 
 
-def parse_int64(name: str, value: str) -> int:
-    """``Long.parseLong``: optional sign and decimal digits, within 64 bits."""
-    return _parsed(parse_java_long, name, value)
-
-
 def parse_size(name: str, value: str) -> int:
     """``(int) SystemUtil.parseSize``: the size as PublicationParams uses it, cut to a 32-bit int like
     Java's cast (``4294968320`` is 1024, ``2g`` is negative and fails the range checks that follow)."""

@@ -24,11 +24,11 @@ from driver.protocol.publication_params import (
     max_message_length,
     parse_duration_ns,
     parse_int32,
-    parse_int64,
     parse_size,
     validate_shared_publication,
 )
 from driver.util.bit_util import to_int32
+from driver.util.java_numbers import NumberFormatError, parse_java_long
 
 UDP_DEFAULTS: dict[str, Any] = dict(
     default_term_length=16 * 1024 * 1024,
@@ -140,9 +140,9 @@ def test_parse_int() -> None:
         parse_int32("x", "1e3")
     with pytest.raises(ParameterError, match=r"^x= 1 is not a 32-bit integer"):
         parse_int32("x", " 1")
-    assert parse_int64("x", "9223372036854775807") == 2**63 - 1
-    with pytest.raises(ParameterError, match="out of range for a 64-bit integer"):
-        parse_int64("x", "9223372036854775808")
+    assert parse_java_long("x", "9223372036854775807") == 2**63 - 1
+    with pytest.raises(NumberFormatError, match="out of range for a 64-bit integer"):
+        parse_java_long("x", "9223372036854775808")
 
 
 @given(st.integers(-(2**31), 2**31 - 1))
