@@ -27,9 +27,10 @@ INT32_MAX = 2**31 - 1
 _JAVA_INTEGER = re.compile(r"[+-]?\d+")  # \d: Unicode decimal digits, as Character.digit(c, 10)
 _ASCII_DIGITS = frozenset("0123456789")
 
-_MAX_K_VALUE = INT64_MAX // 1024
-_MAX_M_VALUE = INT64_MAX // 1024**2
-_MAX_G_VALUE = INT64_MAX // 1024**3
+# agrona 0.9.31's limits, as it has them (its k limit is 1023 below Long.MAX_VALUE / 1024).
+_MAX_K_VALUE = 9007199254739968
+_MAX_M_VALUE = 8796093022207
+_MAX_G_VALUE = 8589934591
 _SIZE_MULTIPLIERS = {"k": 1024, "m": 1024**2, "g": 1024**3}
 _SIZE_LIMITS = {"k": _MAX_K_VALUE, "m": _MAX_M_VALUE, "g": _MAX_G_VALUE}
 _DURATION_MULTIPLIERS = {"n": 1, "u": 1_000, "m": 1_000_000}

@@ -66,224 +66,239 @@ class Case:
 
 # fmt: off
 CASES = [
-    Case("pub", 'aeron:ipc?term-length=64k', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=64K', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=65536', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=+65536', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=1m', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=1M', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=+64k', refused(0, 'term-length')),  # NumberFormatException : '+' is not a valid digit @ 0
-    Case("pub", 'aeron:ipc?term-length= 64k', refused(0, 'term-length')),  # NumberFormatException : ' ' is not a valid digit @ 0
-    Case("pub", 'aeron:ipc?term-length=64k ', refused(0, 'term-length')),  # NumberFormatException : 'k' is not a valid digit @ 2
-    Case("pub", 'aeron:ipc?term-length= 65536', refused(0, 'term-length')),  # NumberFormatException : For input string: " 65536"
-    Case("pub", 'aeron:ipc?term-length=0x10000', refused(0, 'term-length')),  # NumberFormatException : For input string: "0x10000"
-    Case("pub", 'aeron:ipc?term-length=65536.0', refused(0, 'term-length')),  # NumberFormatException : For input string: "65536.0"
-    Case("pub", 'aeron:ipc?term-length=', refused(0, 'term-length')),  # StringIndexOutOfBoundsException : String index out of range: -1
-    Case("pub", 'aeron:ipc?term-length=4295032832', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=4194368k', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=-64k', refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: len
-    Case("pub", 'aeron:ipc?term-length=k', refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: len
-    Case("pub", 'aeron:ipc?term-length=2g', refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: len
-    Case("pub", 'aeron:ipc?term-length=9223372036854775807', refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: len
-    Case("pub", 'aeron:ipc?term-length=9223372036854775808', refused(0, 'term-length')),  # NumberFormatException : For input string: "9223372036854775808"
-    Case("pub", 'aeron:ipc?term-length=64kb', refused(0, 'term-length')),  # NumberFormatException : 'k' is not a valid digit @ 2
-    Case("pub", 'aeron:ipc?term-length=96k', refused(0, 'term-length')),  # IllegalStateException : Term length not a power of 2: length=98304
-    Case("pub", 'aeron:ipc?term-length=32k', refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: len
-    Case("pub", 'aeron:ipc?term-length=-9007199254740928k', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:ipc?term-length=64k|term-length=128k', ok(term=131072, mtu=1408)),
-    Case("pub", 'aeron:ipc?mtu=1408', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?mtu=1k', ok(term=1048576, mtu=1024)),
-    Case("pub", 'aeron:ipc?mtu=1K', ok(term=1048576, mtu=1024)),
-    Case("pub", 'aeron:ipc?mtu=65504', ok(term=1048576, mtu=65504)),
-    Case("pub", 'aeron:ipc?mtu=65505', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?mtu=64k', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?mtu=31', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?mtu=0', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?mtu=-32', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?mtu=1400', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a multiple of FRAME_ALIGNME
-    Case("pub", 'aeron:ipc?mtu=4294968320', ok(term=1048576, mtu=1024)),
-    Case("pub", 'aeron:ipc?mtu= 1408', refused(0, 'mtu')),  # NumberFormatException : For input string: " 1408"
-    Case("pub", 'aeron:ipc?mtu=', refused(0, 'mtu')),  # StringIndexOutOfBoundsException : String index out of range: -1
-    Case("pub", 'aeron:ipc?mtu=k', refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= M
-    Case("pub", 'aeron:ipc?term-length=64k|mtu=16k', refused(0, 'mtu')),  # IllegalStateException : MTU greater than max message length for term l
-    Case("pub", 'aeron:ipc?term-length=64k|mtu=8k', ok(term=65536, mtu=8192)),
-    Case("pub", 'aeron:ipc?linger=0', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=5s', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=5S', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=5000ms', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=5MS', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=5Ms', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=10us', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=10US', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=10ns', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=10NS', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=-1', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=-1s', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=-1294967296', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=s', refused(0, 'linger')),  # StringIndexOutOfBoundsException : String index out of range: -1
-    Case("pub", 'aeron:ipc?linger=ms', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=ns', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=-ms', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=-s', refused(0, 'linger')),  # NumberFormatException : linger: -s should end with: s, ms, us, or ns.
-    Case("pub", 'aeron:ipc?linger=5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=+5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=+5s', refused(0, 'linger')),  # NumberFormatException : '+' is not a valid digit @ 0
-    Case("pub", 'aeron:ipc?linger=5 s', refused(0, 'linger')),  # NumberFormatException : linger: 5 s should end with: s, ms, us, or ns.
-    Case("pub", 'aeron:ipc?linger= 5s', refused(0, 'linger')),  # NumberFormatException : ' ' is not a valid digit @ 0
-    Case("pub", 'aeron:ipc?linger=5m', refused(0, 'linger')),  # NumberFormatException : linger: 5m should end with: s, ms, us, or ns.
-    Case("pub", 'aeron:ipc?linger=5h', refused(0, 'linger')),  # NumberFormatException : linger: 5h should end with: s, ms, us, or ns.
-    Case("pub", 'aeron:ipc?linger=1.5s', refused(0, 'linger')),  # NumberFormatException : '.' is not a valid digit @ 1
-    Case("pub", 'aeron:ipc?linger=99999999999s', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=99999999999999999999', refused(0, 'linger')),  # NumberFormatException : For input string: "99999999999999999999"
-    Case("pub", 'aeron:ipc?linger=99999999999999999999s', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?linger=--5s', refused(0, 'linger')),  # NumberFormatException : '-' is not a valid digit @ 1
-    Case("pub", 'aeron:ipc?linger=', refused(0, 'linger')),  # StringIndexOutOfBoundsException : String index out of range: -1
-    Case("pub", 'aeron:ipc?linger=0x10', refused(0, 'linger')),  # NumberFormatException : For input string: "0x10"
-    Case("pub", 'aeron:ipc?sparse=true', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?sparse=false', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?sparse=TRUE', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?sparse=yes', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?sparse=', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?session-id=5', ok(term=1048576, mtu=1408, session=5)),
-    Case("pub", 'aeron:ipc?session-id=+6', ok(term=1048576, mtu=1408, session=6)),
-    Case("pub", 'aeron:ipc?session-id=-5', ok(term=1048576, mtu=1408, session=-5)),
-    Case("pub", 'aeron:ipc?session-id=2147483647', ok(term=1048576, mtu=1408, session=2147483647)),
-    Case("pub", 'aeron:ipc?session-id=-2147483648', ok(term=1048576, mtu=1408, session=-2147483648)),
-    Case("pub", 'aeron:ipc?session-id=2147483648', refused(0, 'session-id')),  # NumberFormatException : For input string: "2147483648"
-    Case("pub", 'aeron:ipc?session-id=-2147483649', refused(0, 'session-id')),  # NumberFormatException : For input string: "-2147483649"
-    Case("pub", 'aeron:ipc?session-id=0x10', refused(0, 'session-id')),  # NumberFormatException : For input string: "0x10"
-    Case("pub", 'aeron:ipc?session-id= 5', refused(0, 'session-id')),  # NumberFormatException : For input string: " 5"
-    Case("pub", 'aeron:ipc?session-id=', refused(0, 'session-id')),  # NumberFormatException : For input string: ""
-    Case("pub", 'aeron:ipc?session-id=tag:1', refused(0, 'session-id')),  # IllegalArgumentException : session-id=tag:1 must reference a network p
-    Case("pub", 'aeron:ipc?session-id=tag:', refused(0, 'session-id')),  # StringIndexOutOfBoundsException : String index out of range: 4
-    Case("pub", 'aeron:ipc?session-id=TAG:1', refused(0, 'session-id')),  # NumberFormatException : For input string: "TAG:1"
-    Case("xpub", 'aeron:ipc?session-id=7', ok(term=1048576, mtu=1408, session=7)),
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=64', ok(term=65536, mtu=1408, initial=5, position=131136)),
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=+5|term-id=+7|term-offset=+64', ok(term=65536, mtu=1408, initial=5, position=131136)),
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=65536', ok(term=65536, mtu=1408, initial=5, position=196608)),
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=65568', refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=65568 > term-length=65536
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=33', refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=33 must be a multiple of FRAME_
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=-32', refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=-32 out of range
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=4|term-offset=0', refused(0, 'term-id')),  # IllegalStateException : difference greater than 2^31 - 1: init-term-id
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7', refused(0, 'must be used as a complete set')),  # IllegalArgumentException : params must be used as a complete set: init
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=-2147483648|term-id=2147483647|term-offset=0', refused(0, 'term-id')),  # IllegalStateException : difference greater than 2^31 - 1: init-term-id
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=2147483647|term-id=-2147483648|term-offset=0', ok(term=65536, mtu=1408, initial=2147483647, position=65536)),
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=64k', refused(0, 'term-offset')),  # NumberFormatException : For input string: "64k"
-    Case("xpub", 'aeron:ipc?term-length=64k|init-term-id=|term-id=7|term-offset=0', refused(0, 'init-term-id')),  # NumberFormatException : For input string: ""
-    Case("pub", 'aeron:ipc?init-term-id=5', ok(term=1048576, mtu=1408)),
-    Case("sub", 'aeron:ipc?init-term-id=5', refused(0, 'must be used as a complete set')),  # IllegalArgumentException : params must be used as a complete set: init
-    Case("sub", 'aeron:ipc?init-term-id=5|term-id=7|term-offset=64', ok()),
-    Case("sub", 'aeron:ipc?init-term-id=5|term-id=7|term-offset=33', refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=33 must be a multiple of FRAME_
-    Case("sub", 'aeron:ipc?init-term-id=5|term-id=7|term-offset=2147483616', refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=2147483616 out of range
-    Case("sub", 'aeron:ipc?session-id=5', ok()),
-    Case("sub", 'aeron:ipc?session-id=+5', ok()),
-    Case("sub", 'aeron:ipc?session-id=tag:1', refused(0, 'session-id')),  # NumberFormatException : For input string: "tag:1"
-    Case("sub", 'aeron:ipc?session-id=x', refused(0, 'session-id')),  # NumberFormatException : For input string: "x"
-    Case("sub", 'aeron:ipc?reliable=false', ok()),
-    Case("sub", 'aeron:ipc?reliable=FALSE', ok()),
-    Case("sub", 'aeron:ipc?reliable=yes', ok()),
-    Case("sub", 'aeron:ipc?reliable=', ok()),
-    Case("sub", 'aeron:ipc?sparse=maybe', ok()),
-    Case("pub", 'aeron:ipc?tags=1,2', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?tags=1,-1', refused(0, 'tags')),  # IllegalArgumentException : -1 tag is reserved
-    Case("pub", 'aeron:ipc?tags=1,x', refused(0, 'tags')),  # NumberFormatException : For input string: "x"
-    Case("pub", 'aeron:ipc?tags=1,', refused(0, 'tags')),  # NumberFormatException : For input string: ""
-    Case("pub", 'aeron:ipc?tags=x', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?tags=1,+3', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?tags=1,99999999999999999999', refused(0, 'tags')),  # NumberFormatException : For input string: "99999999999999999999"
-    Case("pub", 'aeron:ipc?tags=1,2,3', refused(0, 'entity tag 2')),  # IllegalArgumentException : 2 entityTag already in use
-    Case("pub", 'aeron:ipc?alias=a=b:c', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?=5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc?', refused(0, "'?' is not followed by a parameter")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
-    Case("pub", 'aeron:ipc?|', refused(0, "parameter '|' has no '='")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
-    Case("pub", 'aeron:ipc?mtu', refused(0, "'mtu' has no '='")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
-    Case("pub", 'aeron:ipc?unknown-key=1', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipcx', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipc ', ok(term=1048576, mtu=1408)),
-    Case("pub", ' aeron:ipc', refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:
-    Case("pub", 'aeron:IPC', refused(1, "media 'IPC'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media
-    Case("pub", 'Aeron:ipc', refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:
-    Case("pub", 'aeron:ipc:x', refused(0, "':' is not allowed in the media")),  # IllegalArgumentException : encountered ':' within media definition
-    Case("sub", 'aeron-spy:aeron:ipc', refused(1, "media 'ipc'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=LOCALHOST:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=127.0.0.1:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=[::1]:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address
-    Case("pub", 'aeron:udp?endpoint=localhost:', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address
-    Case("pub", 'aeron:udp?endpoint=localhost:99999', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: port out of range:99999
-    Case("pub", 'aeron:udp?endpoint=localhost:65536', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: port out of range:65536
-    Case("pub", 'aeron:udp?endpoint=localhost:{wrapped_port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=no-such-host.invalid:{port}', refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address: no-
-    Case("pub", 'aeron:udp?endpoint=[::1]', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address
-    Case("pub", 'aeron:udp?endpoint=::1:{port}', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: ::1:34079
-    Case("pub", 'aeron:udp?endpoint=127.0.0.1:+{port}', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: 127.0.0.1:+34079
-    Case("pub", 'aeron:udp?endpoint= localhost:{port}', refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address:  lo
-    Case("pub", 'aeron:udp?endpoint=localhost:{port} ', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: localhost:34079
-    Case("pub", 'aeron:udp?endpoint=', refused(1, 'endpoint')),  # java.lang.NullPointerException: Input string must not be null or empty
-    Case("pub", 'aeron:udp?endpoint=:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=[127.0.0.1]:{port}', refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address: [12
-    Case("pub", 'aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=224.0.1.2:{port}|interface=127.0.0.1', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Multicast data address must be odd
-    Case("pub", 'aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=x', refused(1, 'ttl')),  # java.lang.NumberFormatException: For input string: "x"
-    Case("pub", 'aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=+5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|ttl=x', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1:0', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1/8', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1/33', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=0.0.0.0', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=10.255.255.1', refused(1, 'interface')),  # java.lang.IllegalArgumentException: Unable to find multicast interface
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=', refused(1, 'interface')),  # java.lang.IllegalArgumentException: search address string is null or e
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|interface=localhost', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|control=localhost:{port2}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|control=localhost:{port2}|control-mode=foo', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?control=localhost:{port3}|control-mode=manual', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?control-mode=manual', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?control-mode=dynamic', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?control-mode=foo', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?control-mode=', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?tags=5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?tags=x', refused(1, 'tags')),  # java.lang.NumberFormatException: For input string: "x"
-    Case("pub", 'aeron:udp?tags=+5', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:udp?tags=', refused(1, 'tags')),  # java.lang.NumberFormatException: For input string: ""
-    Case("pub", 'aeron:udp?tags=5|endpoint=localhost:{port}', refused(0, 'tags=5')),  # IllegalArgumentException : matching tag has set endpoint or control ad
-    Case("pub", 'aeron:udp', refused(1, 'at least one of endpoint')),  # java.lang.IllegalArgumentException: Aeron URIs for UDP must specify an
-    Case("pub", 'aeron:udp?mtu=9k|endpoint=localhost:{port}', ok(term=1048576, mtu=9216)),
-    Case("pub", 'aeron:udp?mtu=1408|term-length=64k|endpoint=localhost:{port}', ok(term=65536, mtu=1408)),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|', refused(1, "'|' is not followed by a parameter")),  # java.lang.IllegalArgumentException: no more input found, state=PARAMS_
-    Case("pub", 'aeron-spy:aeron:udp?endpoint=localhost:{port}', ok(term=1048576, mtu=1408)),
-    Case("pub", 'aeron:ipx?endpoint=localhost:{port}', refused(1, "media 'ipx'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}', ok()),
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}|reliable=false', ok()),
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}|session-id=+5', ok()),
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}|mtu=x', ok()),
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}|term-length=x', ok()),
-    Case("sub", 'aeron:udp?endpoint=localhost:{port}|linger=x', ok()),
-    Case("sub", 'aeron-spy:aeron:udp?endpoint=localhost:{port}', ok()),
-    Case("sub", 'aeron-spy:aeron:udp?endpoint=localhost', refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address
-    Case("sub", 'aeron-spy:aeron:udp', refused(1, 'at least one of endpoint')),  # java.lang.IllegalArgumentException: Aeron URIs for UDP must specify an
-    Case("sub", 'aeron-spy:aeron:udp?endpoint=localhost:{port}|session-id=x', refused(0, 'session-id')),  # NumberFormatException : For input string: "x"
-    Case("sub", 'aeron-spy:aeron-spy:aeron:udp?endpoint=localhost:{port}', refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:
-    Case("sub", 'aeron:udp?control-mode=manual', ok()),
-    Case("sub", 'aeron:udp?control-mode=foo', ok()),
-    Case("keep", 'aeron:udp?endpoint=localhost:{port}|tags=1001,7|mtu=2k|term-length=128k|session-id=77', ok(term=131072, mtu=2048, session=77), stream=7),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port2}|session-id=tag:7', ok(term=131072, mtu=2048, session=77), stream=7),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port2}|session-id=tag:+7', refused(0, 'session-id'), stream=7),  # NumberFormatException : '+' is not a valid digit @ 4
-    Case("pub", 'aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|mtu=2k', ok(term=131072, mtu=2048, session=77), stream=7),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|mtu=4k', refused(0, 'mtu'), stream=7),  # IllegalArgumentException : mtu=4096 does not match session-id tag valu
-    Case("pub", 'aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|term-length=64k', refused(0, 'term-length'), stream=7),  # IllegalArgumentException : term-length=65536 does not match session-id
-    Case("pub", 'aeron:ipc?session-id=tag:7', ok(term=131072, mtu=2048, session=77), stream=7),
-    Case("pub", 'aeron:ipc?tags=2,7', refused(0, 'entity tag 7'), stream=7),  # IllegalArgumentException : 7 entityTag already in use
-    Case("pub", 'aeron:udp?tags=1001', ok(term=1048576, mtu=1408), stream=7),
-    Case("pub", 'aeron:udp?tags=1001|mtu=2k', ok(term=1048576, mtu=2048), stream=7),
-    Case("pub", 'aeron:udp?tags=1001|mtu=4k', ok(term=1048576, mtu=4096), stream=7),
-    Case("pub", 'aeron:udp?tags=1001|session-id=77', refused(0, 'session id'), stream=7),  # IllegalStateException : existing publication has same session id: 77
-    Case("pub", 'aeron:udp?tags=1001|session-id=78', ok(term=1048576, mtu=1408, session=78), stream=7),
-    Case("pub", 'aeron:udp?tags=1001|endpoint=localhost:{port}', ok(term=131072, mtu=2048), stream=7),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|term-length=128k', ok(term=131072, mtu=2048), stream=7),
-    Case("pub", 'aeron:udp?endpoint=localhost:{port}|term-length=64k', refused(0, 'term-length'), stream=7),  # IllegalStateException : existing publication has different term length
+    Case("pub", "aeron:ipc?term-length=64k", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=64K", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=65536", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=+65536", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=1m", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=1M", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=+64k", refused(0, 'term-length')),  # NumberFormatException : '+' is not a valid digit @ 0
+    Case("pub", "aeron:ipc?term-length= 64k", refused(0, 'term-length')),  # NumberFormatException : ' ' is not a valid digit @ 0
+    Case("pub", "aeron:ipc?term-length=64k ", refused(0, 'term-length')),  # NumberFormatException : 'k' is not a valid digit @ 2
+    Case("pub", "aeron:ipc?term-length= 65536", refused(0, 'term-length')),  # NumberFormatException : For input string: " 65536"
+    Case("pub", "aeron:ipc?term-length=0x10000", refused(0, 'term-length')),  # NumberFormatException : For input string: "0x10000"
+    Case("pub", "aeron:ipc?term-length=65536.0", refused(0, 'term-length')),  # NumberFormatException : For input string: "65536.0"
+    Case("pub", "aeron:ipc?term-length=", refused(0, 'term-length')),  # StringIndexOutOfBoundsException : String index out of range: -1
+    Case("pub", "aeron:ipc?term-length=4295032832", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=4194368k", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=-64k", refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: length=-65536
+    Case("pub", "aeron:ipc?term-length=k", refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: length=0
+    Case("pub", "aeron:ipc?term-length=2g", refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: length=-2147483648
+    Case("pub", "aeron:ipc?term-length=9223372036854775807", refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: length=-1
+    Case("pub", "aeron:ipc?term-length=9223372036854775808", refused(0, 'term-length')),  # NumberFormatException : For input string: "9223372036854775808"
+    Case("pub", "aeron:ipc?term-length=64kb", refused(0, 'term-length')),  # NumberFormatException : 'k' is not a valid digit @ 2
+    Case("pub", "aeron:ipc?term-length=96k", refused(0, 'term-length')),  # IllegalStateException : Term length not a power of 2: length=98304
+    Case("pub", "aeron:ipc?term-length=32k", refused(0, 'term-length')),  # IllegalStateException : Term length less than min length of 65536: length=32768
+    Case("pub", "aeron:ipc?term-length=-9007199254740928k", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=64k|term-length=128k", ok(term=131072, mtu=1408)),
+    Case("pub", "aeron:ipc?mtu=1408", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?mtu=1k", ok(term=1048576, mtu=1024)),
+    Case("pub", "aeron:ipc?mtu=1K", ok(term=1048576, mtu=1024)),
+    Case("pub", "aeron:ipc?mtu=65504", ok(term=1048576, mtu=65504)),
+    Case("pub", "aeron:ipc?mtu=65505", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?mtu=64k", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?mtu=31", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?mtu=0", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?mtu=-32", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?mtu=1400", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a multiple of FRAME_ALIGNMENT: 1400
+    Case("pub", "aeron:ipc?mtu=4294968320", ok(term=1048576, mtu=1024)),
+    Case("pub", "aeron:ipc?mtu= 1408", refused(0, 'mtu')),  # NumberFormatException : For input string: " 1408"
+    Case("pub", "aeron:ipc?mtu=", refused(0, 'mtu')),  # StringIndexOutOfBoundsException : String index out of range: -1
+    Case("pub", "aeron:ipc?mtu=k", refused(0, 'mtu')),  # ConfigurationException : mtuLength must be a >= HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGT
+    Case("pub", "aeron:ipc?term-length=64k|mtu=16k", refused(0, 'mtu')),  # IllegalStateException : MTU greater than max message length for term length: mtu=16384 max
+    Case("pub", "aeron:ipc?term-length=64k|mtu=8k", ok(term=65536, mtu=8192)),
+    Case("pub", "aeron:ipc?linger=0", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=5s", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=5S", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=5000ms", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=5MS", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=5Ms", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=10us", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=10US", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=10ns", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=10NS", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-1", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-1s", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-1294967296", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=s", refused(0, 'linger')),  # StringIndexOutOfBoundsException : String index out of range: -1
+    Case("pub", "aeron:ipc?linger=ms", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=ns", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-ms", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-s", refused(0, 'linger')),  # NumberFormatException : linger: -s should end with: s, ms, us, or ns.
+    Case("pub", "aeron:ipc?linger=5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=+5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=+5s", refused(0, 'linger')),  # NumberFormatException : '+' is not a valid digit @ 0
+    Case("pub", "aeron:ipc?linger=5 s", refused(0, 'linger')),  # NumberFormatException : linger: 5 s should end with: s, ms, us, or ns.
+    Case("pub", "aeron:ipc?linger= 5s", refused(0, 'linger')),  # NumberFormatException : ' ' is not a valid digit @ 0
+    Case("pub", "aeron:ipc?linger=5m", refused(0, 'linger')),  # NumberFormatException : linger: 5m should end with: s, ms, us, or ns.
+    Case("pub", "aeron:ipc?linger=5h", refused(0, 'linger')),  # NumberFormatException : linger: 5h should end with: s, ms, us, or ns.
+    Case("pub", "aeron:ipc?linger=1.5s", refused(0, 'linger')),  # NumberFormatException : '.' is not a valid digit @ 1
+    Case("pub", "aeron:ipc?linger=99999999999s", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=99999999999999999999", refused(0, 'linger')),  # NumberFormatException : For input string: "99999999999999999999"
+    Case("pub", "aeron:ipc?linger=99999999999999999999s", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=--5s", refused(0, 'linger')),  # NumberFormatException : '-' is not a valid digit @ 1
+    Case("pub", "aeron:ipc?linger=", refused(0, 'linger')),  # StringIndexOutOfBoundsException : String index out of range: -1
+    Case("pub", "aeron:ipc?linger=0x10", refused(0, 'linger')),  # NumberFormatException : For input string: "0x10"
+    Case("pub", "aeron:ipc?sparse=true", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?sparse=false", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?sparse=TRUE", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?sparse=yes", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?sparse=", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?session-id=5", ok(term=1048576, mtu=1408, session=5)),
+    Case("pub", "aeron:ipc?session-id=+6", ok(term=1048576, mtu=1408, session=6)),
+    Case("pub", "aeron:ipc?session-id=-5", ok(term=1048576, mtu=1408, session=-5)),
+    Case("pub", "aeron:ipc?session-id=2147483647", ok(term=1048576, mtu=1408, session=2147483647)),
+    Case("pub", "aeron:ipc?session-id=-2147483648", ok(term=1048576, mtu=1408, session=-2147483648)),
+    Case("pub", "aeron:ipc?session-id=2147483648", refused(0, 'session-id')),  # NumberFormatException : For input string: "2147483648"
+    Case("pub", "aeron:ipc?session-id=-2147483649", refused(0, 'session-id')),  # NumberFormatException : For input string: "-2147483649"
+    Case("pub", "aeron:ipc?session-id=0x10", refused(0, 'session-id')),  # NumberFormatException : For input string: "0x10"
+    Case("pub", "aeron:ipc?session-id= 5", refused(0, 'session-id')),  # NumberFormatException : For input string: " 5"
+    Case("pub", "aeron:ipc?session-id=", refused(0, 'session-id')),  # NumberFormatException : For input string: ""
+    Case("pub", "aeron:ipc?session-id=tag:1", refused(0, 'session-id')),  # IllegalArgumentException : session-id=tag:1 must reference a network publication
+    Case("pub", "aeron:ipc?session-id=tag:", refused(0, 'session-id')),  # StringIndexOutOfBoundsException : String index out of range: 4
+    Case("pub", "aeron:ipc?session-id=TAG:1", refused(0, 'session-id')),  # NumberFormatException : For input string: "TAG:1"
+    Case("xpub", "aeron:ipc?session-id=7", ok(term=1048576, mtu=1408, session=7)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=64", ok(term=65536, mtu=1408, initial=5, position=131136)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=+5|term-id=+7|term-offset=+64", ok(term=65536, mtu=1408, initial=5, position=131136)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=65536", ok(term=65536, mtu=1408, initial=5, position=196608)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=65568", refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=65568 > term-length=65536
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=33", refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=33 must be a multiple of FRAME_ALIGNMENT
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=-32", refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=-32 out of range
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=4|term-offset=0", refused(0, 'term-id')),  # IllegalStateException : difference greater than 2^31 - 1: init-term-id=5 when term-id=4
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7", refused(0, 'must be used as a complete set')),  # IllegalArgumentException : params must be used as a complete set: init-term-id term-id ter
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=-2147483648|term-id=2147483647|term-offset=0", refused(0, 'term-id')),  # IllegalStateException : difference greater than 2^31 - 1: init-term-id=-2147483648 when te
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=2147483647|term-id=-2147483648|term-offset=0", ok(term=65536, mtu=1408, initial=2147483647, position=65536)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=64k", refused(0, 'term-offset')),  # NumberFormatException : For input string: "64k"
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=|term-id=7|term-offset=0", refused(0, 'init-term-id')),  # NumberFormatException : For input string: ""
+    Case("pub", "aeron:ipc?init-term-id=5", ok(term=1048576, mtu=1408)),
+    Case("sub", "aeron:ipc?init-term-id=5", refused(0, 'must be used as a complete set')),  # IllegalArgumentException : params must be used as a complete set: init-term-id term-id ter
+    Case("sub", "aeron:ipc?init-term-id=5|term-id=7|term-offset=64", ok()),
+    Case("sub", "aeron:ipc?init-term-id=5|term-id=7|term-offset=33", refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=33 must be a multiple of FRAME_ALIGNMENT
+    Case("sub", "aeron:ipc?init-term-id=5|term-id=7|term-offset=2147483616", refused(0, 'term-offset')),  # IllegalArgumentException : term-offset=2147483616 out of range
+    Case("sub", "aeron:ipc?session-id=5", ok()),
+    Case("sub", "aeron:ipc?session-id=+5", ok()),
+    Case("sub", "aeron:ipc?session-id=tag:1", refused(0, 'session-id')),  # NumberFormatException : For input string: "tag:1"
+    Case("sub", "aeron:ipc?session-id=x", refused(0, 'session-id')),  # NumberFormatException : For input string: "x"
+    Case("sub", "aeron:ipc?reliable=false", ok()),
+    Case("sub", "aeron:ipc?reliable=FALSE", ok()),
+    Case("sub", "aeron:ipc?reliable=yes", ok()),
+    Case("sub", "aeron:ipc?reliable=", ok()),
+    Case("sub", "aeron:ipc?sparse=maybe", ok()),
+    Case("pub", "aeron:ipc?tags=1,2", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?tags=1,-1", refused(0, 'tags')),  # IllegalArgumentException : -1 tag is reserved
+    Case("pub", "aeron:ipc?tags=1,x", refused(0, 'tags')),  # NumberFormatException : For input string: "x"
+    Case("pub", "aeron:ipc?tags=1,", refused(0, 'tags')),  # NumberFormatException : For input string: ""
+    Case("pub", "aeron:ipc?tags=x", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?tags=1,+3", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?tags=1,99999999999999999999", refused(0, 'tags')),  # NumberFormatException : For input string: "99999999999999999999"
+    Case("pub", "aeron:ipc?tags=1,2,3", refused(0, 'entity tag 2')),  # IllegalArgumentException : 2 entityTag already in use
+    Case("pub", "aeron:ipc?alias=a=b:c", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?=5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?", refused(0, "'?' is not followed by a parameter")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
+    Case("pub", "aeron:ipc?|", refused(0, "parameter '|' has no '='")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
+    Case("pub", "aeron:ipc?mtu", refused(0, "'mtu' has no '='")),  # IllegalArgumentException : no more input found, state=PARAMS_KEY
+    Case("pub", "aeron:ipc?unknown-key=1", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipcx", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc ", ok(term=1048576, mtu=1408)),
+    Case("pub", " aeron:ipc", refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:', found: ' aeron:ip
+    Case("pub", "aeron:IPC", refused(1, "media 'IPC'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media: aeron:IPC
+    Case("pub", "Aeron:ipc", refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:', found: 'Aeron:ipc
+    Case("pub", "aeron:ipc:x", refused(0, "':' is not allowed in the media")),  # IllegalArgumentException : encountered ':' within media definition
+    Case("sub", "aeron-spy:aeron:ipc", refused(1, "media 'ipc'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media: aeron-spy:aeron:ip
+    Case("pub", "aeron:udp?endpoint=localhost:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=LOCALHOST:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=127.0.0.1:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=[::1]:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address is required
+    Case("pub", "aeron:udp?endpoint=localhost:", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address is required
+    Case("pub", "aeron:udp?endpoint=localhost:99999", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: port out of range:99999
+    Case("pub", "aeron:udp?endpoint=localhost:65536", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: port out of range:65536
+    Case("pub", "aeron:udp?endpoint=localhost:{wrapped_port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=no-such-host.invalid:{port}", refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address: no-such-host.invalid:46
+    Case("pub", "aeron:udp?endpoint=[::1]", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address is required
+    Case("pub", "aeron:udp?endpoint=::1:{port}", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: ::1:{port}
+    Case("pub", "aeron:udp?endpoint=127.0.0.1:+{port}", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: 127.0.0.1:+{port}
+    Case("pub", "aeron:udp?endpoint= localhost:{port}", refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address:  localhost:{port}
+    Case("pub", "aeron:udp?endpoint=localhost:{port} ", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Invalid format: localhost:{port}
+    Case("pub", "aeron:udp?endpoint=", refused(1, 'endpoint')),  # java.lang.NullPointerException: Input string must not be null or empty
+    Case("pub", "aeron:udp?endpoint=:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=[127.0.0.1]:{port}", refused(1, 'endpoint')),  # java.net.UnknownHostException: could not resolve endpoint address: [127.0.0.1]:{port}
+    Case("pub", "aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=224.0.1.2:{port}|interface=127.0.0.1", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: Multicast data address must be odd
+    Case("pub", "aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=x", refused(1, 'ttl')),  # java.lang.NumberFormatException: For input string: "x"
+    Case("pub", "aeron:udp?endpoint=224.0.1.1:{port}|interface=127.0.0.1|ttl=+5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|ttl=x", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1:0", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1/8", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=127.0.0.1/33", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=0.0.0.0", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=10.255.255.1", refused(1, 'interface')),  # java.lang.IllegalArgumentException: Unable to find multicast interface matching criteria:
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=", refused(1, 'interface')),  # java.lang.IllegalArgumentException: search address string is null or empty
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|interface=localhost", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|control=localhost:{port2}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|control=localhost:{port2}|control-mode=foo", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?control=localhost:{port3}|control-mode=manual", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?control-mode=manual", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?control-mode=dynamic", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?control-mode=foo", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?control-mode=", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?tags=5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?tags=x", refused(1, 'tags')),  # java.lang.NumberFormatException: For input string: "x"
+    Case("pub", "aeron:udp?tags=+5", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?tags=", refused(1, 'tags')),  # java.lang.NumberFormatException: For input string: ""
+    Case("pub", "aeron:udp?tags=5|endpoint=localhost:{port}", refused(0, 'tags=5')),  # IllegalArgumentException : matching tag has set endpoint or control address
+    Case("pub", "aeron:udp", refused(1, 'at least one of endpoint')),  # java.lang.IllegalArgumentException: Aeron URIs for UDP must specify an endpoint address, c
+    Case("pub", "aeron:udp?mtu=9k|endpoint=localhost:{port}", ok(term=1048576, mtu=9216)),
+    Case("pub", "aeron:udp?mtu=1408|term-length=64k|endpoint=localhost:{port}", ok(term=65536, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|", refused(1, "'|' is not followed by a parameter")),  # java.lang.IllegalArgumentException: no more input found, state=PARAMS_KEY
+    Case("pub", "aeron-spy:aeron:udp?endpoint=localhost:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipx?endpoint=localhost:{port}", refused(1, "media 'ipx'")),  # java.lang.IllegalArgumentException: UdpChannel only supports UDP media: aeron:ipx?endpoint
+    Case("sub", "aeron:udp?endpoint=localhost:{port}", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|reliable=false", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|session-id=+5", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|mtu=x", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|term-length=x", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|linger=x", ok()),
+    Case("sub", "aeron-spy:aeron:udp?endpoint=localhost:{port}", ok()),
+    Case("sub", "aeron-spy:aeron:udp?endpoint=localhost", refused(1, 'endpoint')),  # java.lang.IllegalArgumentException: The 'port' portion of the address is required
+    Case("sub", "aeron-spy:aeron:udp", refused(1, 'at least one of endpoint')),  # java.lang.IllegalArgumentException: Aeron URIs for UDP must specify an endpoint address, c
+    Case("sub", "aeron-spy:aeron:udp?endpoint=localhost:{port}|session-id=x", refused(0, 'session-id')),  # NumberFormatException : For input string: "x"
+    Case("sub", "aeron-spy:aeron-spy:aeron:udp?endpoint=localhost:{port}", refused(1, "must start with 'aeron:'")),  # java.lang.IllegalArgumentException: Aeron URIs must start with 'aeron:', found: 'aeron-spy
+    Case("sub", "aeron:udp?control-mode=manual", ok()),
+    Case("sub", "aeron:udp?control-mode=foo", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|reliable=FALSE", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|sparse=TRUE", ok()),
+    Case("sub", "aeron:udp?endpoint=localhost:{port}|session-id=2147483648", refused(0, 'session-id')),  # NumberFormatException : For input string: "2147483648"
+    Case("pub", "aeron:udp?endpoint=[::1]:{port}|interface=[::1]", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=[0:0:0:0:0:0:0:1]:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=[::1%lo]:{port}", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:udp?endpoint=[::1]:{port}|interface=[::1]/200", ok(term=1048576, mtu=1408)),
+    Case("xpub", "aeron:ipc?term-length=64k|init-term-id=5|term-id=7|term-offset=64|session-id=9", ok(term=65536, mtu=1408, session=9, initial=5, position=131136)),
+    Case("pub", "aeron:ipc?mtu=1408|mtu=", refused(0, 'mtu')),  # StringIndexOutOfBoundsException : String index out of range: -1
+    Case("pub", "aeron:ipc?linger=9223372036854775807", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=-9223372036854775808", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?linger=9223372036854775808ns", ok(term=1048576, mtu=1408)),
+    Case("pub", "aeron:ipc?term-length=9007199254740991k", refused(0, 'term-length')),  # NumberFormatException : term-length would overflow long: 9007199254740991k
+    Case("pub", "aeron:ipc?term-length=9007199254740992k", refused(0, 'term-length')),  # NumberFormatException : term-length would overflow long: 9007199254740992k
+    Case("pub", "aeron:ipc?term-length=64k|mtu=8k|session-id=11|linger=0|sparse=true|tags=3,33|alias=x", ok(term=65536, mtu=8192, session=11)),
+    Case("keep", "aeron:udp?endpoint=localhost:{port}|tags=1001,7|mtu=2k|term-length=128k|session-id=77", ok(term=131072, mtu=2048, session=77), stream=7),
+    Case("pub", "aeron:udp?endpoint=localhost:{port2}|session-id=tag:7", ok(term=131072, mtu=2048, session=77), stream=7),
+    Case("pub", "aeron:udp?endpoint=localhost:{port2}|session-id=tag:+7", refused(0, 'session-id'), stream=7),  # NumberFormatException : '+' is not a valid digit @ 4
+    Case("pub", "aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|mtu=2k", ok(term=131072, mtu=2048, session=77), stream=7),
+    Case("pub", "aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|mtu=4k", refused(0, 'mtu'), stream=7),  # IllegalArgumentException : mtu=4096 does not match session-id tag value
+    Case("pub", "aeron:udp?endpoint=localhost:{port2}|session-id=tag:7|term-length=64k", refused(0, 'term-length'), stream=7),  # IllegalArgumentException : term-length=65536 does not match session-id tag value
+    Case("pub", "aeron:ipc?session-id=tag:7", ok(term=131072, mtu=2048, session=77), stream=7),
+    Case("pub", "aeron:ipc?tags=2,7", refused(0, 'entity tag 7'), stream=7),  # IllegalArgumentException : 7 entityTag already in use
+    Case("pub", "aeron:udp?tags=1001", ok(term=1048576, mtu=1408), stream=7),
+    Case("pub", "aeron:udp?tags=1001|mtu=2k", ok(term=1048576, mtu=2048), stream=7),
+    Case("pub", "aeron:udp?tags=1001|mtu=4k", ok(term=1048576, mtu=4096), stream=7),
+    Case("pub", "aeron:udp?tags=1001|session-id=77", refused(0, 'session id'), stream=7),  # IllegalStateException : existing publication has same session id: 77
+    Case("pub", "aeron:udp?tags=1001|session-id=78", ok(term=1048576, mtu=1408, session=78), stream=7),
+    Case("pub", "aeron:udp?tags=1001|endpoint=localhost:{port}", ok(term=131072, mtu=2048), stream=7),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|term-length=128k", ok(term=131072, mtu=2048), stream=7),
+    Case("pub", "aeron:udp?endpoint=localhost:{port}|term-length=64k", refused(0, 'term-length'), stream=7),  # IllegalStateException : existing publication has different term length: existing=131072 re
 ]
 # fmt: on
 
