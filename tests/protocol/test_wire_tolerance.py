@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from driver.client import Aeron, RegistrationError
-from tests.support import embedded_driver, free_port, new_aeron_dir
+from tests.support import embedded_driver, free_port, new_aeron_dir, wait_for
 
 TERM_LENGTH = 1024 * 1024
 DRIVER_PROPS = {
@@ -379,3 +379,20 @@ def test_every_case_has_the_1_15_1_outcome_and_refusals_name_the_parameter(aeron
         elif not accepted and case.expected.names not in message:
             wrong.append(f"{kind} {channel}: the message does not name {case.expected.names!r}: {message}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_channel_tag_shares_the_endpoint_and_its_publication(aeron: Aeron) -> None:
+    port = free_port("udp")
+    tagged = aeron.add_publication(f"aeron:udp?endpoint=127.0.0.1:{port}|tags=4", 2)
+    by_tag = aeron.add_publication("aeron:udp?tags=4", 2)
+    assert by_tag.session_id == tagged.session_id  # the same publication, found through the tagged endpoint
+    with pytest.raises(RegistrationError, match="tags=4 matches an existing channel by tag"):
+        aeron.add_publication("aeron:udp?tags=4|endpoint=127.0.0.1:1", 3)
+
+
+def test_a_tagged_subscription_receives_on_the_tagged_endpoint(aeron: Aeron) -> None:
+    port = free_port("udp")
+    with_address = aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{port}|tags=9", 1)
+    by_tag = aeron.add_subscription("aeron:udp?tags=9", 1)
+    aeron.add_publication(f"aeron:udp?endpoint=127.0.0.1:{port}", 1)
+    wait_for(lambda: with_address.images and by_tag.images, 10.0, "an image on both subscriptions")
