@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from driver.agent.command_queue import CommandQueue
 from driver.client_command_adapter import ClientCommandAdapter, CommandDeferred, ControlProtocolError
@@ -47,7 +48,7 @@ from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
 from driver.protocol import frames
-from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri
+from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.publication_params import (
@@ -57,7 +58,7 @@ from driver.protocol.publication_params import (
     validate_shared_publication,
 )
 from driver.protocol.retransmit_handler import RetransmitHandler
-from driver.protocol.udp_channel import UdpChannel
+from driver.protocol.udp_channel import UdpChannel, destination_address
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
 from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, LogFactory, RawLog, log_file_name
@@ -81,6 +82,29 @@ def random_int32(rng: random.Random) -> int:
 
 HEARTBEAT_INTERVAL_NS = 100_000_000
 """The to-driver consumer heartbeat is written at least this often (and on every timer tick)."""
+
+
+def _parse_ipc_uri(channel: str) -> ChannelUri:
+    """An ``aeron:ipc``-prefixed channel, as 1.15.1 routes it (docs/uri.md section 1): grammar only, whatever
+    follows the prefix (``aeron:ipcx`` is IPC too), and a grammar error is a GENERIC_ERROR as Java's plain
+    IllegalArgumentException is."""
+    try:
+        return ChannelUri.parse(channel, allowed_media=None)
+    except InvalidChannelError as e:
+        raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
+
+
+_Endpoint = TypeVar("_Endpoint", SendChannelEndpoint, ReceiveChannelEndpoint)
+
+
+def _find_existing_endpoint(endpoints: dict[str, _Endpoint], udp_channel: UdpChannel) -> _Endpoint | None:
+    """A tagged channel shares the endpoint whose channel has the same tag (InvalidChannelError when it also
+    sets an address), else the endpoint of the same canonical form (docs/uri.md section 2, ``tags``)."""
+    if udp_channel.has_tag:
+        for endpoint in endpoints.values():
+            if endpoint.udp_channel.does_tag_match(udp_channel):
+                return endpoint
+    return endpoints.get(udp_channel.canonical_form)
 
 
 class StreamRefCounts:
@@ -501,11 +525,11 @@ class DriverConductor:
 
     def on_add_publication(self, msg: cp.PublicationMessage, exclusive: bool) -> None:
         self._check_registration_id_free(msg.correlation_id)
-        if not msg.channel.startswith("aeron:ipc"):
+        if not msg.channel.startswith(IPC_CHANNEL):
             self._on_add_network_publication(msg, exclusive)
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
-        uri = ChannelUri.parse(msg.channel)
+        uri = _parse_ipc_uri(msg.channel)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
         self._publication_links[msg.correlation_id] = PublicationLink(
@@ -537,6 +561,22 @@ class DriverConductor:
                 msg.channel,
             )
 
+    def _find_network_publication_by_tag(self, tag: int) -> ExistingPublication | None:
+        """``session-id=tag:n``: the network publication with entity tag n. As 1.15.1, any publication the
+        conductor still holds counts, a closed one that is lingering too."""
+        for publication in self._network_publications:
+            if publication.tag == tag:
+                return ExistingPublication(
+                    publication.session_id, publication.mtu_length, publication.term_length
+                )
+        return None
+
+    def _is_entity_tag_in_use(self, tag: int) -> bool:
+        """An entity tag stays taken until the publication holding it is gone (lingering included), as 1.15.1."""
+        return any(p.tag == tag for p in self._network_publications) or any(
+            p.tag == tag for p in self._ipc_publications
+        )
+
     def _get_or_add_ipc_publication(
         self, msg: cp.PublicationMessage, uri: ChannelUri, exclusive: bool
     ) -> IpcPublication:
@@ -548,6 +588,8 @@ class DriverConductor:
             default_mtu=ctx.ipc_mtu_length,
             default_linger_ns=ctx.publication_linger_timeout_ns,
             default_sparse=ctx.term_buffer_sparse_file,
+            find_network_publication_by_tag=self._find_network_publication_by_tag,
+            is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
         if not exclusive:
             for publication in self._ipc_publications:
@@ -783,11 +825,11 @@ class DriverConductor:
         if msg.channel.startswith(SPY_PREFIX):
             self._on_add_spy_subscription(msg)
             return
-        if not msg.channel.startswith("aeron:ipc"):
+        if not msg.channel.startswith(IPC_CHANNEL):
             self._on_add_network_subscription(msg)
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
-        params = SubscriptionParams.from_uri(ChannelUri.parse(msg.channel))
+        params = SubscriptionParams.from_uri(_parse_ipc_uri(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
         self._subscription_links[msg.correlation_id] = link
@@ -889,8 +931,8 @@ class DriverConductor:
         return endpoint
 
     def _destination_address(self, channel: str) -> tuple[str, int]:
-        udp_channel = self._parse_udp_channel(channel)
-        return udp_channel.remote_data
+        """``UdpChannel.destinationAddress``: only the media and the ``endpoint`` of a destination count."""
+        return destination_address(channel, resolve=resolve_host)
 
     def on_add_destination(self, msg: cp.DestinationMessage) -> None:
         endpoint = self._manual_mdc_endpoint(msg.registration_correlation_id)
@@ -927,7 +969,7 @@ class DriverConductor:
         try:
             transport = self._open_receive(udp_channel)
         except Exception as e:
-            raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+            raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
         self._receiver_proxy.add_destination(endpoint, udp_channel, transport)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
@@ -948,7 +990,7 @@ class DriverConductor:
         )
 
     def _get_or_create_send_endpoint(self, udp_channel: UdpChannel) -> SendChannelEndpoint:
-        endpoint = self._send_endpoints.get(udp_channel.canonical_form)
+        endpoint = _find_existing_endpoint(self._send_endpoints, udp_channel)
         if endpoint is None:
             status = self._counters.new_counter(
                 channel_status_label(SEND_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
@@ -965,7 +1007,7 @@ class DriverConductor:
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
                 status.close()
-                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+                raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = SendChannelEndpoint(udp_channel, transport, status)
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
@@ -996,6 +1038,8 @@ class DriverConductor:
             default_mtu=ctx.mtu_length,
             default_linger_ns=ctx.publication_linger_timeout_ns,
             default_sparse=ctx.term_buffer_sparse_file,
+            find_network_publication_by_tag=self._find_network_publication_by_tag,
+            is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_send_endpoint(udp_channel)
@@ -1039,7 +1083,7 @@ class DriverConductor:
                 ):
                     validate_shared_publication(
                         ExistingPublication(
-                            candidate.session_id, candidate.mtu_length, candidate.term_buffer_length
+                            candidate.session_id, candidate.mtu_length, candidate.term_length
                         ),
                         params,
                     )
@@ -1129,7 +1173,7 @@ class DriverConductor:
     # --- UDP: receive side --------------------------------------------------------------------------
 
     def _get_or_create_receive_endpoint(self, udp_channel: UdpChannel) -> ReceiveChannelEndpoint:
-        endpoint = self._receive_endpoints.get(udp_channel.canonical_form)
+        endpoint = _find_existing_endpoint(self._receive_endpoints, udp_channel)
         if endpoint is None:
             status = self._counters.new_counter(
                 channel_status_label(RECEIVE_CHANNEL_STATUS_NAME, udp_channel.original_uri_string),
@@ -1142,7 +1186,7 @@ class DriverConductor:
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
                 status.close()
-                raise ControlProtocolError(cp.ErrorCode.CHANNEL_ENDPOINT_ERROR, str(e)) from e
+                raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = ReceiveChannelEndpoint(
                 udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
             )

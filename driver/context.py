@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -23,11 +22,9 @@ from driver.util.files import (
     GROUP_FILE_MODE,
     FilePermissions,
 )
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
-_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-_DURATION_NS = {None: 1, "ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+from driver.util.java_numbers import INT32_MAX, NumberFormatError, parse_java_long
+from driver.util.java_numbers import parse_duration_ns as parse_java_duration_ns
+from driver.util.java_numbers import parse_size as parse_java_size
 
 
 class ConfigurationError(ValueError):
@@ -35,31 +32,46 @@ class ConfigurationError(ValueError):
 
 
 def parse_size(name: str, text: str) -> int:
-    match = _SIZE.match(text)
-    if not match:
-        raise ConfigurationError(f"{name}={text!r}: expected a size such as 65536, 64k, 16m or 1g")
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    """agrona's ``SystemUtil.getSizeAsInt``: ``parseSize`` (k/m/g suffixes, driver/util/java_numbers.py),
+    then 0..2^31-1. Spaces around the value are ignored (environment variables often carry them)."""
+    try:
+        value = parse_java_size(name, text.strip())
+    except NumberFormatError as ex:
+        raise ConfigurationError(
+            f"{name}={text!r}: expected a size such as 65536, 64k, 16m or 1g ({ex})"
+        ) from None
+    if not 0 <= value <= INT32_MAX:
+        raise ConfigurationError(f"{name}={text!r}: a size must be 0..{INT32_MAX}, got {value}")
+    return value
 
 
 def parse_duration_ns(name: str, text: str) -> int:
-    match = _DURATION.match(text)
-    if not match:
+    """agrona's ``SystemUtil.getDurationInNanos``: ``parseDuration`` (ns, or s/ms/us/ns suffixes), not
+    negative. Spaces around the value are ignored."""
+    try:
+        value = parse_java_duration_ns(name, text.strip())
+    except NumberFormatError as ex:
         raise ConfigurationError(
-            f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us"
-        )
-    unit = match.group(2).lower() if match.group(2) else None
-    return int(match.group(1)) * _DURATION_NS[unit]
+            f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us ({ex})"
+        ) from None
+    if value < 0:
+        raise ConfigurationError(f"{name}={text!r}: a duration must not be negative")
+    return value
 
 
 def parse_ms(name: str, text: str) -> int:
     """Millisecond settings (aeron.driver.timeout): plain numbers are ms, suffixes are honoured."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ConfigurationError(
-            f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s"
-        )
-    if match.group(2) is None:
-        return int(match.group(1))
+    stripped = text.strip()
+    if stripped[-1:].isdecimal():
+        try:
+            value = parse_java_long(name, stripped)
+        except NumberFormatError:
+            value = -1
+        if value < 0:
+            raise ConfigurationError(
+                f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s"
+            )
+        return value
     return parse_duration_ns(name, text) // 1_000_000
 
 

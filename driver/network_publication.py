@@ -82,9 +82,9 @@ class NetworkPublication:
         meta = raw_log.meta_data
         self._meta = meta
         self._term_buffers = raw_log.term_buffers
-        self.term_buffer_length = raw_log.term_length
-        self._term_length_mask = self.term_buffer_length - 1
-        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_buffer_length)
+        self.term_length = raw_log.term_length
+        self._term_length_mask = self.term_length - 1
+        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_length)
         self.initial_term_id = lbd.initial_term_id(meta)
         self.mtu_length = lbd.mtu_length(meta)
         self._term_window_length = term_window_length
@@ -116,7 +116,7 @@ class NetworkPublication:
         self.spy_positions: list[AtomicCounter] = []
         position = self.producer_position()
         self._clean_position = position
-        self.flow_control.initialize(self.initial_term_id, self.term_buffer_length)
+        self.flow_control.initialize(self.initial_term_id, self.term_length)
 
     @property
     def log_file_name(self) -> str:
@@ -124,7 +124,7 @@ class NetworkPublication:
 
     def producer_position(self) -> int:
         return lbd.producer_position(
-            self._meta, self.term_buffer_length, self.position_bits_to_shift, self.initial_term_id
+            self._meta, self.term_length, self.position_bits_to_shift, self.initial_term_id
         )
 
     def consumer_position(self) -> int:
@@ -247,7 +247,7 @@ class NetworkPublication:
                 self.stream_id,
                 self.initial_term_id,
                 active_term_id,
-                self.term_buffer_length,
+                self.term_length,
                 self.mtu_length,
                 self.channel_endpoint.multicast_ttl,
             )
@@ -275,7 +275,7 @@ class NetworkPublication:
         resend_position = lbd.compute_position(
             term_id, term_offset, self.position_bits_to_shift, self.initial_term_id
         )
-        if not sender_position - self.term_buffer_length <= resend_position < sender_position:
+        if not sender_position - self.term_length <= resend_position < sender_position:
             return
         term_buffer = self._term_buffers[(resend_position >> self.position_bits_to_shift) % 3]
         remaining = length
@@ -297,7 +297,7 @@ class NetworkPublication:
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
         if not self.retransmit_handler.on_nak(
-            term_id, term_offset, length, self.term_buffer_length, now_ns, self.resend
+            term_id, term_offset, length, self.term_length, now_ns, self.resend
         ):
             self._invalid_packets.increment()  # an offset outside the term: counted, as 1.15.1
 
@@ -340,10 +340,10 @@ class NetworkPublication:
     def _clean_buffer(self, publisher_limit: int) -> None:
         clean_position = self._clean_position
         dirty_range = publisher_limit - clean_position
-        reserved_range = self.term_buffer_length * 2
+        reserved_range = self.term_length * 2
         if dirty_range > reserved_range:
             term_offset = clean_position & self._term_length_mask
-            length = min(dirty_range - reserved_range, self.term_buffer_length - term_offset)
+            length = min(dirty_range - reserved_range, self.term_length - term_offset)
             self._term_buffers[(clean_position >> self.position_bits_to_shift) % 3].set_zero(
                 term_offset, length
             )
@@ -385,7 +385,7 @@ class NetworkPublication:
             if not self.is_exclusive and self._blocked_log_watch.check(
                 self._term_buffers,
                 self._meta,
-                self.term_buffer_length,
+                self.term_length,
                 producer_position,
                 self.sender_position.get(),
                 now_ns,
@@ -397,7 +397,7 @@ class NetworkPublication:
             sender_position = self.sender_position.get()
             if producer_position > sender_position:
                 # No publisher is left to finish a claim: pad over it at once so the rest can drain.
-                if unblock(self._term_buffers, self._meta, sender_position, self.term_buffer_length):
+                if unblock(self._term_buffers, self._meta, sender_position, self.term_length):
                     self._unblocked_publications.increment()
                     return
                 if self.has_receivers:

@@ -109,13 +109,19 @@ def test_counters_metadata_is_four_times_values() -> None:
         ("1g", 1024 * MIB),
         ("1G", 1024 * MIB),
         (" 8k ", 8 * 1024),
+        ("k", 0),  # as agrona's parseSize: no digits before the suffix is 0
+        ("+65536", 65536),  # Long.parseLong takes a sign
+        ("2147483647", 2**31 - 1),
     ],
 )
 def test_parse_size(text: str, expected: int) -> None:
     assert parse_size("aeron.x", text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "k", "64kb", "1.5m", "-1", "1t", "64 k b", "0x10"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "64kb", "1.5m", "-1", "1t", "64 k b", "0x10", "+64k", "2g", "2147483648", "9007199254739969k"],
+)
 def test_parse_size_rejects_with_the_property_name(text: str) -> None:
     with pytest.raises(ConfigurationError, match=r"aeron\.some\.length=") as info:
         parse_size("aeron.some.length", text)
@@ -182,7 +188,9 @@ def test_parse_threading_mode_rejects_with_the_property_name() -> None:
 
 
 def test_flow_control_strategies_take_1_15_1_class_names_or_short_names() -> None:
-    ctx = make(properties={"aeron.multicast.flow.control.strategy": "io.aeron.driver.MinMulticastFlowControl"})
+    ctx = make(
+        properties={"aeron.multicast.flow.control.strategy": "io.aeron.driver.MinMulticastFlowControl"}
+    )
     assert (ctx.unicast_flow_control, ctx.multicast_flow_control) == ("unicast", "min")
     assert make().multicast_flow_control == "max"  # 1.15.1's default for multicast and MDC
     assert make(properties={"aeron.unicast.flow.control.strategy": "max"}).unicast_flow_control == "max"

@@ -1,7 +1,7 @@
 """NetworkPublication, sans-IO: what the sender puts on the wire and how the conductor side moves it along.
 
-The publication's log is a real mapped RawLog; messages go in with the real TermAppender (rotation and
-padding included). The send channel endpoint is a recorder; time comes from the manual clock. Checked
+The publication's log is a real mapped RawLog; messages go in through the real concurrent offer path
+(tests/support LogWriter: rotation and padding included). The send channel endpoint is a recorder; time comes from the manual clock. Checked
 against docs/wire.md §7 (sender 1-7) and Aeron 1.15.1 NetworkPublication.
 """
 
@@ -27,6 +27,7 @@ from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 from driver.util.bit_util import align
+from tests.support import LogWriter
 
 T = 64 * 1024
 MTU = 1408
@@ -137,6 +138,7 @@ class Harness:
             correlation_id=1,
         )
         self.template = lbd.default_frame_header(self.meta)
+        self.writer = LogWriter(self.terms, self.meta)
         self.publisher_pos = self.manager.new_counter("pub-pos")
         self.publisher_limit = self.manager.new_counter("pub-lmt")
         self.sender_position = self.manager.new_counter("snd-pos")
@@ -172,24 +174,9 @@ class Harness:
 
     # --- producer side (a client's publication, in-process) ---
 
-    def _appender(self) -> tuple[TermAppender, int, int]:
-        term_count = lbd.active_term_count(self.meta)
-        index = term_count % 3
-        term_id = lbd.term_id(lbd.raw_tail_volatile(self.meta, index))
-        return TermAppender(self.terms[index], self.meta, index), term_count, term_id
-
     def offer(self, payload: bytes) -> int:
-        while True:
-            appender, term_count, term_id = self._appender()
-            if len(payload) + frames.HEADER_LENGTH <= self.mtu:
-                result = appender.append_unfragmented(term_id, self.template, payload)
-            else:
-                result = appender.append_fragmented(
-                    term_id, self.template, payload, self.mtu - frames.HEADER_LENGTH
-                )
-            if result > 0:
-                return self.publication.producer_position()
-            lbd.rotate_log(self.meta, term_count, term_id)
+        self.writer.append(payload)
+        return self.publication.producer_position()
 
     def offer_sizes(self, *sizes: int) -> int:
         for i, size in enumerate(sizes):
@@ -197,9 +184,13 @@ class Harness:
         return self.publication.producer_position()
 
     def claim(self, length: int) -> BufferClaim:
+        """``Publication.try_claim``'s path: TermAppender.claim in the active term."""
+        index = lbd.active_term_count(self.meta) % 3
+        term_id = lbd.term_id(lbd.raw_tail_volatile(self.meta, index))
         claim = BufferClaim()
-        appender, _, term_id = self._appender()
-        assert appender.claim(term_id, self.template, length, claim) > 0
+        assert (
+            TermAppender(self.terms[index], self.meta, index).claim(term_id, self.template, length, claim) > 0
+        )
         return claim
 
     def abandon_claim(self, length: int) -> int:

@@ -1,7 +1,7 @@
 """PublicationImage, sans-IO: the receiver's rebuild of a remote stream and the conductor's gap scan.
 
-Datagrams come from a reference stream appended with the real TermAppender into a scratch log and cut the
-way the sender cuts them (whole frames, at most one MTU, a PAD frame sent as its header only). The image
+Datagrams come from a reference stream offered through the real concurrent offer path (tests/support
+LogWriter) into a scratch log and cut the way the sender cuts them (whole frames, at most one MTU, a PAD frame sent as its header only). The image
 gets them through ``insert_packet`` in any order; after each step the test checks what docs/wire.md §7 and
 docs/logbuffer.md §7-8 define: rcv-hwm = max(packet position + datagram length, heartbeat position),
 rcv-pos = the end of the contiguous prefix (one term per ``track_rebuild``), the term contents, the NAKs the
@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.logbuffer.term_appender import TermAppender
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
 from driver.protocol.feedback_delay import (
@@ -39,6 +38,7 @@ from driver.reports.loss_report import LossReport, iter_loss_report
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 from driver.util.bit_util import align, to_int32
+from tests.support import LogWriter
 
 T = 64 * 1024
 MTU = 1408
@@ -146,7 +146,8 @@ class Frame:
 
 
 class Stream:
-    """Messages appended with the real TermAppender (rotation and padding included) to a scratch log that
+    """Messages offered through the real concurrent offer path (LogWriter: rotation and padding included) to a
+    scratch log that
     starts at (``term_id``, ``term_offset``), then cut into datagrams as the sender does."""
 
     def __init__(
@@ -177,6 +178,7 @@ class Stream:
             term_offset=term_offset,
         )
         self.template = lbd.default_frame_header(self.meta)
+        self.writer = LogWriter(self.terms, self.meta)
         self.join_position = self.position
 
     @property
@@ -190,20 +192,7 @@ class Stream:
         )
 
     def offer(self, payload: bytes) -> int:
-        while True:
-            term_count = lbd.active_term_count(self.meta)
-            index = term_count % 3
-            term_id = lbd.term_id(lbd.raw_tail_volatile(self.meta, index))
-            appender = TermAppender(self.terms[index], self.meta, index)
-            if len(payload) + frames.HEADER_LENGTH <= self.mtu:
-                result = appender.append_unfragmented(term_id, self.template, payload)
-            else:
-                result = appender.append_fragmented(
-                    term_id, self.template, payload, self.mtu - frames.HEADER_LENGTH
-                )
-            if result > 0:
-                return self.position
-            lbd.rotate_log(self.meta, term_count, term_id)
+        return self.writer.append(payload)
 
     def offer_all(self, sizes: list[int]) -> Stream:
         for i, size in enumerate(sizes):

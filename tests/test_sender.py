@@ -15,7 +15,6 @@ import pytest
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.logbuffer.term_appender import TermAppender
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.network_publication import NetworkPublication
 from driver.protocol import frames
@@ -28,7 +27,7 @@ from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
-from tests.support import FakeBatch, FakeTransport
+from tests.support import FakeBatch, FakeTransport, LogWriter
 
 T = 64 * 1024
 MTU = 1408
@@ -91,13 +90,9 @@ class Env:
         return publication
 
     def offer(self, publication: NetworkPublication, *sizes: int) -> None:
-        meta = publication.raw_log.meta_data
-        template = lbd.default_frame_header(meta)
+        writer = LogWriter(publication.raw_log.term_buffers, publication.raw_log.meta_data)
         for size in sizes:
-            index = lbd.active_term_count(meta) % 3
-            term_id = lbd.term_id(lbd.raw_tail_volatile(meta, index))
-            appender = TermAppender(publication.raw_log.term_buffers[index], meta, index)
-            assert appender.append_unfragmented(term_id, template, bytes(size)) > 0
+            writer.append(bytes(size))
 
     def control(self, *datagrams: bytes) -> None:
         for datagram in datagrams:

@@ -55,9 +55,9 @@ class Image:
         meta = log_buffers.meta_data_buffer
         self._meta = meta
         self._term_buffers = log_buffers.term_buffers
-        self.term_buffer_length = log_buffers.term_length
-        self._term_length_mask = self.term_buffer_length - 1
-        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_buffer_length)
+        self.term_length = log_buffers.term_length
+        self._term_length_mask = self.term_length - 1
+        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_length)
         self.initial_term_id = lbd.initial_term_id(meta)
         self.mtu_length = lbd.mtu_length(meta)
         self._subscriber_position = subscriber_position
@@ -158,7 +158,7 @@ class Image:
         position = self._position
         term_offset = position & self._term_length_mask
         term_buffer = self._term_buffers[(position >> self.position_bits_to_shift) % 3]
-        limit_offset = min(term_offset + block_length_limit, self.term_buffer_length)
+        limit_offset = min(term_offset + block_length_limit, self.term_length)
         length = term_block_scanner.scan(term_buffer, term_offset, limit_offset) - term_offset
         if length > 0:
             term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
@@ -174,7 +174,7 @@ class Image:
         term_offset = position & self._term_length_mask
         index = (position >> self.position_bits_to_shift) % 3
         term_buffer = self._term_buffers[index]
-        capacity = self.term_buffer_length
+        capacity = self.term_length
         limit_offset = min(term_offset + block_length_limit, capacity)
         length = term_block_scanner.scan(term_buffer, term_offset, limit_offset) - term_offset
         if length > 0:

@@ -66,13 +66,13 @@ class _PublicationBase:
         meta = log_buffers.meta_data_buffer
         self._meta = meta
         self._publication_limit = publication_limit
-        self.term_buffer_length = log_buffers.term_length
-        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_buffer_length)
+        self.term_length = log_buffers.term_length
+        self.position_bits_to_shift = lbd.position_bits_to_shift(self.term_length)
         self.initial_term_id = lbd.initial_term_id(meta)
         self.mtu_length = lbd.mtu_length(meta)
         self.max_payload_length = self.mtu_length - HEADER_LENGTH
-        self.max_message_length = lbd.compute_max_message_length(self.term_buffer_length)
-        self.max_possible_position = self.term_buffer_length * (1 << 31)
+        self.max_message_length = lbd.compute_max_message_length(self.term_length)
+        self.max_possible_position = self.term_length * (1 << 31)
         self._header_template = lbd.default_frame_header(meta)
         self.is_closed = False
 
@@ -94,7 +94,7 @@ class _PublicationBase:
         if length > self.max_message_length:
             raise ValueError(
                 f"message of {length} bytes exceeds the maximum of {self.max_message_length} for "
-                f"a term length of {self.term_buffer_length}"
+                f"a term length of {self.term_length}"
             )
 
     def _back_pressure_status(self, position: int, length: int) -> int:
@@ -156,7 +156,7 @@ class Publication(_PublicationBase):
         if self.is_closed:
             return CLOSED
         return lbd.producer_position(
-            self._meta, self.term_buffer_length, self.position_bits_to_shift, self.initial_term_id
+            self._meta, self.term_length, self.position_bits_to_shift, self.initial_term_id
         )
 
     def offer(self, data: Any, reserved_value: int = 0) -> int:
@@ -224,7 +224,7 @@ class ExclusivePublication(_PublicationBase):
         index = term_count % 3
         raw_tail = lbd.raw_tail_volatile(meta, index)
         self._term_id = lbd.term_id(raw_tail)
-        self._term_offset = lbd.term_offset(raw_tail, self.term_buffer_length)
+        self._term_offset = lbd.term_offset(raw_tail, self.term_length)
         self._active_partition_index = index
         self._term_begin_position = lbd.compute_term_begin_position(
             self._term_id, self.position_bits_to_shift, self.initial_term_id
@@ -294,7 +294,7 @@ class ExclusivePublication(_PublicationBase):
         if result > 0:
             self._term_offset = result
             return self._term_begin_position + result
-        if self._term_begin_position + self.term_buffer_length >= self.max_possible_position:
+        if self._term_begin_position + self.term_length >= self.max_possible_position:
             return MAX_POSITION_EXCEEDED
         # The term is full (padding written): move to the next one ourselves, no contention to handle.
         next_index = (self._active_partition_index + 1) % 3
@@ -305,5 +305,5 @@ class ExclusivePublication(_PublicationBase):
         self._active_partition_index = next_index
         self._term_id = next_term_id
         self._term_offset = 0
-        self._term_begin_position += self.term_buffer_length
+        self._term_begin_position += self.term_length
         return ADMIN_ACTION

@@ -221,56 +221,9 @@ class AtomicBuffer:
             self._ptr, offset, header_template, term_id, src, len(src), max_payload_length, reserved_value
         )
 
-    # Concurrent appends to this term: ONE fetch-and-add on the int64 tail counter at ``tail_offset`` of
-    # ``tail_buffer`` reserves the space. Result: the new term offset, or AMD_APPEND_* (< 0).
-    def term_append_unfragmented(
-        self,
-        tail_buffer: AtomicBuffer,
-        tail_offset: int,
-        term_id: int,
-        header_template: bytes,
-        src: Any,
-        reserved_value: int,
-    ) -> int:
-        if type(src) is not bytes:
-            src = ffi.from_buffer("uint8_t[]", src)
-        return lib.amd_term_append_unfragmented(
-            self._ptr,
-            self._length,
-            tail_buffer._ptr,
-            tail_offset,
-            term_id,
-            header_template,
-            src,
-            len(src),
-            reserved_value,
-        )
-
-    def term_append_fragmented(
-        self,
-        tail_buffer: AtomicBuffer,
-        tail_offset: int,
-        term_id: int,
-        header_template: bytes,
-        src: Any,
-        max_payload_length: int,
-        reserved_value: int,
-    ) -> int:
-        if type(src) is not bytes:
-            src = ffi.from_buffer("uint8_t[]", src)
-        return lib.amd_term_append_fragmented(
-            self._ptr,
-            self._length,
-            tail_buffer._ptr,
-            tail_offset,
-            term_id,
-            header_template,
-            src,
-            len(src),
-            max_payload_length,
-            reserved_value,
-        )
-
+    # A concurrent claim in this term: ONE fetch-and-add on the int64 tail counter at ``tail_offset`` of
+    # ``tail_buffer`` reserves the space. Result: the new term offset, or AMD_APPEND_* (< 0). (Concurrent
+    # offers reserve the same way inside one native call: logbuffer/publication_offer.py.)
     def term_claim(
         self, tail_buffer: AtomicBuffer, tail_offset: int, term_id: int, header_template: bytes, length: int
     ) -> int:

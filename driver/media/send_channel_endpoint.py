@@ -53,13 +53,13 @@ class SendChannelEndpoint:
         return sent
 
     def send_term_burst(
-        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
+        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu_length: int, max_datagrams: int
     ) -> tuple[int, int, int, bool] | None:
         """A burst of a term's committed frames in one sendmmsg (``UdpTransport.send_term_burst``), or None
         when this endpoint has no such path (multi-destination): the caller then sends datagram by datagram."""
         if self._term_burst is None:
             return None
-        return self._term_burst(term_buffer, term_offset, window, mtu, max_datagrams)
+        return self._term_burst(term_buffer, term_offset, window, mtu_length, max_datagrams)
 
     def add_destination(self, address: tuple[str, int]) -> None:
         self.destinations[address] = 2**63 - 1  # manual destinations never time out

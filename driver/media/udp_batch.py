@@ -291,7 +291,7 @@ class TermBurst:
         term_buffer: AtomicBuffer,
         term_offset: int,
         window: int,
-        mtu: int,
+        mtu_length: int,
         max_datagrams: int,
         address: bytes | None = None,
     ) -> tuple[int, int, int, int]:
@@ -300,8 +300,14 @@ class TermBurst:
         went (then nothing moves); fewer sent than scanned is a short send. The scan stops at the term's
         end, at the first uncommitted frame, after a PAD frame, or when ``window`` bytes are used."""
         term_length = len(term_buffer)
-        if not 0 <= term_offset <= term_length or term_offset & (SLOT_ALIGNMENT - 1) or mtu < SLOT_ALIGNMENT:
-            raise ValueError(f"term offset {term_offset} / mtu {mtu} for a term of {term_length} bytes")
+        if (
+            not 0 <= term_offset <= term_length
+            or term_offset & (SLOT_ALIGNMENT - 1)
+            or mtu_length < SLOT_ALIGNMENT
+        ):
+            raise ValueError(
+                f"term offset {term_offset} / mtu {mtu_length} for a term of {term_length} bytes"
+            )
         result = self._result
         addr, addr_length = (ffi.NULL, 0) if address is None else (address, len(address))
         sent = lib.amd_udp_send_term_burst(
@@ -310,7 +316,7 @@ class TermBurst:
             term_length,
             term_offset,
             window,
-            mtu,
+            mtu_length,
             max_datagrams,
             addr,
             addr_length,

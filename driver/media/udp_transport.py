@@ -52,13 +52,15 @@ PortUnreachableException and NotYetConnectedException in SendChannelEndpoint.sen
 
 
 class ChannelEndpointError(Exception):
-    """A channel's socket could not be opened or set up (ON_ERROR ``CHANNEL_ENDPOINT_ERROR`` to the client).
+    """A channel's socket could not be opened or set up. The conductor refuses the ADD with ON_ERROR
+    GENERIC_ERROR: the 1.15.1 client reads CHANNEL_ENDPOINT_ERROR as the error of an endpoint already open,
+    never as an answer to the ADD (docs/commands.md section 3).
 
     ``channel`` is the original URI; ``address`` the (host, port) being bound, connected or joined; ``errno``
     that of the OSError underneath (None when the request itself is impossible).
     """
 
-    error_code = ErrorCode.CHANNEL_ENDPOINT_ERROR
+    error_code = ErrorCode.GENERIC_ERROR
 
     def __init__(self, channel: str, address: Address | None, action: str, cause: OSError | str) -> None:
         self.channel = channel
@@ -405,7 +407,7 @@ class UdpTransport:
         return sent
 
     def send_term_burst(
-        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu: int, max_datagrams: int
+        self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu_length: int, max_datagrams: int
     ) -> tuple[int, int, int, bool]:
         """Up to ``max_datagrams`` datagrams of ``term_buffer``'s committed frames from ``term_offset`` to the
         connected destination in one sendmmsg (:class:`driver.media.udp_batch.TermBurst`).
@@ -416,7 +418,7 @@ class UdpTransport:
         if self._send_sock is None:
             return 0, 0, 0, False  # closed: nothing goes and nothing is reported (see send)
         sent, bytes_sent, advance, scanned = self._term_burst.send(
-            self._send_fd, term_buffer, term_offset, window, mtu, max_datagrams
+            self._send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams
         )
         if sent < 0:
             if -sent not in _SHORT_SEND_ERRNOS:

@@ -31,7 +31,7 @@ def _sm_position(sm: StatusMessageFrame, initial_term_id: int, position_bits_to_
 
 
 class FlowControl(Protocol):
-    def initialize(self, initial_term_id: int, term_buffer_length: int) -> None: ...
+    def initialize(self, initial_term_id: int, term_length: int) -> None: ...
 
     def on_status_message(
         self,
@@ -73,7 +73,7 @@ class _MaxPositionFlowControl:
         self._should_linger = True
         self._receiver_ids: dict[int, int] = {}  # receiver id -> time of its last SM, for receiver_count only
 
-    def initialize(self, initial_term_id: int, term_buffer_length: int) -> None:
+    def initialize(self, initial_term_id: int, term_length: int) -> None:
         pass
 
     def on_status_message(
@@ -151,7 +151,7 @@ class MinMulticastFlowControl:
         self._receivers: dict[int, _Receiver] = {}
         self._should_linger = True
 
-    def initialize(self, initial_term_id: int, term_buffer_length: int) -> None:
+    def initialize(self, initial_term_id: int, term_length: int) -> None:
         pass
 
     def on_status_message(

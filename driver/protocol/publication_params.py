@@ -4,17 +4,17 @@ Mirrors ``io.aeron.driver.PublicationParams`` / ``SubscriptionParams`` and the c
 (``validateMtuForMaxMessage``, ``confirmMatch``) — docs/uri.md §2-3, docs/commands.md §7. Driver defaults are
 passed in, and lookups into the conductor's state (publications by tag) are callables, so this stays sans-IO.
 
-Numbers follow Java: ``Integer.parseInt``/``Long.parseLong`` (optional sign, ASCII digits), sizes with an
-optional ``k``/``m``/``g`` suffix (times 1024^n, either case) as agrona's ``SystemUtil.parseSize``, durations with
-an optional ``s``/``ms``/``us``/``ns`` suffix (either case; none = ns) as ``SystemUtil.parseDuration``.
+Numbers are parsed by the Java parser 1.15.1 uses for each (driver/util/java_numbers.py): ``Integer.parseInt``
+for session-id and the join position, ``Long.parseLong`` for the entity tag, ``parseLongAscii`` for
+``session-id=tag:n``, agrona's ``SystemUtil.parseSize`` for mtu and term-length (then cut to 32 bits like
+Java's ``(int)`` cast, so ``mtu=4294968320`` is 1024 and ``term-length=k`` is 0, refused by the range check)
+and ``SystemUtil.parseDuration`` for linger (``linger=ms`` is 0). ``sparse`` is true only for ``true`` and a
+subscription is unreliable only for ``reliable=false``: any other value is the other meaning, never an
+error. The behaviour of each form was checked against the 1.15.1 driver (tests/protocol/test_wire_tolerance.py).
 
 Every error is an :class:`InvalidChannelError` naming the parameter, its value and the rule broken. Its
 ``error_code`` is GENERIC_ERROR, which is what 1.15.1 sends for these (they are not wrapped in an
 ``InvalidChannelException`` there).
-
-Deliberate differences from 1.15.1, all on values Java accepts by accident:
-- a size or int that does not fit in 32 bits is rejected (Java casts ``(int)`` and may wrap into range,
-  e.g. ``mtu=4294968320`` becomes 1024); a bare suffix (``k``, ``ns``) is rejected (Java reads it as 0).
 
 A negative ``linger`` is accepted, as 1.15.1 does (its check compares the value with itself): the publication
 then lingers not at all. 1.15.1's own Archive sends one: its ``ChannelUriStringBuilder`` writes linger as a
@@ -23,7 +23,6 @@ then lingers not at all. 1.15.1's own Archive sends one: its ``ChannelUriStringB
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,7 +44,15 @@ from driver.protocol.channel_uri import (
     is_tagged,
 )
 from driver.protocol.control_protocol import ErrorCode
-from driver.util.bit_util import INT32_MAX, INT64_MAX, INT64_MIN, is_power_of_two, to_int32
+from driver.util.bit_util import is_power_of_two, to_int32
+from driver.util.java_numbers import (
+    NumberFormatError,
+    parse_java_int,
+    parse_java_long,
+    parse_long_ascii,
+)
+from driver.util.java_numbers import parse_duration_ns as parse_java_duration_ns
+from driver.util.java_numbers import parse_size as parse_java_size
 
 FRAME_ALIGNMENT = 32
 HEADER_LENGTH = 32
@@ -53,12 +60,6 @@ MAX_UDP_PAYLOAD_LENGTH = 65504
 TERM_MIN_LENGTH = 64 * 1024
 TERM_MAX_LENGTH = 1024 * 1024 * 1024
 MAX_MESSAGE_LENGTH = 16 * 1024 * 1024
-INT32_MIN = -(2**31)
-
-_SIGNED_DIGITS = re.compile(r"[+-]?[0-9]+")
-_SUFFIXED_DIGITS = re.compile(r"-?[0-9]+")
-_SIZE_MULTIPLIERS = {"k": 1024, "m": 1024**2, "g": 1024**3}
-_DURATION_MULTIPLIERS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 class ParameterError(ValueError):
@@ -69,63 +70,38 @@ def _fail(reason: str) -> ParameterError:
     return ParameterError(reason)
 
 
-# --- number parsing --------------------------------------------------------------------------------------
+# --- number parsing (driver/util/java_numbers.py has the Java parsers) ------------------------------------
 
 
-def _parse_integer(name: str, value: str, low: int, high: int, kind: str) -> int:
-    if not _SIGNED_DIGITS.fullmatch(value):
-        raise _fail(f"{name}={value} is not {kind}")
-    number = int(value)
-    if not low <= number <= high:
-        raise _fail(f"{name}={value} is out of range for {kind} ({low}..{high})")
-    return number
+def _parsed(parse: Callable[[str, str], int], name: str, value: str) -> int:
+    try:
+        return parse(name, value)
+    except NumberFormatError as ex:
+        raise _fail(str(ex)) from None
 
 
 def parse_int32(name: str, value: str) -> int:
-    """``Integer.parseInt``: optional sign and ASCII digits, within 32 bits."""
-    return _parse_integer(name, value, INT32_MIN, INT32_MAX, "a 32-bit integer")
-
-
-def parse_int64(name: str, value: str) -> int:
-    """``Long.parseLong``: optional sign and ASCII digits, within 64 bits."""
-    return _parse_integer(name, value, INT64_MIN, INT64_MAX, "a 64-bit integer")
+    """``Integer.parseInt``: optional sign and decimal digits, within 32 bits."""
+    return _parsed(parse_java_int, name, value)
 
 
 def parse_size(name: str, value: str) -> int:
-    """agrona ``SystemUtil.parseSize``: digits with an optional k/m/g suffix (times 1024^n); fits in 32 bits."""
-    if value[-1:].isdigit():
-        number = _parse_integer(
-            name, value, INT64_MIN, INT64_MAX, "a size (digits with an optional k, m or g)"
-        )
-    else:
-        multiplier = _SIZE_MULTIPLIERS.get(value[-1:].lower())
-        digits = value[:-1]
-        if multiplier is None or not _SUFFIXED_DIGITS.fullmatch(digits):
-            raise _fail(f"{name}={value} is not a size: use digits with an optional k, m or g suffix")
-        number = int(digits) * multiplier
-    if not INT32_MIN <= number <= INT32_MAX:
-        raise _fail(f"{name}={value} is out of range: {number} does not fit in a 32-bit int")
-    return number
+    """``(int) SystemUtil.parseSize``: the size as PublicationParams uses it, cut to a 32-bit int like
+    Java's cast (``4294968320`` is 1024, ``2g`` is negative and fails the range checks that follow)."""
+    return to_int32(_parsed(parse_java_size, name, value))
 
 
 def parse_duration_ns(name: str, value: str) -> int:
-    """agrona ``SystemUtil.parseDuration``: digits with an optional s/ms/us/ns suffix (none = ns).
+    """``SystemUtil.parseDuration``: ns, or with an s/ms/us/ns suffix (saturating at the int64 limits)."""
+    return _parsed(parse_java_duration_ns, name, value)
 
-    Like Java's ``TimeUnit.toNanos`` the result saturates at the int64 limits.
-    """
-    lowered = value.lower()
-    if lowered[-1:].isdigit():
-        number = _parse_integer(name, value, INT64_MIN, INT64_MAX, "a duration in ns (or with s, ms, us, ns)")
-    else:
-        suffix = lowered[-2:] if lowered[-2:] in _DURATION_MULTIPLIERS else lowered[-1:]
-        multiplier = _DURATION_MULTIPLIERS.get(suffix)
-        digits = value[: len(value) - len(suffix)]
-        if multiplier is None or not _SUFFIXED_DIGITS.fullmatch(digits):
-            raise _fail(
-                f"{name}={value} is not a duration: use digits with an optional s, ms, us or ns suffix"
-            )
-        number = int(digits) * multiplier
-    return max(INT64_MIN, min(INT64_MAX, number))
+
+def parse_tag(name: str, value: str, text: str) -> int:
+    """The n of ``tag:n`` (``ChannelUri.getTag``: ``parseLongAscii``, so no ``+``, and an empty n is an
+    error as Java's index error is)."""
+    if text == "":
+        raise _fail(f"{name}={value}: no number after 'tag:'")
+    return _parsed(lambda n, v: parse_long_ascii(n, v, text), name, value)
 
 
 # --- shared rules ----------------------------------------------------------------------------------------
@@ -301,15 +277,13 @@ class PublicationParams:
         entity_tag = None
         entity_tag_text = uri.entity_tag
         if entity_tag_text is not None:
-            if (
-                not _SIGNED_DIGITS.fullmatch(entity_tag_text)
-                or not INT64_MIN <= int(entity_tag_text) <= INT64_MAX
-            ):
+            try:
+                entity_tag = parse_java_long(TAGS_PARAM_NAME, entity_tag_text)
+            except NumberFormatError:
                 raise _fail(
                     f"{TAGS_PARAM_NAME}={params[TAGS_PARAM_NAME]}: entity tag {entity_tag_text!r} "
                     "(the 2nd tag) is not a 64-bit integer"
-                )
-            entity_tag = int(entity_tag_text)
+                ) from None
             if entity_tag == INVALID_TAG:
                 raise _fail(
                     f"{TAGS_PARAM_NAME}={params[TAGS_PARAM_NAME]}: entity tag {INVALID_TAG} is reserved"
@@ -328,12 +302,7 @@ class PublicationParams:
             if is_tagged(session_text):
                 is_session_id_tagged = True
                 tag_text = session_text[len(TAG_PREFIX) :]
-                if not _SIGNED_DIGITS.fullmatch(tag_text) or not INT64_MIN <= int(tag_text) <= INT64_MAX:
-                    raise _fail(
-                        f"{SESSION_ID_PARAM_NAME}={session_text}: {tag_text!r} after 'tag:' is not a "
-                        "64-bit integer"
-                    )
-                session_id_tag = int(tag_text)
+                session_id_tag = parse_tag(SESSION_ID_PARAM_NAME, session_text, tag_text)
                 tagged = None
                 if find_network_publication_by_tag is not None and session_id_tag != INVALID_TAG:
                     tagged = find_network_publication_by_tag(session_id_tag)

@@ -20,11 +20,13 @@ addresses resolve (:func:`resolve_numeric`) and a channel that needs the interfa
 non-wildcard ``interface=``) raises TypeError; the driver passes a ``getaddrinfo`` resolver preferring IPv4
 and an interface lister from the media layer.
 
-Differences from 1.15.1, all on input Java accepts by accident or on things Python's stdlib cannot see:
-- ``control-mode`` other than ``manual``/``dynamic`` is rejected (1.15.1 accepts it and then silently runs an
-  explicit-control publication without any destinations);
-- an ``interface`` prefix length outside 0..32 (IPv4) / 0..128 (IPv6) is rejected (Java computes a
-  meaningless mask);
+Numbers are read as 1.15.1 reads them (driver/util/java_numbers.py): ports and the ``interface`` prefix
+length with ``parseIntAscii`` (wrapping at 32 bits, so ``localhost:4295007295`` is port 40127), ``ttl`` with
+``Integer.parseInt`` and the channel tag with ``Long.parseLong``. A prefix length outside 0..32 (0..128)
+builds its mask as Java's shifts do (``/33`` masks like ``/1``). ``control-mode`` may be anything: only
+``manual`` and ``dynamic`` (or none, with ``control``) select a multi-destination mode, as in 1.15.1.
+
+Differences from 1.15.1, on things Python's stdlib cannot see:
 - the IPv6 scope of an endpoint (``[fe80::1%eth0]:40123``) is kept in the host string so sockets can use it;
   Java drops it. The canonical form is the same either way (raw address bytes);
 - candidate interfaces are ordered as Java does (non-loopback first, then longer prefix first) and ties keep
@@ -53,14 +55,13 @@ from driver.protocol.channel_uri import (
     InvalidChannelError,
 )
 from driver.protocol.control_protocol import ErrorCode
-from driver.util.bit_util import INT32_MAX, INT64_MAX, INT64_MIN
+from driver.util.java_numbers import NumberFormatError, parse_int_ascii, parse_java_int, parse_java_long
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Address = tuple[str, int]
 """(host, port) as sockets take it: host is a numeric address; IPv6 may carry ``%scope``."""
 
 _IPV4_ANY = ipaddress.IPv4Address(0)
-_INT32_MIN = -(2**31)
 
 
 class AddressError(ValueError):
@@ -125,10 +126,19 @@ def _ascii_digits(text: str) -> bool:
 
 
 def _port(name: str, value: str, text: str) -> int:
-    port = int(text)
-    if port > 65535:
-        raise AddressError(f"{name}={value}: port {text} is out of range (0..65535)")
+    """``parseIntAscii`` then ``InetSocketAddress``'s range check."""
+    port = _ascii_int(name, value, text)
+    if not 0 <= port <= 65535:
+        wrapped = f" ({port} as a 32-bit int)" if str(port) != text else ""
+        raise AddressError(f"{name}={value}: port {text}{wrapped} is out of range (0..65535)")
     return port
+
+
+def _ascii_int(name: str, value: str, text: str) -> int:
+    try:
+        return parse_int_ascii(name, value, text)
+    except NumberFormatError as ex:
+        raise AddressError(str(ex)) from None
 
 
 _IPV6_HOST_CHARS = frozenset("0123456789abcdefABCDEF:")
@@ -204,20 +214,15 @@ def parse_interface(value: str, resolve: Resolver = resolve_numeric) -> Interfac
 
     port = 0
     if colon >= 0 and bracket <= colon:
-        port_text = value[colon + 1 : slash if slash > colon else len(value)]
-        if not _ascii_digits(port_text):
-            raise AddressError(f"{name}={value}: invalid port {port_text!r}: expected decimal digits")
-        port = _port(name, value, port_text)
+        if colon == len(value) - 1:
+            raise AddressError(f"{name}={value}: the port after ':' is missing")
+        port = _port(name, value, value[colon + 1 : slash if slash > colon else len(value)])
 
-    width = address.max_prefixlen
-    prefix_length = width
+    prefix_length = address.max_prefixlen
     if slash >= 0:
-        prefix_text = value[slash + 1 :]
-        if not _ascii_digits(prefix_text) or int(prefix_text) > width:
-            raise AddressError(
-                f"{name}={value}: invalid subnet prefix length {prefix_text!r}: expected 0..{width}"
-            )
-        prefix_length = int(prefix_text)
+        if slash == len(value) - 1:
+            raise AddressError(f"{name}={value}: the subnet prefix length after '/' is missing")
+        prefix_length = _ascii_int(name, value, value[slash + 1 :])
     return InterfaceSearchAddress(address, port, prefix_length)
 
 
@@ -229,11 +234,22 @@ def _resolve(resolve: Resolver, host: str, what: str) -> IpAddress:
         raise AddressError(f"{what}: could not resolve host {host!r}{detail}") from None
 
 
+def _java_mask(prefix_length: int, bits: int) -> int:
+    """``NetworkUtil.prefixLengthTo...Mask``: ``-(1 << bits - prefix)`` with Java's shift (distance mod bits)."""
+    return 0 if prefix_length == 0 else -(1 << ((bits - prefix_length) % bits)) & ((1 << bits) - 1)
+
+
 def _matches(candidate: IpAddress, expected: IpAddress, prefix_length: int) -> bool:
+    """``NetworkUtil.isMatchWithPrefix``: IPv4 with one 32-bit mask, IPv6 with two 64-bit halves."""
     if candidate.version != expected.version:
         return False
-    shift = candidate.max_prefixlen - prefix_length
-    return int(candidate) >> shift == int(expected) >> shift
+    if candidate.version == 4:
+        mask = _java_mask(prefix_length, 32)
+    else:
+        upper = _java_mask(min(prefix_length, 64), 64)
+        lower = _java_mask(max(prefix_length - 64, 0), 64)
+        mask = upper << 64 | lower
+    return int(candidate) & mask == int(expected) & mask
 
 
 def _address_on(interface: NetworkInterface, search: InterfaceSearchAddress) -> InterfaceAddress | None:
@@ -360,14 +376,6 @@ class UdpChannel:
                 "a UDP channel must have at least one of endpoint=host:port, control=host:port, "
                 "tags=<channel tag> or control-mode=manual|dynamic"
             )
-        if control_mode is not None and control_mode not in (
-            MDC_CONTROL_MODE_MANUAL,
-            MDC_CONTROL_MODE_DYNAMIC,
-        ):
-            raise AddressError(
-                f"{MDC_CONTROL_MODE_PARAM_NAME}={control_mode} is not supported: use "
-                f"{MDC_CONTROL_MODE_MANUAL} or {MDC_CONTROL_MODE_DYNAMIC}"
-            )
 
         endpoint_address: IpAddress = _IPV4_ANY  # no endpoint (MDC, tag, control-mode): wildcard 0.0.0.0:0
         endpoint_port = 0
@@ -380,12 +388,13 @@ class UdpChannel:
 
         tag = None
         if tag_text is not None:
-            if not _java_long(tag_text):
+            try:
+                tag = parse_java_long(TAGS_PARAM_NAME, tag_text)
+            except NumberFormatError:
                 raise AddressError(
                     f"{TAGS_PARAM_NAME}={params[TAGS_PARAM_NAME]}: channel tag {tag_text!r} (the 1st tag) "
                     "is not a 64-bit integer"
-                )
-            tag = int(tag_text)
+                ) from None
 
         local_interface = None
         multicast_ttl = 0
@@ -408,9 +417,10 @@ class UdpChannel:
             multicast_ttl = default_multicast_ttl
             ttl_text = params.get(TTL_PARAM_NAME)
             if ttl_text is not None:
-                if not _java_int(ttl_text):
-                    raise AddressError(f"{TTL_PARAM_NAME}={ttl_text} is not a 32-bit integer")
-                multicast_ttl = int(ttl_text)
+                try:
+                    multicast_ttl = parse_java_int(TTL_PARAM_NAME, ttl_text)
+                except NumberFormatError as ex:
+                    raise AddressError(str(ex)) from None
             local_data = local_control = (_host(local_address), local_port)
             remote_data = (_host(endpoint_address), endpoint_port)
             remote_control = (_host(remote_control_address), endpoint_port)
@@ -515,18 +525,6 @@ def _interface_what(params: dict[str, str]) -> str:
 def _search_address(params: dict[str, str], resolve: Resolver) -> InterfaceSearchAddress:
     value = params.get(INTERFACE_PARAM_NAME)
     return WILDCARD_SEARCH if value is None else parse_interface(value, resolve)
-
-
-def _java_int(text: str) -> bool:
-    return _signed_digits(text) and _INT32_MIN <= int(text) <= INT32_MAX
-
-
-def _java_long(text: str) -> bool:
-    return _signed_digits(text) and INT64_MIN <= int(text) <= INT64_MAX
-
-
-def _signed_digits(text: str) -> bool:
-    return _ascii_digits(text[1:] if text[:1] in ("+", "-") else text)
 
 
 def destination_address(uri: ChannelUri | str, *, resolve: Resolver = resolve_numeric) -> Address:

@@ -163,7 +163,7 @@ def test_raw_poll_says_where_the_block_lies_in_the_log_file(stream) -> None:
 def test_what_a_recorder_reads_from_an_image_and_a_publication(stream) -> None:
     publication, image, _ = stream
     assert image.join_position == 0
-    assert image.term_buffer_length == TERM_LENGTH
+    assert image.term_length == TERM_LENGTH
     assert image.mtu_length == publication.mtu_length
     assert image.initial_term_id == publication.initial_term_id
     assert image.session_id == publication.session_id

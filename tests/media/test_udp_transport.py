@@ -256,7 +256,7 @@ def test_bind_conflict_names_channel_address_and_what_to_do(transports) -> None:
     assert error.channel == uri
     assert error.address == ("127.0.0.1", port)
     assert error.errno == errno.EADDRINUSE
-    assert error.error_code == ErrorCode.CHANNEL_ENDPOINT_ERROR
+    assert error.error_code == ErrorCode.GENERIC_ERROR
     assert str(error).startswith(f"channel error - cannot bind 127.0.0.1:{port}: Address already in use")
     assert "use another port" in str(error)
     assert str(error).endswith(uri)

@@ -179,7 +179,10 @@ def test_multicast_ttl() -> None:
     assert parse("aeron:udp?endpoint=224.0.1.1:1", default_multicast_ttl=4).multicast_ttl == 4
     assert parse("aeron:udp?endpoint=224.0.1.1:1|ttl=300").multicast_ttl == 300  # jar: not range checked
     assert parse("aeron:udp?endpoint=224.0.1.1:1|ttl=-1").multicast_ttl == -1  # jar
-    assert parse_error("aeron:udp?endpoint=224.0.1.1:1|ttl=abc") == "ttl=abc is not a 32-bit integer"  # jar
+    assert parse_error("aeron:udp?endpoint=224.0.1.1:1|ttl=abc") == (  # jar
+        "ttl=abc is not a 32-bit integer (an optional sign and decimal digits)"
+    )
+    assert parse("aeron:udp?endpoint=224.0.1.1:1|ttl=+5").multicast_ttl == 5  # jar
     # jar: ttl is only read for multicast, so a bad one on unicast is ignored
     assert parse("aeron:udp?endpoint=localhost:1|ttl=abc", default_multicast_ttl=4).multicast_ttl == 0
 
@@ -378,11 +381,11 @@ def test_interfaces_are_only_listed_when_needed() -> None:
         ),
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1:",
-            "interface=127.0.0.1:: invalid port '': expected decimal digits",
+            "interface=127.0.0.1:: the port after ':' is missing",
         ),  # jar
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1:5x",
-            "interface=127.0.0.1:5x: invalid port '5x': expected decimal digits",
+            "interface=127.0.0.1:5x: 'x' is not a digit (only ASCII digits, '-' in front)",
         ),  # jar
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1:70000",
@@ -390,16 +393,11 @@ def test_interfaces_are_only_listed_when_needed() -> None:
         ),
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1/",
-            "interface=127.0.0.1/: invalid subnet prefix length '': expected 0..32",
+            "interface=127.0.0.1/: the subnet prefix length after '/' is missing",
         ),  # jar
-        # jar accepts /33 (and computes a meaningless mask); we reject it
         (
-            "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1/33",
-            "interface=127.0.0.1/33: invalid subnet prefix length '33': expected 0..32",
-        ),
-        (
-            "aeron:udp?endpoint=224.0.1.1:1|interface=[::1]/129",
-            "interface=[::1]/129: invalid subnet prefix length '129': expected 0..128",
+            "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1/x",
+            "interface=127.0.0.1/x: 'x' is not a digit (only ASCII digits, '-' in front)",
         ),
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=",
@@ -416,11 +414,6 @@ def test_interfaces_are_only_listed_when_needed() -> None:
         (
             "aeron:udp?endpoint=224.0.1.1:1|interface=[localhost]",
             "interface=[localhost]: only an IPv6 address may be in brackets",
-        ),
-        # jar accepts any control-mode (and then runs no MDC); we reject it
-        (
-            "aeron:udp?endpoint=localhost:1|control-mode=bogus",
-            "control-mode=bogus is not supported: use manual or dynamic",
         ),
     ],
 )
@@ -561,3 +554,32 @@ def test_parse_without_an_interface_lister_is_a_caller_bug_when_one_is_needed() 
 def test_loopback_only_table() -> None:
     channel = UdpChannel.parse("aeron:udp?endpoint=224.0.1.1:40456", interfaces=lambda: LOOPBACK_ONLY)
     assert channel.canonical_form == "UDP-7f000001-0-e0000101-40456"
+
+
+def test_prefix_lengths_out_of_range_mask_as_java_shifts() -> None:  # jar: /33 accepted
+    # Java builds the IPv4 mask as -(1 << 32 - prefix) with the shift distance taken mod 32: /33 is /1, /-8 is
+    # /24; IPv6 does the same per 64-bit half.
+    loopback = parse(
+        "aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.1/33", interfaces=lambda: LOOPBACK_ONLY
+    )
+    assert loopback.local_data == ("127.0.0.1", 0)
+    assert parse("aeron:udp?endpoint=224.0.1.1:1|interface=127.0.0.9/-8", interfaces=lambda: LOOPBACK_ONLY)
+    with pytest.raises(InvalidChannelError, match="no local interface"):
+        parse("aeron:udp?endpoint=224.0.1.1:1|interface=127.0.9.1/-8", interfaces=lambda: LOOPBACK_ONLY)
+    with pytest.raises(InvalidChannelError, match="no local interface"):
+        parse("aeron:udp?endpoint=224.0.1.1:1|interface=128.0.0.1/33", interfaces=lambda: LOOPBACK_ONLY)
+    assert parse("aeron:udp?endpoint=[ff02::1]:1|interface=[::1]/129", interfaces=lambda: LOOPBACK_ONLY)
+
+
+def test_ports_wrap_as_parse_int_ascii() -> None:  # jar: localhost:(2^32 + p) is port p
+    assert parse(f"aeron:udp?endpoint=127.0.0.1:{2**32 + 40123}").remote_data == ("127.0.0.1", 40123)
+    assert parse_error("aeron:udp?endpoint=127.0.0.1:65536") == (
+        "endpoint=127.0.0.1:65536: port 65536 is out of range (0..65535)"
+    )
+
+
+def test_any_control_mode_is_accepted_and_only_manual_or_dynamic_select_mdc() -> None:  # jar
+    bogus = parse("aeron:udp?endpoint=localhost:1|control=localhost:2|control-mode=bogus")
+    assert bogus.has_explicit_control
+    assert not bogus.is_manual_control_mode and not bogus.is_dynamic_control_mode
+    assert parse("aeron:udp?control-mode=").control_mode == ""

@@ -21,6 +21,11 @@ What is here, and when to use which:
     The real 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a peer: fresh UDP channels and the
     ``aeron.archive.*`` channel properties, and the archive's start (after ARCHIVE READY) and stop. Import
     from ``tests.support.java_archive``; tests/archive/conftest.py has a module-scoped ``java_archive`` fixture.
+``LogWriter`` (log_writer.py)
+    Messages into a publication log (three contiguous terms + metadata) through the package's real
+    concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
+    what ``Publication.offer`` would, ``append`` retries rotations. Use it for any test that needs messages
+    in a log (a network publication to send, a reference stream to cut into datagrams).
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
@@ -31,6 +36,7 @@ What is here, and when to use which:
 
 from tests.support.clock import ManualClock
 from tests.support.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
+from tests.support.log_writer import LogWriter
 from tests.support.ports import free_port
 from tests.support.transport import FakeBatch, FakeTransport
 from tests.support.wait import wait_for, wait_until
@@ -39,6 +45,7 @@ __all__ = [
     "EmbeddedDriver",
     "FakeBatch",
     "FakeTransport",
+    "LogWriter",
     "ManualClock",
     "embedded_driver",
     "free_port",

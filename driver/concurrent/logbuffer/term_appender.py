@@ -1,13 +1,13 @@
-"""TermAppender: many publishers, in any number of processes, appending frames to one term (Aeron 1.15.1).
+"""TermAppender: a claim (``Publication.try_claim``) in a term that many publishers, in any number of
+processes, write to at once (Aeron 1.15.1).
 
 Space is reserved with ONE get-and-add on the partition's int64 tail counter (term id in the high 32
-bits, offset in the low 32), so concurrent publishers never overlap. Each frame is then written with
-its length negative first (release store + release fence) and committed with a release store of the
-positive length (spec section 5). A reservation that crosses the end of the term fills the rest of the
-term with padding; only the publisher whose reservation started inside the term does that.
-
-Reservation and frame writes are one native call per append: this is the Python publisher's offer()
-path, and a second call would cost as much as the whole write (see native/README.md).
+bits, offset in the low 32), so concurrent publishers never overlap. The claimed frame's header is written
+with its length negative (release store + release fence); the claimant fills the payload and commits with a
+release store of the positive length (docs/logbuffer.md). A reservation that crosses the end of the term
+fills the rest of the term with padding; only the publisher whose reservation started inside the term does
+that. Offers reserve and write the same way, but in one native call with the limit check and the rotation
+(logbuffer/publication_offer.py).
 
 Return values: the new term offset (> 0) on success, else ``TRIPPED`` or ``FAILED``. Both mean "this
 term is full": call ``rotate_log`` and report ADMIN_ACTION, as ConcurrentPublication does.
@@ -74,8 +74,6 @@ class TermAppender:
     """
 
     __slots__ = (
-        "_append_fragmented",
-        "_append_unfragmented",
         "_claim",
         "_get_tail_volatile",
         "_meta_data_buffer",
@@ -93,8 +91,6 @@ class TermAppender:
         self._template: bytes | None = None
         # Bound methods cached once: every attribute lookup shows on the append path.
         self._get_tail_volatile = meta_data_buffer.get_int64_volatile
-        self._append_unfragmented = term_buffer.term_append_unfragmented
-        self._append_fragmented = term_buffer.term_append_fragmented
         self._claim = term_buffer.term_claim
 
     @property
@@ -103,48 +99,6 @@ class TermAppender:
 
     def raw_tail_volatile(self) -> int:
         return self._get_tail_volatile(self._tail_counter_offset)
-
-    def append_unfragmented(
-        self, term_id: int, header_template: bytes, src: Any, reserved_value: int = 0
-    ) -> int:
-        """Append ``src`` (bytes or any contiguous buffer) as one frame, flags from the template (BEGIN|END).
-
-        ``term_id`` is the active term id the caller saw; the new term offset or a sentinel.
-        """
-        if header_template is not self._template:
-            self._template = check_header_template(header_template)
-        result = self._append_unfragmented(
-            self._meta_data_buffer, self._tail_counter_offset, term_id, header_template, src, reserved_value
-        )
-        if result < FAILED:
-            raise self._mismatch(term_id)
-        return result
-
-    def append_fragmented(
-        self,
-        term_id: int,
-        header_template: bytes,
-        src: Any,
-        max_payload_length: int,
-        reserved_value: int = 0,
-    ) -> int:
-        """Append ``src`` as frames of at most ``max_payload_length`` bytes (mtu - 32) flagged BEGIN, 0...,
-        END, reserving the space for all of them at once; the new term offset or a sentinel."""
-        if header_template is not self._template:
-            self._template = check_header_template(header_template)
-        check_fragmentation(len(src) if type(src) is bytes else memoryview(src).nbytes, max_payload_length)
-        result = self._append_fragmented(
-            self._meta_data_buffer,
-            self._tail_counter_offset,
-            term_id,
-            header_template,
-            src,
-            max_payload_length,
-            reserved_value,
-        )
-        if result < FAILED:
-            raise self._mismatch(term_id)
-        return result
 
     def claim(self, term_id: int, header_template: bytes, length: int, buffer_claim: BufferClaim) -> int:
         """Reserve one frame of ``length`` payload bytes for the caller to fill and then commit or abort

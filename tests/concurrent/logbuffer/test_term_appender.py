@@ -1,5 +1,6 @@
-"""TermAppender (concurrent publications): frame layout, term end, claims, and the reader seeing exactly
-what was appended, including two processes appending to one term at once."""
+"""A concurrent publication's writes to its log: offers (the client's NativeOffer, through tests/support
+LogWriter) and claims (TermAppender.claim). Frame layout, the term end (padding once, then rotation), claims,
+and the reader seeing exactly what was written, including two processes writing to one term at once."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from driver.concurrent.logbuffer.term_cleaner import clean
 from driver.concurrent.logbuffer.term_reader import TermReader
 from driver.protocol.frames import DATA_HEADER, HDR_TYPE_DATA, HDR_TYPE_PAD
 from driver.util.bit_util import align, to_int32
+from tests.support import LogWriter
+from tests.support.log_writer import ADMIN_ACTION
 
 T = 64 * 1024
 INT32_MIN = -(2**31)
@@ -56,6 +59,7 @@ class Log:
             correlation_id=1,
         )
         self.template = lbd.default_frame_header(self.meta)
+        self.writer = LogWriter(self.terms, self.meta)
 
     def start_term(self, term_count: int) -> tuple[int, int]:
         """Make ``term_count`` the active term; (partition index, term id)."""
@@ -96,63 +100,65 @@ def test_sentinels_match_the_native_results() -> None:
 
 
 def test_unfragmented_frame_layout_and_tail(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
-    assert appender.append_unfragmented(1000, log.template, b"hello") == 64
-    assert appender.append_unfragmented(1000, log.template, bytearray(b"x" * 32), reserved_value=-5) == 128
-    assert appender.append_unfragmented(1000, log.template, b"") == 160
+    assert log.writer.offer(b"hello") == 64
+    assert log.writer.offer(bytearray(b"x" * 32), reserved_value=-5) == 128
+    assert log.writer.offer(b"") == 160
     assert frames(log.terms[0]) == [
         (0, 37, 0, 0xC0, HDR_TYPE_DATA, 0, SESSION_ID, STREAM_ID, 1000, 0, b"hello"),
         (64, 64, 0, 0xC0, HDR_TYPE_DATA, 64, SESSION_ID, STREAM_ID, 1000, -5, b"x" * 32),
         (128, 32, 0, 0xC0, HDR_TYPE_DATA, 128, SESSION_ID, STREAM_ID, 1000, 0, b""),
     ]
-    assert appender.raw_tail_volatile() == lbd.pack_tail(1000, 160)
     assert lbd.raw_tail(log.meta, 0) == lbd.pack_tail(1000, 160)
 
 
 def test_any_contiguous_buffer_is_a_source(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
     words = memoryview(bytearray(struct.pack("<3i", 1, 2, 3))).cast("i")
-    assert appender.append_unfragmented(1000, log.template, words) == 64
-    assert appender.append_unfragmented(1000, log.template, memoryview(b"abcdef")[2:5]) == 128
+    assert log.writer.offer(words) == 64
+    assert log.writer.offer(memoryview(b"abcdef")[2:5]) == 128
     assert [f[-1] for f in frames(log.terms[0])] == [struct.pack("<3i", 1, 2, 3), b"cde"]
 
 
 def test_the_term_id_in_the_template_is_replaced_by_the_active_one(log: Log) -> None:
-    index, term_id = log.start_term(4)
-    appender = TermAppender(log.terms[index], log.meta, index)
-    assert appender.append_unfragmented(term_id, log.template, b"abc") == 64
+    index, _ = log.start_term(4)
+    assert log.writer.offer(b"abc") == 4 * T + 64
     assert frames(log.terms[index])[0][8] == 1004
 
 
-def test_crossing_the_term_end_pads_it_once_then_fails(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
+def test_crossing_the_term_end_pads_it_once_and_rotates(log: Log) -> None:
     lbd.set_raw_tail(log.meta, 0, lbd.pack_tail(1000, T - 96))
-    assert appender.append_unfragmented(1000, log.template, b"z" * 100) == TRIPPED
+    assert log.writer.offer(b"z" * 100) == ADMIN_ACTION
     pad = frames(log.terms[0], T - 96)
     assert pad == [(T - 96, 96, 0, 0xC0, HDR_TYPE_PAD, T - 96, SESSION_ID, STREAM_ID, 1000, 0, b"")]
-    assert lbd.term_offset(appender.raw_tail_volatile(), T) == T
-    assert appender.raw_tail_volatile() & 0xFFFF_FFFF == T - 96 + 160
-    assert appender.append_unfragmented(1000, log.template, b"z") == FAILED
-    assert appender.append_fragmented(1000, log.template, b"z" * 2000, 1376) == FAILED
+    assert lbd.raw_tail(log.meta, 0) & 0xFFFF_FFFF == T - 96 + 160
+    assert (lbd.active_term_count(log.meta), lbd.raw_tail(log.meta, 1)) == (1, lbd.pack_tail(1001, 0))
+    # A publisher still in the old term (it read the tail before the rotation) finds it full: no second pad.
+    appender = TermAppender(log.terms[0], log.meta, 0)
     assert appender.claim(1000, log.template, 8, BufferClaim()) == FAILED
     assert frames(log.terms[0], T - 96) == pad
+    assert log.writer.offer(b"z" * 100) == T + 160  # the message goes into the next term
 
 
-def test_an_append_ending_exactly_at_the_term_end_succeeds_and_the_next_fails_without_padding(
+def test_a_term_another_publisher_filled_is_rotated_without_padding(log: Log) -> None:
+    lbd.set_raw_tail(log.meta, 0, lbd.pack_tail(1000, T + 64))  # tripped, not yet rotated
+    assert log.writer.offer(b"q") == ADMIN_ACTION
+    assert frames(log.terms[0]) == []
+    assert lbd.active_term_count(log.meta) == 1
+
+
+def test_an_offer_ending_exactly_at_the_term_end_succeeds_and_the_next_rotates_without_padding(
     log: Log,
 ) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
     lbd.set_raw_tail(log.meta, 0, lbd.pack_tail(1000, T - 64))
-    assert appender.append_unfragmented(1000, log.template, b"q" * 32) == T
-    assert appender.append_unfragmented(1000, log.template, b"q") == FAILED
+    assert log.writer.offer(b"q" * 32) == T
+    assert log.writer.offer(b"q") == ADMIN_ACTION
     assert [f[:5] for f in frames(log.terms[0], T - 64)] == [(T - 64, 64, 0, 0xC0, HDR_TYPE_DATA)]
+    assert log.writer.offer(b"q") == T + 64
 
 
 def test_fragmented_message_as_seen_on_the_wire(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
     message = bytes(random.Random(1).randbytes(3000))
     # mtu 1408: frames of 1408 (BEGIN), 1408 (middle) and 280 (END); docs/wire.md section 9.
-    assert appender.append_fragmented(1000, log.template, message, 1376) == 1408 + 1408 + 288
+    assert log.writer.offer(message) == 1408 + 1408 + 288
     found = frames(log.terms[0])
     assert [(f[0], f[1], f[3], f[5]) for f in found] == [
         (0, 1408, 0x80, 0),
@@ -163,9 +169,8 @@ def test_fragmented_message_as_seen_on_the_wire(log: Log) -> None:
 
 
 def test_fragmented_message_of_whole_fragments(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
     message = b"m" * (2 * 1376)
-    assert appender.append_fragmented(1000, log.template, memoryview(message), 1376, reserved_value=9) == 2816
+    assert log.writer.offer(memoryview(message), reserved_value=9) == 2816
     assert [(f[1], f[3], f[8], f[9]) for f in frames(log.terms[0])] == [
         (1408, 0x80, 1000, 9),
         (1408, 0x40, 1000, 9),
@@ -173,27 +178,17 @@ def test_fragmented_message_of_whole_fragments(log: Log) -> None:
 
 
 def test_fragmented_message_crossing_the_term_end(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
     lbd.set_raw_tail(log.meta, 0, lbd.pack_tail(1000, T - 2048))
-    assert appender.append_fragmented(1000, log.template, b"f" * 3000, 1376) == TRIPPED
+    assert log.writer.offer(b"f" * 3000) == ADMIN_ACTION
     assert [f[:5] for f in frames(log.terms[0], T - 2048)] == [(T - 2048, 2048, 0, 0xC0, HDR_TYPE_PAD)]
-
-
-def test_fragmentation_arguments_are_checked(log: Log) -> None:
-    appender = TermAppender(log.terms[0], log.meta, 0)
-    with pytest.raises(ValueError, match="multiple of 32"):
-        appender.append_fragmented(1000, log.template, b"f" * 3000, 1000)
-    with pytest.raises(ValueError, match="positive length"):
-        appender.append_fragmented(1000, log.template, b"", 1376)
-    assert appender.raw_tail_volatile() == lbd.pack_tail(1000, 0)
 
 
 def test_header_template_must_be_32_bytes(log: Log) -> None:
     appender = TermAppender(log.terms[0], log.meta, 0)
     with pytest.raises(TypeError, match="must be bytes"):
-        appender.append_unfragmented(1000, bytearray(log.template), b"x")
+        appender.claim(1000, bytearray(log.template), 1, BufferClaim())
     with pytest.raises(ValueError, match="32 bytes, got 31"):
-        appender.append_unfragmented(1000, log.template[:31], b"x")
+        appender.claim(1000, log.template[:31], 1, BufferClaim())
     assert appender.raw_tail_volatile() == lbd.pack_tail(1000, 0)
 
 
@@ -206,11 +201,9 @@ def test_a_publisher_delayed_across_rotations_gets_an_error_and_writes_nothing(l
     appender = TermAppender(log.terms[0], log.meta, 0)
     lbd.set_raw_tail(log.meta, 0, lbd.pack_tail(1003, 0))  # partition 0 now holds term 1003
     with pytest.raises(TermIdMismatchError, match="expected term id 1000 but the tail is now in term 1003"):
-        appender.append_unfragmented(1000, log.template, b"late")
-    with pytest.raises(TermIdMismatchError):
         appender.claim(1000, log.template, 10, BufferClaim())
-    with pytest.raises(TermIdMismatchError):
-        appender.append_fragmented(1000, log.template, b"late" * 1000, 1376)
+    # An offer reads the term count and the tail together: they disagree, so it waits (ADMIN_ACTION).
+    assert log.writer.offer(b"late") == ADMIN_ACTION
     assert frames(log.terms[0]) == []
 
 
@@ -221,7 +214,7 @@ def test_claim_is_invisible_until_commit(log: Log) -> None:
     appender = TermAppender(log.terms[0], log.meta, 0)
     claim = BufferClaim()
     assert appender.claim(1000, log.template, 100, claim) == 160
-    assert appender.append_unfragmented(1000, log.template, b"after") == 224
+    assert log.writer.offer(b"after") == 224
     assert (claim.frame_offset, claim.offset, claim.length) == (0, 32, 100)
     assert claim.buffer is log.terms[0]
     assert log.terms[0].get_int32(0) == -132
@@ -263,7 +256,7 @@ def test_aborted_claim_becomes_padding(log: Log) -> None:
     claim.header_type = HDR_TYPE_DATA
     claim.abort()
     assert frames(log.terms[0])[0][:5] == (0, 42, 0, 0x80, HDR_TYPE_PAD)
-    assert appender.append_unfragmented(1000, log.template, b"next") == 128
+    assert log.writer.offer(b"next") == 128
     got = []
     fragments = TermReader().read(
         log.terms[0], 0, lambda b, o, n, h: got.append(b.get_bytes(o, n)), 10, Header(1000, 16)
@@ -404,12 +397,15 @@ def test_the_reader_gets_exactly_what_was_appended(
                 continue
 
             if op[0] == "offer":
+                if full:  # the offer that found the term full rotated the log: offers go on in the next term
+                    continue
                 message = random.Random(i).randbytes(op[1])
                 needed = required_length(len(message), max_payload)
-                if len(message) <= max_payload:
-                    result = appender.append_unfragmented(term_id, log.template, message, reserved_value=i)
-                else:
-                    result = appender.append_fragmented(term_id, log.template, message, max_payload, i)
+                result = log.writer.offer(message, reserved_value=i)
+                if result > 0:
+                    result -= term_count * T  # the position, as the term offset the claims return
+                elif tail + needed > T:
+                    result = TRIPPED  # ADMIN_ACTION: this offer padded the term and rotated the log
             else:
                 length = op[1] % (max_payload + 1)
                 message = random.Random(i).randbytes(length)
@@ -418,7 +414,7 @@ def test_the_reader_gets_exactly_what_was_appended(
                 result = appender.claim(term_id, log.template, length, claim)
 
             if tail + needed > T:
-                assert result == (TRIPPED if tail < T else FAILED)
+                assert result == (TRIPPED if tail < T else FAILED), (result, tail, needed)
                 full = True
             else:
                 assert result == tail + needed
@@ -438,15 +434,12 @@ def test_the_reader_gets_exactly_what_was_appended(
             while not full:
                 message = rng.randbytes(rng.choice([0, 1, 31, 33, 200, 1500, 5000]))
                 needed = required_length(len(message), max_payload)
-                if len(message) <= max_payload:
-                    result = appender.append_unfragmented(term_id, log.template, message)
-                else:
-                    result = appender.append_fragmented(term_id, log.template, message, max_payload)
+                result = log.writer.offer(message)
                 if tail + needed > T:
-                    assert result == (TRIPPED if tail < T else FAILED)
+                    assert result == ADMIN_ACTION  # padded (from inside the term) or found full; rotated
                     full = True
                 else:
-                    assert result == tail + needed
+                    assert result == term_count * T + tail + needed
                     add_message(expected, message, tail, max_payload, 0)
                 tail += needed
 
@@ -469,7 +462,6 @@ def test_offers_across_term_rotations_with_cleaning() -> None:
     log = Log(initial_term_id=initial, mtu=1408)
     try:
         bits = 16
-        appenders = [TermAppender(log.terms[i], log.meta, i) for i in range(3)]
         header = Header(initial, bits)
         reader = TermReader()
         rng = random.Random(7)
@@ -499,23 +491,14 @@ def test_offers_across_term_rotations_with_cleaning() -> None:
 
         for message in messages:
             while True:
-                term_count = lbd.active_term_count(log.meta)
-                index = term_count % 3
-                raw_tail = appenders[index].raw_tail_volatile()
-                term_id = lbd.term_id(raw_tail)
-                position = lbd.compute_position(term_id, lbd.term_offset(raw_tail, T), bits, initial)
-                assert term_count == to_int32(term_id - initial)
-                if position >= sub_position + T:  # publisher limit: one term window ahead of the subscriber
-                    poll()
-                    continue
-                if len(message) <= 1376:
-                    result = appenders[index].append_unfragmented(term_id, log.template, message)
-                else:
-                    result = appenders[index].append_fragmented(term_id, log.template, message, 1376)
+                log.writer.set_limit(sub_position + T)  # publisher limit: one term window ahead of the reader
+                result = log.writer.offer(message)
                 if result > 0:
                     break
-                assert lbd.rotate_log(log.meta, term_count, term_id)
-                admin_actions += 1
+                if result == ADMIN_ACTION:
+                    admin_actions += 1
+                else:  # back pressured at the limit: the subscriber has to move on
+                    poll()
             if rng.random() < 0.3:
                 poll()
         for _ in range(1000):
@@ -537,6 +520,7 @@ CHILD = textwrap.dedent(
     from driver.concurrent.logbuffer.buffer_claim import BufferClaim
     from driver.concurrent.logbuffer.log_buffers import LogBuffers
     from driver.concurrent.logbuffer.term_appender import TermAppender
+    from tests.support import LogWriter
 
     def message(publisher, seq):
         length = 12 + (seq * 7919 + publisher * 104729) % 1800
@@ -551,6 +535,8 @@ CHILD = textwrap.dedent(
         max_payload = lbd.mtu_length(meta) - 32
         term_id = lbd.initial_term_id(meta)
         appender = TermAppender(log.term_buffers[0], meta, 0)
+        writer = LogWriter(log.term_buffers, meta)
+        term_length = log.term_length
         claim = BufferClaim()
         messages = [message(publisher, seq) for seq in range(LIMIT)]
         meta.get_and_add_int32(GO_OFFSET, 1)  # ready
@@ -564,10 +550,10 @@ CHILD = textwrap.dedent(
                 if result > 0:
                     claim.put_bytes(data)
                     claim.commit()
-            elif len(data) <= max_payload:
-                result = appender.append_unfragmented(term_id, template, data)
             else:
-                result = appender.append_fragmented(term_id, template, data, max_payload)
+                result = writer.offer(data)
+                if result > term_length:  # the other process rotated the log: this went into the next term
+                    result = -100
             if result < 0:
                 break
             seq += 1
@@ -657,6 +643,7 @@ def test_two_processes_appending_to_one_term_never_corrupt_frames(tmp_path: Path
                 _, offset = reader.read(term, offset, handler, 1000, header)
                 time.sleep(0.001)  # leave the CPUs to the two appenders so that they really overlap
             assert offset == term_length
+            log_term_copy = AtomicBuffer(bytearray(term.get_bytes(0, term_length)))
 
             results = []
             for child in children:
@@ -668,12 +655,15 @@ def test_two_processes_appending_to_one_term_never_corrupt_frames(tmp_path: Path
                 if child.poll() is None:
                     child.kill()
                     child.communicate()
-        # Each child appended all its messages or stopped at the full term; at most one wrote the padding
-        # (none when an append ended exactly at the term end). However the scheduler ran them, both got in.
+        # Each child wrote all its messages or stopped at the full term (its offer padded it or found it full:
+        # ADMIN_ACTION; a claim: TRIPPED or FAILED; or its offer already went into the next term: -100).
+        # However the scheduler ran them, both got in.
         counts = {1: int(results[0][0]), 2: int(results[1][0])}
         outcomes = [int(r[1]) for r in results]
         assert counts == next_seq
-        assert all(o in (0, TRIPPED, FAILED) for o in outcomes) and min(outcomes) < 0
+        assert all(o in (0, ADMIN_ACTION, TRIPPED, FAILED, -100) for o in outcomes) and min(outcomes) < 0
         assert outcomes.count(TRIPPED) <= 1
+        pads = [f for f in frames(log_term_copy) if f[4] == HDR_TYPE_PAD]
+        assert len(pads) <= 1 and all(f[0] + f[1] == term_length for f in pads)
         assert all(counts[p] == LIMIT for p, o in zip((1, 2), outcomes, strict=True) if o == 0)
         assert min(counts.values()) >= 1
