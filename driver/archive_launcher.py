@@ -45,10 +45,11 @@ def attach_to_driver(driver: MediaDriver, archive: Archive) -> None:
         driver.add_agent(agent, share_runner=share)
 
 
-def connect_embedded(driver: MediaDriver, ctx: ArchiveContext) -> Archive:
-    """An Archive whose client (agent mode) is connected to ``driver`` in this process and runs on its loop."""
+def connect_embedded(driver: MediaDriver, ctx: ArchiveContext, **archive_args: Any) -> Archive:
+    """An Archive whose client (agent mode) is connected to ``driver`` in this process and runs on its loop;
+    ``archive_args`` go to Archive (an epoch clock, an error handler)."""
     ctx.aeron_dir = str(driver.aeron_dir)
-    archive = Archive(ctx)
+    archive = Archive(ctx, **archive_args)
     attach_to_driver(driver, archive)
     return archive
 

@@ -78,7 +78,6 @@ class Archive:
                     ctx.aeron_dir or None,
                     timeout_s=driver_timeout_s,
                     use_conductor_agent_invoker=True,
-                    epoch_clock_ms=epoch_clock_ms,
                 )
             except AeronError as e:
                 raise ArchiveStartError(f"the archive needs a running driver: {e}") from e

@@ -98,7 +98,7 @@ def test_checks_pass_on_our_driver_with_embedded_archive(interop_java, driver_po
 
 def test_checks_pass_on_the_java_driver_with_standalone_archive(interop_java, driver_pool, tmp_path: Path) -> None:
     archive_settings, check_settings = settings(tmp_path / "archive")
-    driver = driver_pool.java({"aeron.spies.simulate.connection": "true"})
+    driver = driver_pool.java({"aeron.spies.simulate.connection": "true"}, peers=interop_java)
     log_path = tmp_path / "archive.log"
     props = [f"-D{k}={v}" for k, v in archive_settings.items()]
     with open(log_path, "wb") as log:
