@@ -60,7 +60,8 @@ class ArchiveRunners:
     def __init__(self, archive: Archive) -> None:
         self.archive = archive
         self.runners = [
-            AgentRunner(agent, _idle(archive.ctx), _error_handler(archive)) for agent in archive.agent_groups()
+            AgentRunner(agent, _idle(archive.ctx), _error_handler(archive))
+            for agent in archive.agent_groups()
         ]
 
     def start(self) -> None:

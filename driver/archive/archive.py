@@ -89,7 +89,9 @@ class Archive:
         self.aeron = aeron
         try:
             self.catalog = Catalog(
-                self.archive_dir, max_entries=ctx.max_catalog_entries, file_sync_level=ctx.catalog_file_sync_level
+                self.archive_dir,
+                max_entries=ctx.max_catalog_entries,
+                file_sync_level=ctx.catalog_file_sync_level,
             )
             self.mark_file = ArchiveMarkFile.create(
                 self.archive_dir,
@@ -140,14 +142,20 @@ class Archive:
             try:
                 entry = catalog.entry(recording_id)
             except CatalogError as e:
-                self.conductor.report_error(f"start-up: catalog entry of recording {recording_id} is damaged: {e}")
+                self.conductor.report_error(
+                    f"start-up: catalog entry of recording {recording_id} is damaged: {e}"
+                )
                 continue
             if entry is None or not entry.valid or entry.descriptor.stop_position != NULL_POSITION:
                 continue
             d = entry.descriptor
             try:
                 stop = recover_stop_position(
-                    self.archive_dir, recording_id, d.start_position, d.term_buffer_length, d.segment_file_length
+                    self.archive_dir,
+                    recording_id,
+                    d.start_position,
+                    d.term_buffer_length,
+                    d.segment_file_length,
                 )
             except (OSError, ValueError) as e:
                 self.conductor.report_error(
@@ -205,4 +213,3 @@ class Archive:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

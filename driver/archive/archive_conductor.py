@@ -100,9 +100,10 @@ INVALID_EXTENSION = 9
 def rec_pos_key(recording_id: int, session_id: int, source_identity: str) -> bytes:
     """rec-pos key: recordingId i64 @0, sessionId i32 @8, source identity (length i32 @12, ASCII @16)."""
     source = java_ascii(source_identity)
-    return _REC_KEY_HEAD.pack(recording_id, session_id, len(source)) + source[
-        : MAX_KEY_LENGTH - REC_SOURCE_IDENTITY_OFFSET
-    ]
+    return (
+        _REC_KEY_HEAD.pack(recording_id, session_id, len(source))
+        + source[: MAX_KEY_LENGTH - REC_SOURCE_IDENTITY_OFFSET]
+    )
 
 
 def rec_pos_label(recording_id: int, session_id: int, stream_id: int, stripped_channel: str) -> str:
@@ -233,7 +234,9 @@ class ArchiveConductor:
             try:
                 return self.aeron.get_subscription(registration_id) is not None
             except AeronError as e:
-                self.report_error(f"cannot subscribe to the control channel {channel} stream {stream_id}: {e}")
+                self.report_error(
+                    f"cannot subscribe to the control channel {channel} stream {stream_id}: {e}"
+                )
                 return True
 
         return poll
@@ -243,7 +246,9 @@ class ArchiveConductor:
             try:
                 publication = self.aeron.get_exclusive_publication(registration_id)
             except AeronError as e:
-                self.report_error(f"cannot publish recording events on {self.ctx.recording_events_channel}: {e}")
+                self.report_error(
+                    f"cannot publish recording events on {self.ctx.recording_events_channel}: {e}"
+                )
                 return True
             if publication is None:
                 return False
@@ -398,7 +403,9 @@ class ArchiveConductor:
 
     # -- recording -------------------------------------------------------------------------------------------------
 
-    def _recording_channel(self, channel: str, source_location: int, udp: bool) -> tuple[ChannelUri, str, str]:
+    def _recording_channel(
+        self, channel: str, source_location: int, udp: bool
+    ) -> tuple[ChannelUri, str, str]:
         uri = ChannelUri.parse(channel)
         stripped = strip_channel(uri)
         subscribe = SPY_PREFIX + stripped if udp and source_location == SourceLocation.LOCAL else stripped
@@ -433,7 +440,9 @@ class ArchiveConductor:
         key = recording_key(stream_id, uri)
         if key in self._subscriptions:
             session.send_error(
-                correlation_id, f"recording exists for streamId={stream_id} channel={channel}", ACTIVE_SUBSCRIPTION
+                correlation_id,
+                f"recording exists for streamId={stream_id} channel={channel}",
+                ACTIVE_SUBSCRIPTION,
             )
             return
         holder: list[RecordingSubscription] = []
@@ -552,7 +561,9 @@ class ArchiveConductor:
         registration_id = self.aeron.async_add_counter(
             RECORDING_POSITION_TYPE_ID,
             rec_pos_key(recording_id, image.session_id, image.source_identity),
-            rec_pos_label(recording_id, image.session_id, image.stream_id, recording_subscription.stripped_channel),
+            rec_pos_label(
+                recording_id, image.session_id, image.stream_id, recording_subscription.stripped_channel
+            ),
         )
         descriptor = self.catalog.descriptor(recording_id)
         assert descriptor is not None
@@ -637,7 +648,9 @@ class ArchiveConductor:
         recording_id = request.recording_id
         limit = self.ctx.max_concurrent_recordings
         if len(self.recordings) >= limit:
-            session.send_error(correlation_id, f"max concurrent recordings reached of {limit}", MAX_RECORDINGS)
+            session.send_error(
+                correlation_id, f"max concurrent recordings reached of {limit}", MAX_RECORDINGS
+            )
             return
         if not self.catalog.has_recording(recording_id):
             session.send_error(correlation_id, f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
@@ -671,7 +684,9 @@ class ArchiveConductor:
 
     # -- listings --------------------------------------------------------------------------------------------------
 
-    def _start_listing(self, session: ControlSession, correlation_id: int, listing: ListRecordingsSession) -> None:
+    def _start_listing(
+        self, session: ControlSession, correlation_id: int, listing: ListRecordingsSession
+    ) -> None:
         if session.active_listing is not None:
             session.send_error(correlation_id, "active listing already in progress", ACTIVE_LISTING)
             return
@@ -684,7 +699,9 @@ class ArchiveConductor:
         )
         self._start_listing(session, request.correlation_id, listing)
 
-    def _on_list_recordings_for_uri(self, session: ControlSession, request: ListRecordingsForUriRequest) -> None:
+    def _on_list_recordings_for_uri(
+        self, session: ControlSession, request: ListRecordingsForUriRequest
+    ) -> None:
         listing = ListRecordingsSession(
             session,
             request.correlation_id,
@@ -711,7 +728,9 @@ class ArchiveConductor:
                 descriptor_message(descriptor, session.control_session_id, request.correlation_id)
             )
 
-    def _on_find_last_matching(self, session: ControlSession, request: FindLastMatchingRecordingRequest) -> None:
+    def _on_find_last_matching(
+        self, session: ControlSession, request: FindLastMatchingRecordingRequest
+    ) -> None:
         min_id = request.min_recording_id
         if not 0 <= min_id < self.catalog.count_entries:
             session.send_error(
@@ -872,7 +891,9 @@ class ArchiveConductor:
         elif live is not None:
             current, _ = live()
             if current < replay_position:
-                message = f"replay recording {recording_id} - {replay_position} after current position of {current}"
+                message = (
+                    f"replay recording {recording_id} - {replay_position} after current position of {current}"
+                )
         if message is not None:
             publication.close()
             session.attempt_error(correlation_id, message)
@@ -903,7 +924,9 @@ class ArchiveConductor:
     def _on_stop_replay(self, session: ControlSession, request: StopReplayRequest) -> None:
         if request.replay_session_id not in self.replays:
             session.send_error(
-                request.correlation_id, f"replay session not known for {request.replay_session_id}", UNKNOWN_REPLAY
+                request.correlation_id,
+                f"replay session not known for {request.replay_session_id}",
+                UNKNOWN_REPLAY,
             )
             return
         self._to_replayer.put("abort", request.replay_session_id)
@@ -920,7 +943,9 @@ class ArchiveConductor:
             return
         if any(replay.recording_id == recording_id for replay in self.replays.values()):
             session.send_error(
-                correlation_id, f"cannot truncate recording with active replay {recording_id}", ACTIVE_RECORDING
+                correlation_id,
+                f"cannot truncate recording with active replay {recording_id}",
+                ACTIVE_RECORDING,
             )
             return
         summary = self._summary(recording_id)

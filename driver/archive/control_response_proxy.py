@@ -40,7 +40,11 @@ def offer(publication: ExclusivePublication | None, message: bytes, attempts: in
 
 
 def control_response(
-    control_session_id: int, correlation_id: int, relevant_id: int, code: ControlResponseCode, message: str = ""
+    control_session_id: int,
+    correlation_id: int,
+    relevant_id: int,
+    code: ControlResponseCode,
+    message: str = "",
 ) -> bytes:
     return encode(ControlResponse(control_session_id, correlation_id, relevant_id, code, message))
 
@@ -65,10 +69,17 @@ class RecordingEventsProxy:
         return offer(publication, encode(message), attempts) == OFFERED
 
     def started(
-        self, recording_id: int, start_position: int, session_id: int, stream_id: int, channel: str, source: str
+        self,
+        recording_id: int,
+        start_position: int,
+        session_id: int,
+        stream_id: int,
+        channel: str,
+        source: str,
     ) -> bool:
         return self._send(
-            RecordingStarted(recording_id, start_position, session_id, stream_id, channel, source), SEND_ATTEMPTS
+            RecordingStarted(recording_id, start_position, session_id, stream_id, channel, source),
+            SEND_ATTEMPTS,
         )
 
     def progress(self, recording_id: int, start_position: int, position: int) -> bool:

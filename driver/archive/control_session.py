@@ -103,7 +103,9 @@ class ControlSession:
             try:
                 self.publication = self._aeron.get_exclusive_publication(self._publication_registration_id)
             except AeronError as e:
-                self._on_error(f"control session {self.control_session_id}: response publication refused: {e}")
+                self._on_error(
+                    f"control session {self.control_session_id}: response publication refused: {e}"
+                )
                 self.machine.on("publication_failed")
                 return 1
         if self.publication is not None and self.publication.is_connected:
@@ -179,7 +181,9 @@ class ControlSession:
         self._send(message)
 
     def send_ok(self, correlation_id: int, relevant_id: int = 0) -> None:
-        self._send(control_response(self.control_session_id, correlation_id, relevant_id, ControlResponseCode.OK))
+        self._send(
+            control_response(self.control_session_id, correlation_id, relevant_id, ControlResponseCode.OK)
+        )
 
     def send_recording_unknown(self, correlation_id: int, recording_id: int) -> None:
         self._send(

@@ -83,13 +83,17 @@ class ControlSessionDemuxer:
             return
         self._conductor.on_request(session, request)
 
-    def _on_unknown_template(self, view: Any, offset: int, length: int, template_id: int, source: str) -> None:
+    def _on_unknown_template(
+        self, view: Any, offset: int, length: int, template_id: int, source: str
+    ) -> None:
         body = offset + HEADER_LENGTH
         if length >= HEADER_LENGTH + _SESSION_AND_CORRELATION.size:
             control_session_id, correlation_id = _SESSION_AND_CORRELATION.unpack_from(view, body)
             session = self.sessions.get(control_session_id)
             if session is not None:
-                session.send_error(correlation_id, f"unknown template id {template_id}: request not supported")
+                session.send_error(
+                    correlation_id, f"unknown template id {template_id}: request not supported"
+                )
                 self._conductor.report_error(f"{source}: unknown template id {template_id}")
                 return
         self._conductor.report_error(f"{source}: message of unknown template id {template_id} dropped")

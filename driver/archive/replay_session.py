@@ -72,9 +72,7 @@ LivePosition = Callable[[], tuple[int, bool]]
 """For a live recording: (recorded position, whether the recording has stopped)."""
 
 
-def header_error(
-    archive_dir: Path, summary: RecordingSummary, position: int
-) -> str | None:
+def header_error(archive_dir: Path, summary: RecordingSummary, position: int) -> str | None:
     """None when a frame header of the recording is at ``position``, else why not (1.15.1's text)."""
     term_length = summary.term_buffer_length
     index, offset = segment_position(
@@ -282,7 +280,9 @@ class ReplaySession:
                 self._fail(f"recording segment not found {path.name}")
                 return -1
             except OSError as e:
-                self._fail(f"replay recording {self.recording_id} - cannot open {path.name}: {e.strerror or e}")
+                self._fail(
+                    f"replay recording {self.recording_id} - cannot open {path.name}: {e.strerror or e}"
+                )
                 return -1
             self._segment_index = index
         try:

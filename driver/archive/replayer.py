@@ -11,7 +11,9 @@ from driver.archive.session_worker import ReplayDone, SessionQueue
 class Replayer:
     role_name = "archive-replayer"
 
-    def __init__(self, commands: SessionQueue, outcomes: SessionQueue, epoch_clock_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, commands: SessionQueue, outcomes: SessionQueue, epoch_clock_ms: Callable[[], int]
+    ) -> None:
         self._commands = commands
         self._outcomes = outcomes
         self._epoch_clock_ms = epoch_clock_ms

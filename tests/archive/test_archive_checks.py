@@ -85,18 +85,23 @@ def archive_errors(log: str) -> list[str]:
 def test_checks_pass_on_our_driver_with_embedded_archive(interop_java, driver_pool, tmp_path: Path) -> None:
     archive_settings, check_settings = settings(tmp_path / "archive")
     driver = driver_pool.ours(
-        {"aeron.spies.simulate.connection": "true", "aeron.archive.threading.mode": "SHARED"} | archive_settings,
+        {"aeron.spies.simulate.connection": "true", "aeron.archive.threading.mode": "SHARED"}
+        | archive_settings,
         args=["--archive"],
     )
     outcomes, output = run_checks(interop_java, driver.aeron_dir, check_settings)
     failed = {name: why for name, why in outcomes.items() if why != "PASS"}
-    assert not failed and list(outcomes) == list(CHECKS), f"{failed}\n{output}\ndriver log:\n{driver.log()[-6000:]}"
+    assert not failed and list(outcomes) == list(CHECKS), (
+        f"{failed}\n{output}\ndriver log:\n{driver.log()[-6000:]}"
+    )
     assert archive_errors(driver.log()) == [], driver.log()[-6000:]
     report = interop_java.error_stat(driver.aeron_dir)
     assert report.entries == [], report.raw
 
 
-def test_checks_pass_on_the_java_driver_with_standalone_archive(interop_java, driver_pool, tmp_path: Path) -> None:
+def test_checks_pass_on_the_java_driver_with_standalone_archive(
+    interop_java, driver_pool, tmp_path: Path
+) -> None:
     archive_settings, check_settings = settings(tmp_path / "archive")
     driver = driver_pool.java({"aeron.spies.simulate.connection": "true"}, peers=interop_java)
     log_path = tmp_path / "archive.log"

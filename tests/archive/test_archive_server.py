@@ -116,7 +116,9 @@ def replay(
     response = env.control.request(ReplayRequest, recording_id, position, length, stream_id, "aeron:ipc")
     assert response.code == OK, response
     replay_session_id = response.relevant_id
-    subscription = env.aeron.add_subscription(f"aeron:ipc?session-id={to_int32(replay_session_id)}", stream_id)
+    subscription = env.aeron.add_subscription(
+        f"aeron:ipc?session-id={to_int32(replay_session_id)}", stream_id
+    )
     received: list[int] = []
 
     def on_fragment(buffer: Any, offset: int, _length: int, _header: Any) -> None:
@@ -140,13 +142,17 @@ def replay(
 
 
 def test_replay_session_id_and_image_session(env: Env) -> None:
-    recording_id, publication = record(env, "aeron:ipc", 3001, 30, 200)
+    recording_id, _ = record(env, "aeron:ipc", 3001, 30, 200)
     first_id, received = replay(env, recording_id, -1, -1, 3101)
     assert received == list(range(30))
     second_id, _ = replay(env, recording_id, 0, 224 * 2, 3102)
     assert first_id >> 32 == 1 and second_id >> 32 == 2
     stop = env.control.request(StopReplayRequest, 12345)
-    assert (stop.code, stop.relevant_id, stop.error_message) == (ERROR, 6, "replay session not known for 12345")
+    assert (stop.code, stop.relevant_id, stop.error_message) == (
+        ERROR,
+        6,
+        "replay session not known for 12345",
+    )
 
 
 def test_late_joining_recording_replays_from_every_frame_boundary(env: Env) -> None:
@@ -208,7 +214,9 @@ def test_listing_skips_invalid_entries_without_counting_them(env: Env) -> None:
     listed = env.control.descriptors(ListRecordingsRequest, ids[0], 2, count=2)
     assert [m.recording_id for m in listed if isinstance(m, RecordingDescriptor)] == [ids[0], ids[2]]
     beyond = env.control.descriptors(ListRecordingsRequest, ids[2], 5, count=5)
-    assert isinstance(beyond[-1], ControlResponse) and beyond[-1].code == ControlResponseCode.RECORDING_UNKNOWN
+    assert (
+        isinstance(beyond[-1], ControlResponse) and beyond[-1].code == ControlResponseCode.RECORDING_UNKNOWN
+    )
     assert beyond[-1].relevant_id == ids[2] + 1
     stop = env.control.request(StopPositionRequest, 77)
     assert (stop.code, stop.relevant_id, stop.error_message) == (ERROR, 5, "unknown recording 77")
@@ -224,6 +232,8 @@ def test_unknown_template_is_answered_and_hostile_input_is_counted(env: Env) -> 
     errors_before = env.archive.conductor.error_count
     control.send_raw(struct.pack("<HHHH", 8, 3, 999, 0) + bytes(8))  # another schema
     control.send_raw(struct.pack("<HHHH", 24, 10, 101, 0) + bytes(4))  # truncated
-    control.send_raw(struct.pack("<HHHH", 24, 10, 101, 0) + struct.pack("<qqq", 424242, 1, 0))  # no such session
+    control.send_raw(
+        struct.pack("<HHHH", 24, 10, 101, 0) + struct.pack("<qqq", 424242, 1, 0)
+    )  # no such session
     wait_for(lambda: env.archive.conductor.error_count >= errors_before + 3, 5, "three errors counted")
     assert control.request(RecordingPositionRequest, 0).code == OK  # still serving
