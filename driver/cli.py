@@ -75,10 +75,26 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     early_signals: list[int] = []
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda s, _f: early_signals.append(s))  # replaced by the loop's handlers below
+    archive_ctx = None
+    if args.archive:
+        archive_ctx, error = _archive_context(args, properties, aeron_dir=ctx.aeron_dir)
+        if error is not None:
+            return error
     try:
         driver = MediaDriver.launch(ctx)
     except DriverStartError as e:
         return _fail(str(e))
+    archive = None
+    if archive_ctx is not None:
+        from driver.archive.archive import ArchiveStartError
+        from driver.archive_launcher import connect_embedded
+
+        try:
+            archive = connect_embedded(driver, archive_ctx)
+        except ArchiveStartError as e:
+            driver.close()
+            return _fail(str(e))
+        print(f"mediadriver: archive in {archive_ctx.archive_dir}", flush=True)
     if driver.saved_error_log is not None:
         print(
             f"mediadriver: the previous driver's error log was saved to {driver.saved_error_log}",
@@ -119,6 +135,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         # The loop's handlers went with it: a second signal must not cut the clean-up short.
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+        if archive is not None:
+            archive.close()
         if metrics is not None:
             metrics.close()  # before the driver unmaps and maybe deletes its dir
         driver.close()
@@ -223,20 +241,102 @@ def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> in
     return run(args)
 
 
-# --- archive -------------------------------------------------------------------------------------
+# --- archive server --------------------------------------------------------------------------------
 
 
-def run_archive_server(args: argparse.Namespace) -> int:
-    """``mediadriver archive`` with no tool: run the archive server (placeholder until the server lands)."""
-    return _fail(
-        "running the archive server is not available yet; the archive tools are: "
-        "list, describe ID, verify [ID], segments ID (mediadriver archive --help)"
+def _archive_context(args: argparse.Namespace, properties: dict[str, str], aeron_dir: str | None = None):
+    """(ArchiveContext, None) or (None, exit code) after printing why the settings cannot be used."""
+    from driver.archive.archive_context import ArchiveConfigurationError, ArchiveContext
+
+    explicit = {
+        "archive_dir": getattr(args, "archive_dir", None),
+        "aeron_dir": aeron_dir,
+        "threading_mode": getattr(args, "archive_threading_mode", None),
+    }
+    try:
+        ctx = ArchiveContext.from_sources(explicit, properties)
+    except ArchiveConfigurationError as e:
+        return None, _fail(str(e), EXIT_USAGE)
+    for prop in ctx.unknown_properties:
+        print(f"mediadriver: warning: unknown property {prop} ignored", file=sys.stderr)
+    return ctx, None
+
+
+def cmd_archive_server(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """``mediadriver archive [--dir A]``: the archive as a client of a running driver (ours or Java's)."""
+    from driver.archive.archive import Archive, ArchiveStartError
+    from driver.archive_launcher import run_standalone
+
+    args.archive_dir = args.dir
+    ctx, error = _archive_context(args, properties, aeron_dir=args.aeron_dir or properties.get("aeron.dir"))
+    if error is not None:
+        return error
+    assert ctx is not None
+    if ctx.threading_mode == "INVOKER":
+        return _fail("archive threading mode INVOKER is for programs that embed the archive", EXIT_USAGE)
+    early_signals: list[int] = []
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda s, _f: early_signals.append(s))
+    try:
+        archive = Archive(ctx, driver_timeout_s=args.driver_timeout)
+    except ArchiveStartError as e:
+        return _fail(str(e))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, stop.set)
+        if early_signals:
+            stop.set()
+        print(
+            f"mediadriver: archive running in {ctx.archive_dir} on driver {archive.aeron.aeron_dir} "
+            f"(pid {os.getpid()}); Ctrl-C stops it",
+            flush=True,
+        )
+        await run_standalone(archive, stop)
+
+    try:
+        _run_loop(main)
+    finally:
+        for sig in STOP_SIGNALS:  # a second signal must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
+        archive.close()
+    print("mediadriver: archive stopped", flush=True)
+    return 0
+
+
+def add_archive_server_parser(sub) -> argparse.ArgumentParser:
+    """``archive``: with no tool subcommand, runs the archive server."""
+    from driver.archive.archive_context import ArchiveContext
+
+    archive = sub.add_parser(
+        "archive",
+        help="run the archive as a client of a driver (no TOOL), or read an archive dir: list, describe ID, "
+        "verify [ID], segments ID",
     )
+    archive.add_argument("--dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
+    archive.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")
+    archive.add_argument(
+        "--threading-mode", dest="archive_threading_mode", help="DEDICATED (default) or SHARED"
+    )
+    archive.add_argument(
+        "--driver-timeout", type=float, default=10.0, help="seconds to wait for a running driver (default 10)"
+    )
+    archive.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + "\n".join(
+        f"  {f.metadata['prop']:42s} {f.metadata['doc']} [{f.metadata['unit']}]"
+        for f in ArchiveContext.settings()
+    )
+    archive.formatter_class = argparse.RawDescriptionHelpFormatter
+    archive.set_defaults(handler=cmd_archive)
+    return archive
 
 
 def cmd_archive(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """``mediadriver archive``: with a tool (list, describe, verify, segments) read an archive dir, else run
+    the archive server."""
     if args.archive_tool is None:
-        return run_archive_server(args)
+        return cmd_archive_server(args, properties)
     return args.tool_handler(args, properties)
 
 
@@ -273,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"  {f.metadata['prop']:40s} {f.metadata['doc']} [{f.metadata['unit']}]"
         for f in DriverContext.settings()
     )
+    run.add_argument("--archive", action="store_true", help="also run the archive (recording and replay)")
+    run.add_argument("--archive-dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
     run.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + settings
     run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.set_defaults(handler=cmd_run)
@@ -302,19 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loss.set_defaults(handler=cmd_loss)
 
+    from driver.views.archive_commands import add_tool_parsers
+
+    add_tool_parsers(add_archive_server_parser(sub))
+
     from driver.analysis.command import add_parser as add_analyze_loss_parser
 
     add_analyze_loss_parser(sub).set_defaults(handler=cmd_analyze_loss)
-
-    from driver.views.archive_commands import add_tool_parsers
-
-    archive = sub.add_parser(
-        "archive",
-        help="run the archive (no TOOL), or read an archive dir: list, describe ID, verify [ID], segments ID",
-    )
-    archive.add_argument("--dir", help="archive dir (default: -Daeron.archive.dir or aeron-archive)")
-    add_tool_parsers(archive)
-    archive.set_defaults(handler=cmd_archive)
     return parser
 
 

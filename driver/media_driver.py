@@ -202,6 +202,7 @@ class MediaDriver:
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         self.cnc.signal_ready()
         self._runners: list[AgentRunner] = []
+        self._extra_agents: list[tuple[Any, bool]] = []
         self._stop_requested = False
         self._stop_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -250,6 +251,14 @@ class MediaDriver:
 
     # --- running ---------------------------------------------------------------------------------
 
+    def add_agent(self, agent: Any, share_runner: bool = False) -> None:
+        """Run another agent on the driver's loop (the archive's, embedded): before ``run()``. With
+        ``share_runner`` it joins the driver's composite in SHARED mode (and the invoker in INVOKER mode);
+        otherwise it gets a runner of its own."""
+        self._extra_agents.append((agent, share_runner))
+        if self.invoker is not None:
+            self.invoker.agent.agents.append(agent)
+
     def _all_agents(self) -> list[Any]:
         return [self.conductor, self.sender, self.receiver]
 
@@ -257,11 +266,13 @@ class MediaDriver:
         """What each runner runs: DEDICATED, one runner per agent; SHARED (default), one over all of
         them; SHARED_NETWORK, the conductor alone and one over the sender and receiver."""
         mode = self.ctx.threading_mode
+        own = [agent for agent, share in self._extra_agents if not share or mode != "SHARED"]
         if mode == "DEDICATED":
-            return self._all_agents()
+            return [*self._all_agents(), *own]
         if mode == "SHARED_NETWORK":
-            return [self.conductor, CompositeAgent([self.sender, self.receiver])]
-        return [CompositeAgent(self._all_agents())]
+            return [self.conductor, CompositeAgent([self.sender, self.receiver]), *own]
+        shared = [agent for agent, share in self._extra_agents if share]
+        return [CompositeAgent([*self._all_agents(), *shared]), *own]
 
     async def run(self) -> None:
         """Run every agent until ``request_stop()`` (also when that came first); then shut down in two

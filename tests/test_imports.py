@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver",
         "driver.__main__",
         "driver.cli",
+        "driver.archive_launcher",
         "driver.views",
         "driver.exporter",
         "driver.analysis",

@@ -9,6 +9,8 @@ java_archive   module    the real 1.15.1 Archive (tests/support/java_archive.py)
                          ``aeron.spies.simulate.connection=true``): a ``JavaArchiveOnDriver`` with ``kind``,
                          ``aeron_dir``, ``props`` (the archive's -D settings, its channels included) and
                          ``archive``. A test module adds archive settings with a ``JAVA_ARCHIVE_PROPS`` dict.
+interop_harness session  tests/interop/conftest.py's helpers (DriverPool, JavaPeers, Spawned, parse_errors).
+driver_pool    function  driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped after.
 """
 
 from __future__ import annotations
@@ -87,5 +89,15 @@ def java_archive(
             archive.stop()
     finally:
         problems = pool.close()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def driver_pool(interop_harness: ModuleType) -> Iterator[Any]:
+    """Driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped at teardown."""
+    pool = interop_harness.DriverPool()
+    yield pool
+    problems = pool.close()
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)

@@ -30,7 +30,8 @@ def new_aeron_dir(base: Path | None = None, prefix: str = "aeron-test") -> Path:
 class EmbeddedDriver:
     """Starts at construction; ``close()`` stops the loop, joins the thread and closes the driver.
 
-    ``settings`` are DriverContext fields. Clocks default to the real ones; pass a ManualClock's
+    ``settings`` are DriverContext fields; ``on_created(driver)`` runs before the loop starts (to attach agents
+    such as an embedded archive) and its result is ``attached``. Clocks default to the real ones; pass a ManualClock's
     ``epoch_clock_ms``/``nano_clock`` to drive the driver's protocol timers by hand.
     """
 
@@ -40,11 +41,14 @@ class EmbeddedDriver:
         *,
         epoch_clock_ms: Callable[[], int] | None = None,
         nano_clock: Callable[[], int] | None = None,
+        on_created: Callable[[MediaDriver], Any] | None = None,
         **settings: Any,
     ) -> None:
         self.aeron_dir = aeron_dir
         clocks = {k: v for k, v in (("epoch_clock_ms", epoch_clock_ms), ("nano_clock", nano_clock)) if v}
         self.driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), **settings), **clocks)
+        self.attached: Any = on_created(self.driver) if on_created is not None else None
+        """What ``on_created`` returned: it runs before the loop starts, to add agents (an archive)."""
         self._failure: BaseException | None = None
         self._loop = uvloop.new_event_loop()
         self._thread = threading.Thread(

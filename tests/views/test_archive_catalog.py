@@ -228,11 +228,13 @@ def test_missing_dir_catalog_and_recording(tmp_path: Path, capsys: pytest.Captur
     assert code == 1 and "no recording 7" in err and "0..0" in err
 
 
-def test_bare_archive_command_is_the_server_placeholder(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = run(capsys, "archive", "--dir", str(tmp_path))
-    assert code == 1 and "archive server is not available yet" in err
+def test_bare_archive_command_runs_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No tool: the archive server, which needs a running driver and says how to start one."""
+    aeron_dir = tmp_path / "no-driver"
+    code, _, err = run(
+        capsys, "archive", "--dir", str(tmp_path / "a"), "--aeron-dir", str(aeron_dir), "--driver-timeout", "0.2"
+    )
+    assert code == 1 and "the archive needs a running driver" in err and f"mediadriver run --dir {aeron_dir}" in err
 
 
 # --- a directory 1.15.1's own archive wrote (the fixture of tests/archive/test_java_archive_files.py) -----------

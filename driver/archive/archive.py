@@ -1,0 +1,215 @@
+"""Archive: the archive's three agents (conductor, recorder, replayer) over one archive directory
+(docs/archive.md), and what happens at start-up: the mark file, the catalog, and the recovery of recordings a
+crash left without a stop position.
+
+The archive is a client of the driver in agent mode: its client's duty cycle runs inside the conductor's, on the
+archive's loop. Threading modes say how the agents are grouped for runners (``agent_groups``): DEDICATED, one
+runner each; SHARED, one runner over the Archive itself (it is an agent: on_start/do_work/on_close over the
+three); INVOKER, no runner, the embedder calls ``on_start()``, ``do_work()`` and ``on_close()``. Runners belong to
+the layer above (driver/archive_launcher.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from driver.archive.archive_conductor import ArchiveConductor
+from driver.archive.archive_context import ArchiveContext
+from driver.archive.archive_mark_file import ArchiveMarkFile
+from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
+from driver.archive.recorder import Recorder
+from driver.archive.replayer import Replayer
+from driver.archive.segment_file import recover_stop_position
+from driver.archive.session_worker import SessionQueue
+from driver.client.aeron import Aeron
+
+log = logging.getLogger("driver.archive")
+
+
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ArchiveStartError(RuntimeError):
+    """The archive cannot start (its directory, catalog or mark file, or no driver); the message says why."""
+
+
+class Archive:
+    role_name = "archive"
+
+    def __init__(
+        self,
+        ctx: ArchiveContext,
+        aeron: Aeron | None = None,
+        *,
+        epoch_clock_ms: Callable[[], int] = epoch_ms,
+        error_handler: Callable[[str], None] | None = None,
+        driver_timeout_s: float = 10.0,
+    ) -> None:
+        """``aeron``: a client in agent mode whose duty cycle the embedder runs, or None to connect one to
+        ``ctx.aeron_dir`` in agent mode (the archive then runs its duty cycle and closes it)."""
+        self.ctx = ctx
+        self.archive_dir = Path(ctx.archive_dir)
+        self.errors: list[str] = []
+        self._error_handler = error_handler
+        self._closed = False
+        self._owns_aeron = aeron is None
+        self.catalog: Catalog | None = None
+        self.mark_file: ArchiveMarkFile | None = None
+        try:
+            if ctx.delete_archive_on_start and self.archive_dir.exists():
+                shutil.rmtree(self.archive_dir)
+            self.archive_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ArchiveStartError(
+                f"cannot create the archive dir {self.archive_dir}: {e.strerror or e}; choose a writable one "
+                "with --archive-dir or -Daeron.archive.dir"
+            ) from e
+        if aeron is None:
+            from driver.client.exceptions import AeronError
+
+            try:
+                aeron = Aeron.connect(
+                    ctx.aeron_dir or None,
+                    timeout_s=driver_timeout_s,
+                    use_conductor_agent_invoker=True,
+                )
+            except AeronError as e:
+                raise ArchiveStartError(f"the archive needs a running driver: {e}") from e
+        elif aeron.conductor_agent_invoker is None:
+            raise ArchiveStartError(
+                "the archive's client must run in agent mode (Aeron.connect(..., use_conductor_agent_invoker=True)) "
+                "on the archive's loop"
+            )
+        self.aeron = aeron
+        try:
+            self.catalog = Catalog(
+                self.archive_dir,
+                max_entries=ctx.max_catalog_entries,
+                file_sync_level=ctx.catalog_file_sync_level,
+            )
+            self.mark_file = ArchiveMarkFile.create(
+                self.archive_dir,
+                control_channel=ctx.control_channel,
+                control_stream_id=ctx.control_stream_id,
+                local_control_channel=ctx.local_control_channel,
+                local_control_stream_id=ctx.local_control_stream_id,
+                events_channel=ctx.recording_events_channel,
+                events_stream_id=ctx.recording_events_stream_id,
+                aeron_directory=str(aeron.aeron_dir),
+                now_ms=epoch_clock_ms(),
+            )
+        except (CatalogError, OSError, ValueError) as e:
+            self._close_files()
+            if self._owns_aeron:
+                aeron.close()
+            raise ArchiveStartError(f"cannot open the archive in {self.archive_dir}: {e}") from e
+        to_recorder, to_replayer, from_recorder, from_replayer = (SessionQueue() for _ in range(4))
+        self.recorder = Recorder(to_recorder, from_recorder)
+        self.replayer = Replayer(to_replayer, from_replayer, epoch_clock_ms)
+        self.conductor = ArchiveConductor(
+            ctx,
+            aeron,
+            self.catalog,
+            self.mark_file,
+            to_recorder,
+            to_replayer,
+            from_recorder,
+            from_replayer,
+            epoch_clock_ms,
+            client_agent=aeron.conductor_agent_invoker if self._owns_aeron else None,
+            error_handler=self._on_error,
+        )
+        self.recovered = self._recover(epoch_clock_ms())
+
+    def _on_error(self, message: str) -> None:
+        self.errors.append(message)
+        if self._error_handler is not None:
+            self._error_handler(message)
+
+    def _recover(self, now_ms: int) -> list[int]:
+        """Each valid entry without a stop position gets the stop found by scanning its last segment file
+        (docs/archive.md section 7); a damaged entry or segment is reported by name and left as it is."""
+        catalog = self.catalog
+        assert catalog is not None
+        recovered = []
+        for recording_id in range(catalog.count_entries):
+            try:
+                entry = catalog.entry(recording_id)
+            except CatalogError as e:
+                self.conductor.report_error(
+                    f"start-up: catalog entry of recording {recording_id} is damaged: {e}"
+                )
+                continue
+            if entry is None or not entry.valid or entry.descriptor.stop_position != NULL_POSITION:
+                continue
+            d = entry.descriptor
+            try:
+                stop = recover_stop_position(
+                    self.archive_dir,
+                    recording_id,
+                    d.start_position,
+                    d.term_buffer_length,
+                    d.segment_file_length,
+                )
+            except (OSError, ValueError) as e:
+                self.conductor.report_error(
+                    f"start-up: recording {recording_id} cannot be recovered from its segment files: {e}"
+                )
+                continue
+            catalog.recording_stopped(recording_id, stop, now_ms)
+            log.info("archive: recovered recording %d: stop position %d", recording_id, stop)
+            recovered.append(recording_id)
+        return recovered
+
+    # -- agents ----------------------------------------------------------------------------------------------------
+
+    @property
+    def agents(self) -> list[Any]:
+        return [self.conductor, self.recorder, self.replayer]
+
+    def agent_groups(self) -> list[Any]:
+        """What each runner runs: DEDICATED, one per agent; SHARED and INVOKER, the Archive itself."""
+        if self.ctx.threading_mode == "DEDICATED":
+            return self.agents
+        return [self]
+
+    def on_start(self) -> None:
+        for agent in self.agents:
+            agent.on_start()
+
+    def do_work(self) -> int:
+        return self.conductor.do_work() + self.recorder.do_work() + self.replayer.do_work()
+
+    def on_close(self) -> None:
+        """Stops every session, records the stop positions, and leaves the driver (when it owns the client)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.replayer.on_close()
+        self.recorder.on_close()
+        self.conductor.do_work()  # the recorder's last outcomes: stop positions into the catalog
+        self.conductor.on_close()
+        if self._owns_aeron:
+            self.aeron.close()
+        self._close_files()
+
+    def close(self) -> None:
+        self.on_close()
+
+    def _close_files(self) -> None:
+        if self.catalog is not None:
+            self.catalog.close()
+        if self.mark_file is not None:
+            self.mark_file.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
