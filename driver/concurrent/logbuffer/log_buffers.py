@@ -34,8 +34,11 @@ _I32 = struct.Struct("<i")
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
 POPULATE_SLICE_LENGTH = 8 * 1024 * 1024
-"""Larger logs are faulted in slice by slice: MAP_POPULATE of a whole 3 GiB log holds the process's mapping
+"""Larger logs are faulted in slice by slice: MAP_POPULATE of a whole large log holds the process's mapping
 lock for seconds, stalling every other thread that maps or unmaps memory (the driver's loop included)."""
+POPULATE_MAX_LENGTH = 512 * 1024 * 1024
+"""Logs larger than this fault in on first touch: faulting in gigabytes up front costs seconds for pages most
+streams reach much later, if ever (the space itself is already reserved when the file is created)."""
 
 
 class LogBufferError(ValueError):
@@ -89,6 +92,7 @@ class LogBuffers:
                     "log metadata section: not a log buffer (or still being created)"
                 )
             # MAP_POPULATE: fault every page in now, not one per 4 KiB on the publish/poll hot path.
+            populate = populate and file_length <= POPULATE_MAX_LENGTH
             in_slices = populate and file_length > POPULATE_SLICE_LENGTH
             self._mmap = mmap.mmap(
                 fd,

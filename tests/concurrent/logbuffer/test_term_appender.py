@@ -405,7 +405,9 @@ def test_the_reader_gets_exactly_what_was_appended(
                 if result > 0:
                     result -= term_count * T  # the position, as the term offset the claims return
                 elif tail + needed > T:
-                    result = TRIPPED  # ADMIN_ACTION: this offer padded the term and rotated the log
+                    # ADMIN_ACTION: this offer padded the term (TRIPPED) or found it exactly full, with nothing
+                    # to pad (FAILED); either way it rotated the log
+                    result = TRIPPED if tail < T else FAILED
             else:
                 length = op[1] % (max_payload + 1)
                 message = random.Random(i).randbytes(length)
