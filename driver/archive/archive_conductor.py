@@ -399,7 +399,12 @@ class ArchiveConductor:
         except Exception as e:  # a bug of ours must not stop the archive: the client and the log hear of it
             log.exception("archive: %s failed", type(request).__name__)
             self.report_error(f"{type(request).__name__} failed: {e!r}")
-            session.send_error(getattr(request, "correlation_id", 0), f"{type(request).__name__} failed: {e}")
+            try:
+                session.send_error(
+                    getattr(request, "correlation_id", 0), f"{type(request).__name__} failed: {e}"
+                )
+            except Exception:
+                log.exception("archive: the error answer to %s failed too", type(request).__name__)
 
     # -- recording -------------------------------------------------------------------------------------------------
 
