@@ -695,6 +695,9 @@ class ArchiveConductor:
         if session.active_listing is not None:
             session.send_error(correlation_id, "active listing already in progress", ACTIVE_LISTING)
             return
+        if listing.count < 0:  # 1.15.1 answers nothing, so the client waits until its timeout
+            session.send_error(correlation_id, f"record count must not be negative: {listing.count}")
+            return
         session.active_listing = listing
         self._listings.append(listing)
 
