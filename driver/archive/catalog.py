@@ -248,6 +248,15 @@ class Catalog:
                 f"and originalChannel:'{original_channel}' exceeds max allowed:{self._max_strings}"
             )
         recording_id = self._next_recording_id
+        entry = self._offset(recording_id, 0)
+        try:
+            # The file is sparse: a mapped page the file system cannot back would raise SIGBUS when written, so
+            # the entry's blocks are allocated first and a full disk refuses the recording instead.
+            os.posix_fallocate(self._fd, entry, self.record_length)
+        except OSError as exc:
+            raise CatalogError(
+                f"cannot allocate catalog entry {recording_id} in {self.path}: {exc.strerror or exc}"
+            ) from exc
         descriptor = RecordingDescriptor(
             control_session_id=0,
             correlation_id=0,
