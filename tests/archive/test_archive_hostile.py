@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,14 +36,21 @@ from driver.archive.codecs import (
     encode,
 )
 from driver.util.bit_util import to_int32
-from tests.archive import test_archive_server as server
-from tests.archive.test_archive_server import Env, message, publish
+from tests.archive.test_archive_server import message, publish
 from tests.support import wait_for
 from tests.support.archive_control import ArchiveControl
+from tests.support.archive_env import Env, archive_env
 
 OK = ControlResponseCode.OK
 ERROR = ControlResponseCode.ERROR
-env = server.env  # the embedded driver and archive on a ManualClock, shared with test_archive_server.py
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    with archive_env(tmp_path) as environment:
+        yield environment
+
+
 # Ids no single mutation turns into one the test's own recording uses (registration ids are small).
 FAR = 0x7766_5544_3322_1100
 
