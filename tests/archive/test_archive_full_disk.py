@@ -62,7 +62,9 @@ def test_a_full_disk_stops_the_recording_at_what_is_on_disk(env: Env, small_tmpf
     publication = env.aeron.add_exclusive_publication("aeron:ipc", 5001)
     correlation_id = control.next_id()
     control.send(
-        StartRecordingRequest(control.control_session_id, correlation_id, 5001, SourceLocation.LOCAL, "aeron:ipc")
+        StartRecordingRequest(
+            control.control_session_id, correlation_id, 5001, SourceLocation.LOCAL, "aeron:ipc"
+        )
     )
     assert control.response(correlation_id).code == ControlResponseCode.OK
     wait_for(lambda: catalog.count_entries == 1, 10, "the recording to start")
@@ -78,9 +80,7 @@ def test_a_full_disk_stops_the_recording_at_what_is_on_disk(env: Env, small_tmpf
             if publication.offer(message(sent)) > 0:
                 sent += 1
         control.poll()
-        error.extend(
-            m for m in control.received if getattr(m, "correlation_id", None) == correlation_id
-        )
+        error.extend(m for m in control.received if getattr(m, "correlation_id", None) == correlation_id)
         return bool(error)
 
     wait_for(failed, 30, "the recording to fail")
@@ -99,13 +99,14 @@ def test_a_full_disk_stops_the_recording_at_what_is_on_disk(env: Env, small_tmpf
     for index in indexes:  # reserved in full: nothing sparse that a later write could fail on
         st = os.stat(archive_dir / f"0-{index}.rec")
         assert st.st_size == SEGMENT_LENGTH and st.st_blocks * 512 >= SEGMENT_LENGTH
-    with pytest.raises(OSError) as full:  # the disk really is full
-        with open(archive_dir / "probe", "wb") as f:
-            f.write(bytes(SEGMENT_LENGTH))
-            f.flush()
-            os.fsync(f.fileno())
-    assert full.value.errno == errno.ENOSPC
-    os.unlink(archive_dir / "probe")
+    probe = os.open(archive_dir / "probe", os.O_WRONLY | os.O_CREAT)
+    try:  # the disk really is full
+        with pytest.raises(OSError) as full:
+            os.posix_fallocate(probe, 0, SEGMENT_LENGTH)
+        assert full.value.errno == errno.ENOSPC
+    finally:
+        os.close(probe)
+        os.unlink(archive_dir / "probe")
 
     # Still serving, and the recording replays intact up to the stop.
     listed = control.descriptors(ListRecordingRequest, 0, count=1)
