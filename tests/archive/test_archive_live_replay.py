@@ -62,7 +62,9 @@ def test_a_replay_follows_a_live_recording_to_its_stop(env: Env) -> None:
     wait_for(lambda: poll() or len(received) == per_batch, 10, "the recorded part replayed")
     for batch in range(1, batches):  # the replay catches up with each batch as it is recorded
         publish(publication, batch * per_batch, per_batch, length)
-        wait_for(lambda b=batch: poll() or len(received) == (b + 1) * per_batch, 10, f"batch {batch} replayed")
+        wait_for(
+            lambda b=batch: poll() or len(received) == (b + 1) * per_batch, 10, f"batch {batch} replayed"
+        )
     assert subscription.images, "the replay is still open, following the recording"
     target = publication.position
     stop = control.request(StopRecordingSubscriptionRequest, started.relevant_id)
