@@ -12,6 +12,7 @@ the layer above (driver/archive_launcher.py).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -22,11 +23,20 @@ from driver.archive.archive_conductor import ArchiveConductor
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
+from driver.archive.codecs import RecordingDescriptor
 from driver.archive.recorder import Recorder
 from driver.archive.replayer import Replayer
-from driver.archive.segment_file import recover_stop_position
+from driver.archive.segment_file import (
+    FRAME_ALIGNMENT,
+    FRAME_HEADER_LENGTH,
+    parse_segment_file_name,
+    recover_stop_position,
+    segment_path,
+    segment_position,
+)
 from driver.archive.session_worker import SessionQueue
 from driver.client.aeron import Aeron
+from driver.util.bit_util import is_power_of_two
 
 log = logging.getLogger("driver.archive")
 
@@ -37,6 +47,23 @@ def epoch_ms() -> int:
 
 class ArchiveStartError(RuntimeError):
     """The archive cannot start (its directory, catalog or mark file, or no driver); the message says why."""
+
+
+def _descriptor_problem(d: RecordingDescriptor) -> str | None:
+    """What makes a descriptor's positions or lengths unusable (docs/archive.md section 13), or None."""
+    if not is_power_of_two(d.term_buffer_length) or not is_power_of_two(d.segment_file_length):
+        return (
+            f"term length {d.term_buffer_length} or segment length {d.segment_file_length} not a power of 2"
+        )
+    if d.segment_file_length < d.term_buffer_length:
+        return f"segment length {d.segment_file_length} < term length {d.term_buffer_length}"
+    if d.start_position < 0 or d.start_position % FRAME_ALIGNMENT:
+        return f"start position {d.start_position} not a non-negative multiple of {FRAME_ALIGNMENT}"
+    if d.stop_position != NULL_POSITION and (
+        d.stop_position < d.start_position or d.stop_position % FRAME_ALIGNMENT
+    ):
+        return f"stop position {d.stop_position} before the start or not a multiple of {FRAME_ALIGNMENT}"
+    return None
 
 
 class Archive:
@@ -134,21 +161,39 @@ class Archive:
 
     def _recover(self, now_ms: int) -> list[int]:
         """Each valid entry without a stop position gets the stop found by scanning its last segment file
-        (docs/archive.md section 7); a damaged entry or segment is reported by name and left as it is."""
+        (docs/archive.md section 7). A damaged entry, a missing or short segment file, or bytes after the last
+        whole frame are reported by name (log and "Archive errors"), never raised; the rest of the archive
+        works (docs/archive.md section 15)."""
         catalog = self.catalog
         assert catalog is not None
+        report = self.conductor.report_error
+        segments: dict[int, set[int]] = {}
+        try:
+            for name in os.listdir(self.archive_dir):
+                parsed = parse_segment_file_name(name)
+                if parsed is not None:
+                    segments.setdefault(parsed[0], set()).add(parsed[1])
+        except OSError as e:
+            report(f"start-up: cannot list the archive dir {self.archive_dir}: {e.strerror or e}")
         recovered = []
         for recording_id in range(catalog.count_entries):
             try:
                 entry = catalog.entry(recording_id)
             except CatalogError as e:
-                self.conductor.report_error(
-                    f"start-up: catalog entry of recording {recording_id} is damaged: {e}"
-                )
+                report(f"start-up: catalog entry of recording {recording_id} is damaged: {e}")
                 continue
-            if entry is None or not entry.valid or entry.descriptor.stop_position != NULL_POSITION:
+            if entry is None or not entry.valid:
                 continue
             d = entry.descriptor
+            problem = _descriptor_problem(d)
+            if problem is not None:
+                report(f"start-up: catalog entry of recording {recording_id} is damaged: {problem}")
+                continue
+            if d.stop_position != NULL_POSITION:
+                self._check_segments(d, segments.get(recording_id, set()))
+                continue
+            if recording_id not in segments:
+                report(f"start-up: recording {recording_id} has no segment file; its stop is its start")
             try:
                 stop = recover_stop_position(
                     self.archive_dir,
@@ -157,15 +202,62 @@ class Archive:
                     d.term_buffer_length,
                     d.segment_file_length,
                 )
+                self._check_after_stop(d, stop)
             except (OSError, ValueError) as e:
-                self.conductor.report_error(
-                    f"start-up: recording {recording_id} cannot be recovered from its segment files: {e}"
-                )
+                report(f"start-up: recording {recording_id} cannot be recovered from its segment files: {e}")
                 continue
             catalog.recording_stopped(recording_id, stop, now_ms)
             log.info("archive: recovered recording %d: stop position %d", recording_id, stop)
             recovered.append(recording_id)
         return recovered
+
+    def _check_segments(self, d: RecordingDescriptor, present: set[int]) -> None:
+        """Reports each segment file a stopped recording's [start, stop) needs that is missing or short."""
+        if d.stop_position <= d.start_position:
+            return
+        try:
+            first = segment_position(
+                d.start_position, d.start_position, d.term_buffer_length, d.segment_file_length
+            )
+            last = segment_position(
+                d.start_position, d.stop_position - 1, d.term_buffer_length, d.segment_file_length
+            )
+        except (ValueError, ZeroDivisionError) as e:
+            self.conductor.report_error(f"start-up: recording {d.recording_id}: bad lengths: {e}")
+            return
+        for index in range(first.index, last.index + 1):
+            path = segment_path(self.archive_dir, d.recording_id, index)
+            if index not in present:
+                self.conductor.report_error(
+                    f"start-up: recording {d.recording_id}: segment file {path} is missing"
+                )
+                continue
+            try:
+                size = path.stat().st_size
+            except OSError as e:
+                self.conductor.report_error(
+                    f"start-up: recording {d.recording_id}: {path}: {e.strerror or e}"
+                )
+                continue
+            if size < d.segment_file_length:
+                self.conductor.report_error(
+                    f"start-up: recording {d.recording_id}: segment file {path} is {size} bytes, "
+                    f"not {d.segment_file_length}"
+                )
+
+    def _check_after_stop(self, d: RecordingDescriptor, stop: int) -> None:
+        """Reports bytes where the recovery scan stopped that are not zeros: a torn or damaged frame, not counted."""
+        index, offset = segment_position(d.start_position, stop, d.term_buffer_length, d.segment_file_length)
+        path = segment_path(self.archive_dir, d.recording_id, index)
+        if offset >= d.segment_file_length or not path.exists():
+            return
+        with open(path, "rb") as f:
+            head = os.pread(f.fileno(), FRAME_HEADER_LENGTH, offset)
+        if any(head):
+            self.conductor.report_error(
+                f"start-up: recording {d.recording_id}: {path} holds bytes that are not a whole frame at offset "
+                f"{offset} (a torn or damaged frame); the recording stops at {stop}, before them"
+            )
 
     # -- agents ----------------------------------------------------------------------------------------------------
 

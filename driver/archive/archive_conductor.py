@@ -399,7 +399,12 @@ class ArchiveConductor:
         except Exception as e:  # a bug of ours must not stop the archive: the client and the log hear of it
             log.exception("archive: %s failed", type(request).__name__)
             self.report_error(f"{type(request).__name__} failed: {e!r}")
-            session.send_error(getattr(request, "correlation_id", 0), f"{type(request).__name__} failed: {e}")
+            try:
+                session.send_error(
+                    getattr(request, "correlation_id", 0), f"{type(request).__name__} failed: {e}"
+                )
+            except Exception:
+                log.exception("archive: the error answer to %s failed too", type(request).__name__)
 
     # -- recording -------------------------------------------------------------------------------------------------
 
@@ -689,6 +694,9 @@ class ArchiveConductor:
     ) -> None:
         if session.active_listing is not None:
             session.send_error(correlation_id, "active listing already in progress", ACTIVE_LISTING)
+            return
+        if listing.count < 0:  # 1.15.1 answers nothing, so the client waits until its timeout
+            session.send_error(correlation_id, f"record count must not be negative: {listing.count}")
             return
         session.active_listing = listing
         self._listings.append(listing)

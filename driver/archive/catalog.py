@@ -49,6 +49,7 @@ DEFAULT_MAX_ENTRIES = 8 * 1024
 # Within an entry.
 DESCRIPTOR_HEADER_LENGTH = _DESCRIPTOR_HEADER.block_length
 DESCRIPTOR_LENGTH_OFFSET = _DESCRIPTOR_HEADER.offsets["length"]
+_MIN_DESCRIPTOR_LENGTH = _DESCRIPTOR.block_length + 3 * 4  # the block and three string lengths
 VALID_OFFSET = _DESCRIPTOR_HEADER.offsets["valid"]
 DESCRIPTOR_OFFSET = DESCRIPTOR_HEADER_LENGTH
 CONTROL_SESSION_ID_OFFSET = DESCRIPTOR_OFFSET + _DESCRIPTOR.offsets["control_session_id"]
@@ -248,6 +249,15 @@ class Catalog:
                 f"and originalChannel:'{original_channel}' exceeds max allowed:{self._max_strings}"
             )
         recording_id = self._next_recording_id
+        entry = self._offset(recording_id, 0)
+        try:
+            # The file is sparse: a mapped page the file system cannot back would raise SIGBUS when written, so
+            # the entry's blocks are allocated first and a full disk refuses the recording instead.
+            os.posix_fallocate(self._fd, entry, self.record_length)
+        except OSError as exc:
+            raise CatalogError(
+                f"cannot allocate catalog entry {recording_id} in {self.path}: {exc.strerror or exc}"
+            ) from exc
         descriptor = RecordingDescriptor(
             control_session_id=0,
             correlation_id=0,
@@ -335,15 +345,27 @@ class Catalog:
         if not 0 <= recording_id < self._next_recording_id:
             return None
         start = entry_offset(recording_id, self.record_length)
+        # A damaged entry (a torn write, a foreign tool) is refused by name instead of being served: its length
+        # must hold the block and three string lengths, and stay inside the entry; its strings must be US-ASCII
+        # (they are sent to clients as such).
+        length = self._get_int32(recording_id, DESCRIPTOR_LENGTH_OFFSET)
+        if not _MIN_DESCRIPTOR_LENGTH <= length <= self.record_length - DESCRIPTOR_OFFSET:
+            raise CatalogError(
+                f"recording {recording_id}: descriptor length {length} outside "
+                f"[{_MIN_DESCRIPTOR_LENGTH}, {self.record_length - DESCRIPTOR_OFFSET}]"
+            )
         try:
             descriptor = _DESCRIPTOR.decode_body(
                 self._buffer.view,
                 start + DESCRIPTOR_OFFSET,
                 _DESCRIPTOR.block_length,
-                start + self.record_length,
+                start + DESCRIPTOR_OFFSET + length,
             )
         except CodecError as exc:
             raise CatalogError(f"recording {recording_id}: {exc}") from exc
+        for name in ("stripped_channel", "original_channel", "source_identity"):
+            if not getattr(descriptor, name).isascii():
+                raise CatalogError(f"recording {recording_id}: {name} is not US-ASCII")
         return CatalogEntry(recording_id, self._buffer.view[start + VALID_OFFSET] == VALID, descriptor)
 
     def descriptor(self, recording_id: int) -> RecordingDescriptor | None:
@@ -360,7 +382,10 @@ class Catalog:
     def find_last(self, min_recording_id: int, session_id: int, stream_id: int, channel_fragment: str) -> int:
         """Highest valid id >= min with equal session and stream whose original channel contains the fragment."""
         for recording_id in range(self._next_recording_id - 1, max(min_recording_id, 0) - 1, -1):
-            d = self.descriptor(recording_id)
+            try:
+                d = self.descriptor(recording_id)
+            except CatalogError:
+                continue  # damaged: reported at start-up
             if (
                 d is not None
                 and d.session_id == session_id

@@ -46,6 +46,9 @@ def control_response(
     code: ControlResponseCode,
     message: str = "",
 ) -> bytes:
+    # An error text may quote what a client sent (a channel, decoded with replacement characters): the wire
+    # field is US-ASCII, so anything else is escaped rather than making the answer impossible to encode.
+    message = message.encode("ascii", "backslashreplace").decode("ascii")
     return encode(ControlResponse(control_session_id, correlation_id, relevant_id, code, message))
 
 

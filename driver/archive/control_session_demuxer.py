@@ -9,6 +9,7 @@ naming it (1.15.1 answers nothing and the client times out). When the image goes
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from driver.archive.archive_conductor import ArchiveConductor
 
 FRAGMENT_LIMIT = 10
+
+log = logging.getLogger("driver.archive")
 _SESSION_AND_CORRELATION = struct.Struct("<qq")
 
 
@@ -55,9 +58,18 @@ class ControlSessionDemuxer:
     def remove(self, session: ControlSession) -> None:
         self.sessions.pop(session.control_session_id, None)
 
-    def _on_fragment(self, buffer: Any, offset: int, length: int, _header: Any) -> None:
-        view = buffer.view
-        source = f"control request image session {self.image.session_id} ({self.image.source_identity})"
+    def _on_fragment(self, buffer: Any, offset: int, length: int, header: Any) -> None:
+        try:
+            self._dispatch(buffer.view, offset, length)
+        except Exception as e:  # whatever a request does, the image keeps being polled
+            log.exception("archive: control request failed")
+            self._conductor.report_error(f"{self._source()}: request dropped: {e!r}")
+
+    def _source(self) -> str:
+        return f"control request image session {self.image.session_id} ({self.image.source_identity})"
+
+    def _dispatch(self, view: Any, offset: int, length: int) -> None:
+        source = self._source()
         try:
             request = ARCHIVE.decode(view, offset, length)
         except UnknownTemplateError as e:

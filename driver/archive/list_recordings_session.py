@@ -28,6 +28,7 @@ class ListRecordingsSession:
         self.control_session = control_session
         self.correlation_id = correlation_id
         self._cursor = from_recording_id
+        self.count = count
         self._remaining = count
         self._catalog = catalog
         self._stream_id = stream_id

@@ -1,8 +1,9 @@
 """RecordingWriter: puts the blocks of one recording into its segment files, laid out as 1.15.1's writer lays
 them out (docs/archive.md section 7): position p at offset ``segment_position(start, p)``, one ``pwrite`` per
 block straight from the mapped term, only the 32-byte header of a padding frame, a new segment file at each
-segment end. A write that fails raises ``RecordingWriteError`` and leaves the position where it was, so nothing
-is counted as recorded that is not on disk.
+segment end, reserved in full when it is created so that a full disk stops the recording there, at a frame
+boundary (docs/archive.md section 15). A write that fails raises ``RecordingWriteError`` and leaves the position
+where it was, so nothing is counted as recorded that is not on disk.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from driver.archive.segment_file import create_segment_file, segment_path, segment_position
+from driver.archive.segment_file import reserve_segment_file, segment_path, segment_position
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer.frame_descriptor import HDR_TYPE_PAD, HEADER_LENGTH, TYPE_OFFSET
 
@@ -63,8 +64,7 @@ class RecordingWriter:
         self.close()
         path = segment_path(self.archive_dir, self.recording_id, index)
         try:
-            create_segment_file(path, self.segment_length)
-            self._fd = os.open(path, os.O_RDWR)
+            self._fd = reserve_segment_file(path, self.segment_length)
             if self.file_sync_level >= SYNC_DATA_AND_METADATA:
                 dir_fd = os.open(self.archive_dir, os.O_RDONLY)
                 try:
@@ -72,7 +72,11 @@ class RecordingWriter:
                 finally:
                     os.close(dir_fd)
         except OSError as e:
-            raise RecordingWriteError(e.errno, f"cannot open segment file {path}: {e.strerror or e}") from e
+            raise RecordingWriteError(
+                e.errno,
+                f"recording {self.recording_id}: cannot create segment file {path} of {self.segment_length} "
+                f"bytes: {e.strerror or e}",
+            ) from e
         self._segment_index = index
 
     @property

@@ -11,12 +11,14 @@ with it only when the start is term aligned (docs/archive.md section 12); it is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from driver.concurrent.logbuffer.frame_descriptor import HDR_TYPE_PAD
 from driver.util.bit_util import align, is_power_of_two
 
 RECORDING_SEGMENT_SUFFIX = ".rec"
@@ -27,7 +29,7 @@ FRAME_HEADER_LENGTH = 32
 FRAME_LENGTH_OFFSET = 0
 PAGE_SIZE = 4096
 
-_FRAME_LENGTH = struct.Struct("<i")
+_LENGTH_AND_TYPE = struct.Struct("<ixxH")  # frame length, version, flags, type
 _NAME = re.compile(r"^(\d+)-(\d+)" + re.escape(RECORDING_SEGMENT_SUFFIX) + "$")
 
 
@@ -104,21 +106,55 @@ def create_segment_file(path: str | os.PathLike[str], segment_length: int) -> No
         os.close(fd)
 
 
+def reserve_segment_file(path: str | os.PathLike[str], segment_length: int, file_mode: int = 0o644) -> int:
+    """Creates (or keeps) ``path`` sized to the segment length with every block allocated, and returns it open.
+
+    Reserved up front with ``posix_fallocate`` (docs/archive.md section 15) so that a full file system fails
+    the recording when a segment is created, at a frame boundary, instead of in the middle of a block; 1.15.1
+    leaves the file sparse. A file this call created is removed again when the reservation fails."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | os.O_EXCL, file_mode)
+        created = True
+    except FileExistsError:
+        fd = os.open(path, flags, file_mode)
+        created = False
+    try:
+        os.posix_fallocate(fd, 0, segment_length)
+    except BaseException:
+        os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise
+    return fd
+
+
 def scan_stop_offset(path: str | os.PathLike[str], from_offset: int, segment_length: int) -> int:
     """Offset just past the last complete frame of a segment, scanning frame headers from ``from_offset`` to the
-    first zero length. A last frame that straddles a 4 KiB page is dropped, a crash may have left it torn; as in
-    1.15.1, one ending exactly on a page boundary counts as straddling (docs/archive.md section 7)."""
+    first zero length (docs/archive.md section 7).
+
+    A write cut short by a crash (a kill inside ``pwrite``, or pages reaching the disk out of order) is cut at
+    a page boundary, and the frame header, at the frame's start, is on the earlier page: the frame looks whole
+    but its tail is zeros. So the last frame is dropped when its first and last bytes lie on different 4 KiB
+    pages. A frame that ends exactly on a page boundary lies on one page and is kept (1.15.1 drops it, its check
+    uses the next offset's page); a padding frame, of which only the header is written, is kept; a length that
+    runs past the end of the file ends the scan before that frame."""
     last = next_offset = from_offset
+    last_is_padding = False
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         limit = min(size, segment_length)
         while next_offset + FRAME_HEADER_LENGTH <= limit:
-            (frame_length,) = _FRAME_LENGTH.unpack(os.pread(f.fileno(), 4, next_offset + FRAME_LENGTH_OFFSET))
-            if frame_length <= 0:
+            frame_length, frame_type = _LENGTH_AND_TYPE.unpack(
+                os.pread(f.fileno(), _LENGTH_AND_TYPE.size, next_offset + FRAME_LENGTH_OFFSET)
+            )
+            end = next_offset + align(frame_length, FRAME_ALIGNMENT)
+            if frame_length <= 0 or end > limit:
                 break
-            last = next_offset
-            next_offset = min(next_offset + align(frame_length, FRAME_ALIGNMENT), limit)
-    if next_offset // PAGE_SIZE == last // PAGE_SIZE:
+            last, last_is_padding = next_offset, frame_type == HDR_TYPE_PAD
+            next_offset = end
+    if next_offset == last or last_is_padding or last // PAGE_SIZE == (next_offset - 1) // PAGE_SIZE:
         return next_offset
     return last
 

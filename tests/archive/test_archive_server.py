@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from driver.archive.archive import Archive
-from driver.archive.archive_context import ArchiveContext
 from driver.archive.codecs import (
     ControlResponse,
     ControlResponseCode,
@@ -27,53 +24,18 @@ from driver.archive.codecs import (
     StopRecordingSubscriptionRequest,
     StopReplayRequest,
 )
-from driver.archive_launcher import connect_embedded
-from driver.client import Aeron
 from driver.util.bit_util import to_int32
-from tests.support import EmbeddedDriver, ManualClock, free_port, new_aeron_dir, wait_for
-from tests.support.archive_control import ArchiveControl
+from tests.support import wait_for
+from tests.support.archive_env import TERM_LENGTH, Env, archive_env
 
-TERM_LENGTH = 64 * 1024
 OK = ControlResponseCode.OK
 ERROR = ControlResponseCode.ERROR
 
 
-@dataclass
-class Env:
-    driver: EmbeddedDriver
-    archive: Archive
-    aeron: Aeron
-    control: ArchiveControl
-    clock: ManualClock
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
-    clock = ManualClock.starting_now()
-    ctx = ArchiveContext(
-        archive_dir=str(tmp_path / "archive"),
-        control_channel=f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
-        recording_events_channel=f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
-        segment_file_length=64 * 1024,
-        threading_mode="SHARED",
-    )
-    aeron_dir = new_aeron_dir(tmp_path)
-    driver = EmbeddedDriver(
-        aeron_dir,
-        on_created=lambda d: connect_embedded(d, ctx, epoch_clock_ms=clock.epoch_clock_ms),
-        spies_simulate_connection=True,
-        term_buffer_length=TERM_LENGTH,
-        ipc_term_buffer_length=TERM_LENGTH,
-    )
-    aeron = Aeron.connect(aeron_dir)
-    control = ArchiveControl(aeron)
-    try:
-        yield Env(driver, driver.attached, aeron, control, clock)
-    finally:
-        control.close()
-        aeron.close()
-        driver.close()
-        driver.attached.close()
+    with archive_env(tmp_path) as environment:
+        yield environment
 
 
 def message(i: int, length: int) -> bytes:

@@ -99,8 +99,8 @@ def test_recovery_finds_the_end_of_the_last_whole_frame(tmp_path: Path, start: i
 
 
 def _reference_stop(last_frame_start: int, end: int) -> int:
-    """A last frame that crosses into another 4 KiB page may be torn: recovery drops it."""
-    return end if last_frame_start // 4096 == end // 4096 else last_frame_start
+    """A last frame whose first and last bytes are on different 4 KiB pages may be torn: recovery drops it."""
+    return end if last_frame_start // 4096 == (end - 1) // 4096 else last_frame_start
 
 
 def test_recovery_within_the_first_segment_and_without_files(tmp_path: Path) -> None:
@@ -125,6 +125,59 @@ def test_catalog_recovery_sets_stop_and_timestamp(tmp_path: Path) -> None:
     with Catalog(tmp_path) as catalog:
         assert catalog.recover(now_ms=99) == [0]
         d = catalog.descriptor(0)
-        # The last frame ends exactly on a page boundary: like 1.15.1, recovery counts that as a page crossing.
-        assert d is not None and (d.stop_position, d.stop_timestamp) == (TERM + 3072, 99)
+        # The last frame ends exactly on a page boundary: unlike 1.15.1, recovery keeps it.
+        assert d is not None and (d.stop_position, d.stop_timestamp) == (TERM + 4096, 99)
         assert catalog.stop_position(1) == 64
+
+
+def _write_frames(path: Path, frames: list[tuple[int, int]]) -> None:
+    """(offset, length) data frames: a header each, the payload bytes 0x5A (never zero)."""
+    create_segment_file(path, TERM)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for offset, length in frames:
+            header = struct.pack("<iBBhi", length, 0, 0xC0, 1, offset)
+            os.pwrite(fd, header + bytes([0x5A]) * (length - len(header)), offset)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        ([(0, 2048), (2048, 2048)], 4096),  # the last frame ends exactly on the page boundary: kept
+        ([(0, 2048), (2048, 1024)], 3072),  # ends before it
+        ([(0, 2048), (2048, 2560)], 2048),  # crosses it: its tail may be torn, dropped
+        ([(0, 4096), (4096, 9000 - 9000 % 32)], 4096),  # a frame longer than a page is never the trusted last
+        ([(0, 4096), (4096, 4096)], 8192),  # a whole page, ending on the next boundary
+        ([(3968, 128)], 4096),  # starts late in a page, ends on the boundary
+    ],
+)
+def test_recovery_at_a_page_boundary(tmp_path: Path, frames: list[tuple[int, int]], expected: int) -> None:
+    path = segment_path(tmp_path, 0, 0)
+    _write_frames(path, frames)
+    assert scan_stop_offset(path, frames[0][0], TERM) == expected
+
+
+def test_a_torn_write_loses_only_the_frame_it_cut(tmp_path: Path) -> None:
+    """A block of frames whose write stopped at a page boundary: the frame across it has its header but zeros
+    after the boundary; every frame before it is recovered, it is not."""
+    path = segment_path(tmp_path, 0, 0)
+    _write_frames(path, [(i * 1024, 1024) for i in range(7)] + [(7 * 1024, 1536)])
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, bytes(TERM - 8192), 8192)  # the page after the boundary never reached the file
+    finally:
+        os.close(fd)
+    assert scan_stop_offset(path, 0, TERM) == 7 * 1024
+
+
+def test_a_length_past_the_file_end_ends_the_scan(tmp_path: Path) -> None:
+    path = segment_path(tmp_path, 0, 0)
+    _write_frames(path, [(0, 1024)])
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, struct.pack("<i", 1 << 30), 1024)  # garbage after the last frame
+    finally:
+        os.close(fd)
+    assert scan_stop_offset(path, 0, TERM) == 1024

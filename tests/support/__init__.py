@@ -21,6 +21,10 @@ What is here, and when to use which:
     The real 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a peer: fresh UDP channels and the
     ``aeron.archive.*`` channel properties, and the archive's start (after ARCHIVE READY) and stop. Import
     from ``tests.support.java_archive``; tests/archive/conftest.py has a module-scoped ``java_archive`` fixture.
+``archive_env(tmp_path, archive_dir=None, **ctx)``, ``Env`` (archive_env.py)
+    Our archive (SHARED) on an embedded driver, its clock a ManualClock, with a client and an
+    ``ArchiveControl`` session (archive_control.py: raw control requests and every response). Import from
+    ``tests.support.archive_env``; wrap it in a fixture where a test module needs one.
 ``LogWriter`` (log_writer.py)
     Messages into a publication log (three contiguous terms + metadata) through the package's real
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
