@@ -75,7 +75,11 @@ class JavaArchiveOnDriver:
 
 
 def _archive_on_driver(
-    kind: str, request: pytest.FixtureRequest, harness: ModuleType, peers: Any, factory: pytest.TempPathFactory
+    kind: str,
+    request: pytest.FixtureRequest,
+    harness: ModuleType,
+    peers: Any,
+    factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
     """One archive of ``kind`` ("java"/"ours": the real archive on that driver; "ours-embedded",
     "ours-standalone": ours), stopped with its driver after the module."""

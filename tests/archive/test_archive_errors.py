@@ -56,9 +56,7 @@ EXPECTED = [
 
 
 def run_errors(peers: Any, aeron_dir: Path, channels: dict[str, str]) -> list[str]:
-    result = peers.run(
-        "ArchiveErrors", props={"aeron.dir": str(aeron_dir)} | channels, timeout=RUN_TIMEOUT_S
-    )
+    result = peers.run("ArchiveErrors", props={"aeron.dir": str(aeron_dir)} | channels, timeout=RUN_TIMEOUT_S)
     lines = result.stdout.splitlines()
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
     return lines

@@ -68,7 +68,9 @@ class OurArchive:
             self.exit_code = self.popen.returncode
 
 
-def embedded_archive(driver_log: Callable[[], str], archive_dir: Path, props: Mapping[str, str]) -> OurArchive:
+def embedded_archive(
+    driver_log: Callable[[], str], archive_dir: Path, props: Mapping[str, str]
+) -> OurArchive:
     """The archive of a driver started with ``--archive`` and ``props`` (its log is the driver's)."""
     return OurArchive(dict(props), OurArchiveLog(driver_log), archive_dir)
 
