@@ -21,6 +21,11 @@ What is here, and when to use which:
     The real 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a peer: fresh UDP channels and the
     ``aeron.archive.*`` channel properties, and the archive's start (after ARCHIVE READY) and stop. Import
     from ``tests.support.java_archive``; tests/archive/conftest.py has a module-scoped ``java_archive`` fixture.
+``OurArchive``, ``start_our_archive``, ``embedded_archive`` (our_archive.py)
+    Our archive as the same kind of peer: standalone (``python -m driver archive`` on any driver, after "archive
+    running") or embedded (read through its driver's log); ``errors()`` in the Java launcher's form. Import
+    from ``tests.support.our_archive``; tests/archive/conftest.py's ``archive_server`` fixture runs the real
+    archive and ours.
 ``LogWriter`` (log_writer.py)
     Messages into a publication log (three contiguous terms + metadata) through the package's real
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
