@@ -20,11 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def archive_error_lines(log: str) -> list[str]:
-    """The archive's logged errors (``log.error("archive: %s", ...)``) as "ARCHIVE ERROR archive: <text>"."""
+    """The archive's logged errors (``log.error("archive: %s", ...)``) as "ARCHIVE ERROR archive: <text>": bare
+    (Python's last-resort handler prints only the message) or after a formatter's ERROR level."""
     return [
         f"ARCHIVE ERROR archive: {line.split(MARKER, 1)[1]}"
         for line in log.splitlines()
-        if MARKER in line and "ERROR" in line.upper().split(MARKER.upper(), 1)[0]
+        if line.startswith(MARKER) or (MARKER in line and "ERROR" in line.split(MARKER, 1)[0])
     ]
 
 
