@@ -9,6 +9,11 @@ java_archive   module    the real 1.15.1 Archive (tests/support/java_archive.py)
                          ``aeron.spies.simulate.connection=true``): a ``JavaArchiveOnDriver`` with ``kind``,
                          ``aeron_dir``, ``props`` (the archive's -D settings, its channels included) and
                          ``archive``. A test module adds archive settings with a ``JAVA_ARCHIVE_PROPS`` dict.
+archive_server module    ``java_archive``'s two params plus our archive: "ours-embedded" (``mediadriver run --archive``
+                         on our driver) and "ours-standalone" (``mediadriver archive`` on the Java driver), each a
+                         ``JavaArchiveOnDriver`` whose ``archive`` is a tests/support/our_archive.py ``OurArchive``
+                         (same ``errors()``/``process.stderr_text()``/``stop()``). Settings from
+                         ``JAVA_ARCHIVE_PROPS`` as for ``java_archive``.
 interop_harness session  tests/interop/conftest.py's helpers (DriverPool, JavaPeers, Spawned, parse_errors).
 driver_pool    function  driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped after.
 """
@@ -26,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.support.java_archive import JavaArchive, archive_channels, start_java_archive
+from tests.support.our_archive import OurArchive, embedded_archive, start_our_archive
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,8 +70,44 @@ class JavaArchiveOnDriver:
     kind: str
     aeron_dir: Path
     props: dict[str, str]
-    archive: JavaArchive
+    archive: JavaArchive | OurArchive
     driver: Any  # tests/interop/conftest.py DriverProcess
+
+
+def _archive_on_driver(
+    kind: str,
+    request: pytest.FixtureRequest,
+    harness: ModuleType,
+    peers: Any,
+    factory: pytest.TempPathFactory,
+) -> Iterator[JavaArchiveOnDriver]:
+    """One archive of ``kind`` ("java"/"ours": the real archive on that driver; "ours-embedded",
+    "ours-standalone": ours), stopped with its driver after the module."""
+    pool = harness.DriverPool()
+    try:
+        props = {"aeron.spies.simulate.connection": "true"}
+        archive_props = archive_channels() | getattr(request.module, "JAVA_ARCHIVE_PROPS", {})
+        archive_dir = factory.mktemp(f"archive-{kind}")
+        archive: JavaArchive | OurArchive
+        if kind == "ours-embedded":
+            embedded = props | archive_props | {"aeron.archive.dir": str(archive_dir)}
+            driver = pool.ours(embedded, args=["--archive"])
+            archive = embedded_archive(driver.log, archive_dir, embedded)
+        elif kind == "ours-standalone":
+            driver = pool.java(props, peers=peers)
+            log_path = factory.mktemp("archive-log") / "archive.log"
+            archive = start_our_archive(driver.aeron_dir, archive_dir, archive_props, log_path)
+        else:
+            driver = pool.java(props, peers=peers) if kind == "java" else pool.ours(props)
+            archive = start_java_archive(peers, driver.aeron_dir, archive_dir, archive_props)
+        try:
+            yield JavaArchiveOnDriver(kind, driver.aeron_dir, archive.props, archive, driver)
+        finally:
+            archive.stop()
+    finally:
+        problems = pool.close()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(scope="module", params=["java", "ours"])
@@ -75,22 +117,17 @@ def java_archive(
     archive_java: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
-    kind = request.param
-    pool = interop_harness.DriverPool()
-    try:
-        props = {"aeron.spies.simulate.connection": "true"}
-        driver = pool.java(props, peers=archive_java) if kind == "java" else pool.ours(props)
-        archive_props = archive_channels() | getattr(request.module, "JAVA_ARCHIVE_PROPS", {})
-        archive_dir = tmp_path_factory.mktemp(f"java-archive-{kind}")
-        archive = start_java_archive(archive_java, driver.aeron_dir, archive_dir, archive_props)
-        try:
-            yield JavaArchiveOnDriver(kind, driver.aeron_dir, archive.props, archive, driver)
-        finally:
-            archive.stop()
-    finally:
-        problems = pool.close()
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=["java", "ours", "ours-embedded", "ours-standalone"])
+def archive_server(
+    request: pytest.FixtureRequest,
+    interop_harness: ModuleType,
+    archive_java: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[JavaArchiveOnDriver]:
+    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
 
 
 @pytest.fixture

@@ -25,6 +25,11 @@ What is here, and when to use which:
     Our archive (SHARED) on an embedded driver, its clock a ManualClock, with a client and an
     ``ArchiveControl`` session (archive_control.py: raw control requests and every response). Import from
     ``tests.support.archive_env``; wrap it in a fixture where a test module needs one.
+``OurArchive``, ``start_our_archive``, ``embedded_archive`` (our_archive.py)
+    Our archive as the same kind of peer: standalone (``python -m driver archive`` on any driver, after "archive
+    running") or embedded (read through its driver's log); ``errors()`` in the Java launcher's form. Import
+    from ``tests.support.our_archive``; tests/archive/conftest.py's ``archive_server`` fixture runs the real
+    archive and ours.
 ``LogWriter`` (log_writer.py)
     Messages into a publication log (three contiguous terms + metadata) through the package's real
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
