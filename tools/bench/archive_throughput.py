@@ -96,7 +96,9 @@ def main() -> int:
                 channels = archive_channel_props()
                 driver = start_archiving_driver(h, kind, channels, props[kind])
                 channel = (
-                    "aeron:ipc" if args.channel == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
+                    "aeron:ipc"
+                    if args.channel == "ipc"
+                    else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
                 )
                 lines = run_bench_client(
                     h,
