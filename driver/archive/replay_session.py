@@ -3,8 +3,11 @@
 INIT checks, when the replay starts inside the recording, that a frame header of the recording's stream, term
 id and term offset is at the replay position (read where the writer put it, ``segment_position``, so a recording
 that joined late replays from any frame boundary), then waits for the publication to connect until the connect
-deadline. REPLAY reads at most min(remaining, 2 MiB, rest of the term) and re-publishes DATA frames through
-try_claim (flags and reserved value kept) and PAD frames through append_padding, until the limit; a live
+deadline. REPLAY reads at most min(remaining, 2 MiB, rest of the term) and puts the whole frames it read into
+the replay publication's term in one copy (``offer_block``: the publication was made at the recording's term id
+and offset, so only session and stream ids change); what that leaves -- a padding frame the read cut short, a
+frame past the publication limit -- goes frame by frame, DATA through try_claim (flags and reserved value kept)
+and PAD through append_padding, until the limit; a live
 recording is followed through its position until it stops. A frame that is neither DATA nor PAD below the
 recorded position (a hole) is an error the client hears of, as is every other error after the OK.
 """
@@ -21,7 +24,7 @@ from typing import NamedTuple
 from driver.archive.archive_context import MAX_BLOCK_LENGTH
 from driver.archive.segment_file import segment_file_name, segment_path, segment_position
 from driver.archive.state import StateMachine
-from driver.client.publication import CLOSED, NOT_CONNECTED, ExclusivePublication
+from driver.client.publication import ADMIN_ACTION, CLOSED, NOT_CONNECTED, ExclusivePublication
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 from driver.concurrent.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
@@ -221,6 +224,19 @@ class ReplaySession:
         view = self._view
         frame_offset = 0
         fragments = 0
+        # Whole runs of frames go in one copy; what the block could not take (a padding frame cut by the read,
+        # a hole, back pressure, a closed publication) is left to the frame by frame path below.
+        result = publication.offer_block(self._buffer, bytes_read, self.replay_limit - position)
+        if result == ADMIN_ACTION:
+            result = publication.offer_block(self._buffer, bytes_read, self.replay_limit - position)
+        if result > position:
+            frame_offset = result - position
+            position = result
+            self.replay_position = position
+            fragments = 1
+            if position >= self.replay_limit:
+                self.machine.on("complete")
+                return fragments
         claim = self._claim
         while frame_offset < bytes_read:
             if bytes_read - frame_offset < HEADER_LENGTH:

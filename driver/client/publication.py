@@ -290,10 +290,40 @@ class ExclusivePublication(_PublicationBase):
         )
         return self._new_position(result)
 
+    def offer_block(self, block: bytearray, length: int, limit: int) -> int:
+        """Whole recorded frames from the start of ``block[:length]``, laid out for this publication's current
+        term offset (a replay publication starts at the recording's position, docs/archive.md section 15), in one
+        copy with their session and stream ids rewritten. Frames are taken while they begin below the
+        publication limit and below ``limit`` bytes from the position, and never past the term's end. The new
+        position (the old one when no whole frame fitted), or a code."""
+        if self.is_closed:
+            return CLOSED
+        term_offset = self._term_offset
+        if term_offset >= self.term_length:
+            return self._rotate()
+        position = self._term_begin_position + term_offset
+        window = self._get_limit() - position
+        if window <= 0:
+            return self._back_pressure_status(position, length)
+        resulting_offset = self._appenders[self._active_partition_index].append_block(
+            self._term_id,
+            term_offset,
+            block,
+            min(length, self.term_length - term_offset),
+            min(window, limit),
+            self.session_id,
+            self.stream_id,
+        )
+        self._term_offset = resulting_offset
+        return self._term_begin_position + resulting_offset
+
     def _new_position(self, result: int) -> int:
         if result > 0:
             self._term_offset = result
             return self._term_begin_position + result
+        return self._rotate()
+
+    def _rotate(self) -> int:
         if self._term_begin_position + self.term_length >= self.max_possible_position:
             return MAX_POSITION_EXCEEDED
         # The term is full (padding written): move to the next one ourselves, no contention to handle.

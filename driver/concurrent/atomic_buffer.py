@@ -252,6 +252,30 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
+    def write_block(
+        self, term_offset: int, src: bytearray, length: int, limit: int, session_id: int, stream_id: int
+    ) -> tuple[int, bool]:
+        """A replay's block (docs/archive.md section 15): the whole DATA/PAD frames at the start of
+        ``src[:length]`` that begin before ``limit``, with their session and stream ids rewritten (in ``src``
+        too), copied to ``term_offset`` and made visible at once by a release store of the first frame's length
+        (ExclusivePublication.offerBlock). Returns (bytes copied, whether a frame that is neither DATA nor PAD
+        stopped the run)."""
+        if not 0 <= length <= len(src):
+            raise ValueError(f"block of {length} bytes is outside a source of {len(src)} bytes")
+        if term_offset < 0 or term_offset & 31 or term_offset + length > self._length:
+            raise ValueError(f"block {term_offset}+{length} is not inside a term of {self._length} bytes")
+        result = lib.amd_term_write_block(
+            self._ptr,
+            self._length,
+            term_offset,
+            ffi.from_buffer("uint8_t[]", src),
+            length,
+            limit,
+            session_id,
+            stream_id,
+        )
+        return result & 0xFFFFFFFF, bool(result >> 32)
+
     # Receiver-side rebuild (docs/logbuffer.md section 7; contract in native/README.md, amd_rebuild.h).
     def term_rebuild_insert(self, term_offset: int, src: Any, src_offset: int, length: int) -> int:
         """TermRebuilder.insert of the datagram ``src[src_offset : src_offset + length]`` at ``term_offset``.

@@ -87,4 +87,13 @@ int64_t amd_term_scan_frames(
     const uint8_t *term, int32_t capacity, int32_t offset, int32_t max_frames, int32_t *frames);
 int64_t amd_term_scan_for_availability(const uint8_t *term, int32_t capacity, int32_t offset, int32_t max_length);
 int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t limit_offset);
+int64_t amd_term_write_block(
+    uint8_t *term,
+    int32_t capacity,
+    int32_t term_offset,
+    uint8_t *src,
+    int32_t src_length,
+    int32_t limit,
+    int32_t session_id,
+    int32_t stream_id);
 #endif

@@ -354,3 +354,54 @@ int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t li
 
     return (int32_t)offset;
 }
+
+int64_t amd_term_write_block(
+    uint8_t *term,
+    int32_t capacity,
+    int32_t term_offset,
+    uint8_t *src,
+    int32_t src_length,
+    int32_t limit,
+    int32_t session_id,
+    int32_t stream_id)
+{
+    if (term_offset < 0 || src_length < 0 || (int64_t)term_offset + src_length > capacity)
+    {
+        return -1;
+    }
+
+    int64_t offset = 0;
+    int64_t hole = 0;
+    while (offset < limit && offset + AMD_DATA_HEADER_LENGTH <= src_length)
+    {
+        int32_t frame_length;
+        uint16_t type;
+        memcpy(&frame_length, src + offset + AMD_FRAME_LENGTH_OFFSET, sizeof(frame_length));
+        memcpy(&type, src + offset + AMD_TYPE_OFFSET, sizeof(type));
+        if (frame_length < AMD_DATA_HEADER_LENGTH || (type != AMD_HDR_TYPE_DATA && type != AMD_HDR_TYPE_PAD))
+        {
+            hole = 1;
+            break;
+        }
+        const int64_t aligned_length = ALIGN_FRAME(frame_length);
+        if (offset + aligned_length > src_length)
+        {
+            break;
+        }
+        memcpy(src + offset + AMD_SESSION_ID_OFFSET, &session_id, sizeof(session_id));
+        memcpy(src + offset + AMD_STREAM_ID_OFFSET, &stream_id, sizeof(stream_id));
+        offset += aligned_length;
+    }
+
+    if (offset > 0)
+    {
+        /* Readers scan by frame length: everything but the first frame's length goes in first, then that length
+           with a release store makes the whole run visible at once (ExclusivePublication.offerBlock). */
+        int32_t first_length;
+        memcpy(&first_length, src, sizeof(first_length));
+        memcpy(term + term_offset + sizeof(int32_t), src + sizeof(int32_t), (size_t)offset - sizeof(int32_t));
+        __atomic_store_n((int32_t *)(term + term_offset), first_length, __ATOMIC_RELEASE);
+    }
+
+    return (hole << 32) | offset;
+}

@@ -145,6 +145,26 @@ class ExclusiveTermAppender:
         self._write_padding_frame(term_offset, frame_length, header_template, term_id)
         return resulting_offset
 
+    def append_block(
+        self,
+        term_id: int,
+        term_offset: int,
+        block: bytearray,
+        length: int,
+        limit: int,
+        session_id: int,
+        stream_id: int,
+    ) -> int:
+        """Whole frames from the start of ``block[:length]`` that begin below ``limit`` bytes, already laid out
+        for ``term_offset`` (a replay's), with this publication's session and stream ids; then the tail. The
+        new term offset (``term_offset`` when nothing fitted)."""
+        copied, _hole = self._term_buffer.write_block(
+            term_offset, block, length, limit, session_id, stream_id
+        )
+        if copied:
+            self._put_tail_release(self._tail_counter_offset, (term_id << 32) | (term_offset + copied))
+        return term_offset + copied
+
     def _end_of_term(self, term_offset: int, header_template: bytes, term_id: int) -> int:
         term_length = self._term_length
         if term_offset < term_length:

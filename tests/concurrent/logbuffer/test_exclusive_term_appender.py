@@ -200,3 +200,46 @@ def test_reader_sees_every_exclusive_append_in_order(
         assert read_offset == (T if tripped else term_offset)
     finally:
         log.close()
+
+
+def recorded_frames(lengths: list[int], session_id: int, stream_id: int, term_id: int) -> bytearray:
+    """Frames as a recording holds them (another session and stream), each payload filled with its index."""
+    source = Log()
+    try:
+        appender = ExclusiveTermAppender(source.terms[0], source.meta, 0)
+        template = bytearray(source.template)
+        DATA_HEADER.pack_into(template, 0, 0, 1, 0xC0, HDR_TYPE_DATA, 0, session_id, stream_id, term_id, 0)
+        offset = 0
+        for i, length in enumerate(lengths):
+            offset = appender.append_unfragmented(term_id, offset, bytes(template), bytes([i]) * length, i)
+        return bytearray(source.terms[0].view[:offset])
+    finally:
+        source.close()
+
+
+def test_append_block_copies_whole_frames_with_this_session_and_stream(log: Log) -> None:
+    appender = ExclusiveTermAppender(log.terms[0], log.meta, 0)
+    block = recorded_frames([10, 100, 1000], session_id=77, stream_id=88, term_id=50)
+    frames = [align(32 + n, 32) for n in (10, 100, 1000)]
+    # The limit lets the frame that begins below it in whole; the next one waits.
+    resulting = appender.append_block(50, 0, block, len(block), frames[0] + 1, SESSION_ID, STREAM_ID)
+    assert resulting == frames[0] + frames[1]
+    assert lbd.raw_tail_volatile(log.meta, 0) == (50 << 32) | resulting
+    reader = TermReader()
+    seen: list[tuple[int, int, int, int]] = []
+
+    def on_fragment(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        seen.append((length, header.session_id, header.stream_id, header.reserved_value))
+
+    reader.read(log.terms[0], 0, on_fragment, 10, Header(50, 16))
+    assert seen == [(10, SESSION_ID, STREAM_ID, 0), (100, SESSION_ID, STREAM_ID, 1)]
+
+
+def test_append_block_stops_at_a_hole_and_at_a_cut_frame(log: Log) -> None:
+    appender = ExclusiveTermAppender(log.terms[0], log.meta, 0)
+    block = recorded_frames([10, 10], session_id=77, stream_id=88, term_id=50)
+    assert appender.append_block(50, 0, block, len(block) - 1, T, SESSION_ID, STREAM_ID) == 64  # second cut
+    holed = block + bytearray(64)  # zeros after the frames: no frame there
+    appender2 = ExclusiveTermAppender(log.terms[1], log.meta, 1)
+    assert appender2.append_block(51, 0, holed, len(holed), T, SESSION_ID, STREAM_ID) == 128
+    assert log.terms[1].get_int32(128) == 0
