@@ -345,7 +345,10 @@ class DriverContext:
         values = resolve_settings(
             cls, dict(explicit or {}), properties, os.environ if environ is None else environ
         )
-        unknown = unknown_properties(cls, properties, "aeron.")
+        # aeron.archive.* belong to the archive's context, which reports its own unknown ones.
+        unknown = [
+            p for p in unknown_properties(cls, properties, "aeron.") if not p.startswith("aeron.archive.")
+        ]
         ctx = cls(**values, unknown_properties=unknown)
         ctx.validate()
         return ctx

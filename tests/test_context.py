@@ -321,6 +321,7 @@ def test_unknown_aeron_properties_are_reported_not_fatal() -> None:
             "aeron.bogus": "1",
             "java.io.tmpdir": "/tmp",
             "agrona.disable.bounds.checks": "true",
+            "aeron.archive.control.channel": "aeron:ipc",  # the archive's: it reports its own unknown ones
         }
     )
     assert ctx.unknown_properties == ["aeron.bogus", "aeron.sender.idle.strategy"]
