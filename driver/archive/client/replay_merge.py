@@ -15,6 +15,7 @@ is ``state`` and, when the merge was opened with a counter, that counter's value
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import socket
 import time
@@ -36,7 +37,7 @@ REPLAY_MERGE_STATE_TYPE_ID = 1101
 """Counter type id of a merge's state (value: ``State``); label ``replay-merge: <recording id> <stream id>``."""
 LIVE_ADD_MAX_WINDOW = 32 * 1024 * 1024
 """Upper bound of the live-add window whatever the term length (a quarter of a 1 GiB term is far too late)."""
-LIVE_JOIN_SETTLE_NS = 50_000_000
+LIVE_JOIN_SETTLE_NS = 250_000_000
 """How long the live destination has been in before the live position is taken as the join target: the
 publisher must have seen our setup-eliciting status message and answered with SETUP and data."""
 
@@ -445,10 +446,8 @@ class ReplayMerge:
         if self.state is State.CLOSED:
             return
         if self.replay_session_id is not None and self.state not in (State.MERGED, State.STOP_REPLAY):
-            try:
+            with contextlib.suppress(ArchiveError):
                 self.archive.stop_replay(self.replay_session_id).poll()
-            except ArchiveError:
-                pass
         if self.counter is not None:
             self.counter.close()
         if not self._handed_over:
