@@ -246,7 +246,7 @@ def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> in
 
 def _archive_context(args: argparse.Namespace, properties: dict[str, str], aeron_dir: str | None = None):
     """(ArchiveContext, None) or (None, exit code) after printing why the settings cannot be used."""
-    from driver.archive.archive_context import ArchiveConfigurationError, ArchiveContext
+    from driver.archive.archive_context import ArchiveContext
 
     explicit = {
         "archive_dir": getattr(args, "archive_dir", None),
@@ -255,7 +255,7 @@ def _archive_context(args: argparse.Namespace, properties: dict[str, str], aeron
     }
     try:
         ctx = ArchiveContext.from_sources(explicit, properties)
-    except ArchiveConfigurationError as e:
+    except ConfigurationError as e:  # a setting the archive cannot use (ArchiveConfigurationError too)
         return None, _fail(str(e), EXIT_USAGE)
     for prop in ctx.unknown_properties:
         print(f"mediadriver: warning: unknown property {prop} ignored", file=sys.stderr)

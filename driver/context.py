@@ -10,8 +10,8 @@ from __future__ import annotations
 import getpass
 import os
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,66 +22,17 @@ from driver.util.files import (
     GROUP_FILE_MODE,
     FilePermissions,
 )
-from driver.util.java_numbers import INT32_MAX, NumberFormatError, parse_java_long
-from driver.util.java_numbers import parse_duration_ns as parse_java_duration_ns
-from driver.util.java_numbers import parse_size as parse_java_size
-
-
-class ConfigurationError(ValueError):
-    """A setting has a value that cannot be used; the message names the setting."""
-
-
-def parse_size(name: str, text: str) -> int:
-    """agrona's ``SystemUtil.getSizeAsInt``: ``parseSize`` (k/m/g suffixes, driver/util/java_numbers.py),
-    then 0..2^31-1. Spaces around the value are ignored (environment variables often carry them)."""
-    try:
-        value = parse_java_size(name, text.strip())
-    except NumberFormatError as ex:
-        raise ConfigurationError(
-            f"{name}={text!r}: expected a size such as 65536, 64k, 16m or 1g ({ex})"
-        ) from None
-    if not 0 <= value <= INT32_MAX:
-        raise ConfigurationError(f"{name}={text!r}: a size must be 0..{INT32_MAX}, got {value}")
-    return value
-
-
-def parse_duration_ns(name: str, text: str) -> int:
-    """agrona's ``SystemUtil.getDurationInNanos``: ``parseDuration`` (ns, or s/ms/us/ns suffixes), not
-    negative. Spaces around the value are ignored."""
-    try:
-        value = parse_java_duration_ns(name, text.strip())
-    except NumberFormatError as ex:
-        raise ConfigurationError(
-            f"{name}={text!r}: expected a duration such as 5000000000, 5s, 500ms or 10us ({ex})"
-        ) from None
-    if value < 0:
-        raise ConfigurationError(f"{name}={text!r}: a duration must not be negative")
-    return value
-
-
-def parse_ms(name: str, text: str) -> int:
-    """Millisecond settings (aeron.driver.timeout): plain numbers are ms, suffixes are honoured."""
-    stripped = text.strip()
-    if stripped[-1:].isdecimal():
-        try:
-            value = parse_java_long(name, stripped)
-        except NumberFormatError:
-            value = -1
-        if value < 0:
-            raise ConfigurationError(
-                f"{name}={text!r}: expected milliseconds such as 10000 or a duration like 10s"
-            )
-        return value
-    return parse_duration_ns(name, text) // 1_000_000
-
-
-def parse_bool(name: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off", ""):
-        return False
-    raise ConfigurationError(f"{name}={text!r}: expected true or false")
+from driver.util.settings import (
+    ConfigurationError,
+    parse_bool,
+    parse_duration_ns,
+    parse_ms,
+    parse_size,
+    resolve_settings,
+    setting,
+    settings_of,
+    unknown_properties,
+)
 
 
 def parse_threading_mode(name: str, text: str) -> str:
@@ -146,8 +97,7 @@ def default_aeron_dir() -> str:
     return os.path.join(base, f"aeron-{user}")
 
 
-def _setting(prop: str, parse: Callable[[str, str], Any], default: Any, unit: str, doc: str) -> Any:
-    return field(default=default, metadata={"prop": prop, "parse": parse, "unit": unit, "doc": doc})
+_setting = setting
 
 
 MIB = 1024 * 1024
@@ -381,7 +331,7 @@ class DriverContext:
 
     @classmethod
     def settings(cls) -> list[Any]:
-        return [f for f in fields(cls) if "prop" in f.metadata]
+        return settings_of(cls)
 
     @classmethod
     def from_sources(
@@ -391,24 +341,11 @@ class DriverContext:
         environ: Mapping[str, str] | None = None,
     ) -> DriverContext:
         """Build a context from flags (field names), -D properties (aeron.*) and AERON_* variables."""
-        explicit = dict(explicit or {})
         properties = dict(properties or {})
-        environ = os.environ if environ is None else environ
-        known = {f.metadata["prop"] for f in cls.settings()}
-        unknown = sorted(p for p in properties if p.startswith("aeron.") and p not in known)
-        values: dict[str, Any] = {}
-        for f in cls.settings():
-            prop, parse = f.metadata["prop"], f.metadata["parse"]
-            env_name = prop.upper().replace(".", "_")
-            if explicit.get(f.name) is not None:
-                raw = explicit[f.name]
-                # Strings (CLI flags) go through the setting's parser too, so that an explicit
-                # "shared" becomes SHARED and a bad threading mode is rejected like a bad property.
-                values[f.name] = parse(prop, raw) if isinstance(raw, str) else raw
-            elif prop in properties:
-                values[f.name] = parse(prop, properties[prop])
-            elif env_name in environ:
-                values[f.name] = parse(env_name, environ[env_name])
+        values = resolve_settings(
+            cls, dict(explicit or {}), properties, os.environ if environ is None else environ
+        )
+        unknown = unknown_properties(cls, properties, "aeron.")
         ctx = cls(**values, unknown_properties=unknown)
         ctx.validate()
         return ctx

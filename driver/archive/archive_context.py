@@ -9,67 +9,43 @@ Precedence, as the driver's context: explicit values (CLI flags) > ``-Daeron.arc
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from driver.archive.catalog import DEFAULT_MAX_ENTRIES, MAX_ENTRIES
 from driver.archive.segment_file import validate_segment_length
 from driver.protocol.channel_uri import ChannelUri, InvalidChannelError
-from driver.protocol.publication_params import ParameterError, parse_duration_ns, parse_size
+from driver.util.settings import (
+    ConfigurationError,
+    choice_parser,
+    parse_bool,
+    parse_duration_ns,
+    parse_int,
+    parse_size,
+    parse_text,
+    resolve_settings,
+    setting,
+    settings_of,
+    unknown_properties,
+)
 
 THREADING_MODES = ("DEDICATED", "SHARED", "INVOKER")
 MAX_BLOCK_LENGTH = 2 * 1024 * 1024
 """Largest block recorded or replayed in one go (1.15.1's Archive.Configuration.MAX_BLOCK_LENGTH)."""
 
 
-class ArchiveConfigurationError(ValueError):
+class ArchiveConfigurationError(ConfigurationError):
     """An archive setting has a value that cannot be used; the message names the setting."""
 
 
-def _size(name: str, text: str) -> int:
-    try:
-        return parse_size(name, text.strip())
-    except ParameterError as e:
-        raise ArchiveConfigurationError(str(e)) from None
-
-
-def _duration_ns(name: str, text: str) -> int:
-    try:
-        return parse_duration_ns(name, text.strip())
-    except ParameterError as e:
-        raise ArchiveConfigurationError(str(e)) from None
-
-
-def _int(name: str, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise ArchiveConfigurationError(f"{name}={text!r}: expected an integer") from None
-
-
-def _bool(name: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ArchiveConfigurationError(f"{name}={text!r}: expected true or false")
-
-
-def _threading_mode(name: str, text: str) -> str:
-    mode = text.strip().upper()
-    if mode not in THREADING_MODES:
-        raise ArchiveConfigurationError(f"{name}={text!r}: expected {', '.join(THREADING_MODES)}")
-    return mode
-
-
-def _text(_name: str, text: str) -> str:
-    return text
-
-
-def _setting(prop: str, parse: Callable[[str, str], Any], default: Any, unit: str, doc: str) -> Any:
-    return field(default=default, metadata={"prop": prop, "parse": parse, "unit": unit, "doc": doc})
+_size = parse_size
+_duration_ns = parse_duration_ns
+_int = parse_int
+_bool = parse_bool
+_text = parse_text
+_threading_mode = choice_parser(*THREADING_MODES)
+_setting = setting
 
 
 @dataclass
@@ -154,7 +130,7 @@ class ArchiveContext:
 
     @classmethod
     def settings(cls) -> list[Any]:
-        return [f for f in fields(cls) if "prop" in f.metadata]
+        return settings_of(cls)
 
     @classmethod
     def from_sources(
@@ -164,22 +140,16 @@ class ArchiveContext:
         environ: Mapping[str, str] | None = None,
     ) -> ArchiveContext:
         """Flags (field names) > -D properties > AERON_ARCHIVE_* (and AERON_DIR) variables > defaults."""
-        explicit = dict(explicit or {})
         properties = dict(properties or {})
-        environ = os.environ if environ is None else environ
-        known = {f.metadata["prop"] for f in cls.settings()}
-        unknown = sorted(p for p in properties if p.startswith("aeron.archive.") and p not in known)
-        values: dict[str, Any] = {}
-        for f in cls.settings():
-            prop, parse = f.metadata["prop"], f.metadata["parse"]
-            env_name = prop.upper().replace(".", "_")
-            if explicit.get(f.name) is not None:
-                raw = explicit[f.name]
-                values[f.name] = parse(prop, raw) if isinstance(raw, str) else raw
-            elif prop in properties:
-                values[f.name] = parse(prop, properties[prop])
-            elif env_name in environ:
-                values[f.name] = parse(env_name, environ[env_name])
+        try:
+            values = resolve_settings(
+                cls, dict(explicit or {}), properties, os.environ if environ is None else environ
+            )
+        except ArchiveConfigurationError:
+            raise
+        except ConfigurationError as e:
+            raise ArchiveConfigurationError(str(e)) from None
+        unknown = unknown_properties(cls, properties, "aeron.archive.")
         ctx = cls(**values, unknown_properties=unknown)
         ctx.validate()
         return ctx

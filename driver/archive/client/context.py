@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from driver.archive.client.exceptions import ArchiveError
@@ -21,53 +20,31 @@ from driver.protocol.channel_uri import (
     TERM_LENGTH_PARAM_NAME,
     ChannelUri,
 )
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
-_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-_DURATION_NS = {"": 1, "ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+from driver.util.settings import (
+    ConfigurationError,
+    parse_bool,
+    parse_duration_ns,
+    parse_int,
+    parse_size,
+    parse_text,
+    resolve_settings,
+    setting,
+)
 
 
 class ArchiveConfigurationError(ArchiveError, ValueError):
     """A setting whose value cannot be used; the message names the setting."""
 
 
-def _size(name: str, text: str) -> int:
-    match = _SIZE.match(text)
-    if not match:
-        raise ArchiveConfigurationError(f"{name}={text!r}: expected a size such as 65536, 64k or 16m")
-    return int(match[1]) * _SIZE_UNITS[match[2].lower()]
-
-
-def _duration_ns(name: str, text: str) -> int:
-    match = _DURATION.match(text)
-    if not match:
-        raise ArchiveConfigurationError(
-            f"{name}={text!r}: expected a duration such as 5s, 500ms or 5000000000"
-        )
-    return int(match[1]) * _DURATION_NS[(match[2] or "").lower()]
-
-
-def _int(name: str, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise ArchiveConfigurationError(f"{name}={text!r}: expected an integer") from None
-
-
-def _bool(name: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ArchiveConfigurationError(f"{name}={text!r}: expected true or false")
-
-
-def _str(_name: str, text: str) -> str:
-    return text
+_size = parse_size
+_duration_ns = parse_duration_ns
+_int = parse_int
+_bool = parse_bool
+_str = parse_text
 
 
 def _setting(prop: str, parse: Callable[[str, str], Any], default: Any) -> Any:
-    return field(default=default, metadata={"prop": prop, "parse": parse})
+    return setting(prop, parse, default)
 
 
 @dataclass
@@ -118,19 +95,12 @@ class ArchiveClientContext:
             raise ArchiveConfigurationError(
                 f"unknown archive client settings {unknown}: use one of {sorted(names)}"
             )
-        values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            if f.name in explicit:
-                values[f.name] = explicit[f.name]
-                continue
-            if "prop" not in f.metadata:
-                continue
-            prop, parse = f.metadata["prop"], f.metadata["parse"]
-            env_name = prop.upper().replace(".", "_")
-            if prop in properties:
-                values[f.name] = parse(prop, properties[prop])
-            elif env_name in environ:
-                values[f.name] = parse(env_name, environ[env_name])
+        try:
+            values = resolve_settings(cls, explicit, properties, environ)
+        except ConfigurationError as e:
+            raise ArchiveConfigurationError(str(e)) from None
+        # Fields that are not settings (error_handler, ...) are taken as given.
+        values.update({k: v for k, v in explicit.items() if k not in values})
         return cls(**values)
 
     def replace(self, **changes: Any) -> ArchiveClientContext:
