@@ -28,6 +28,14 @@ class ArchiveRequests(Protocol):
 
     def stop_replay(self, replay_session_id: int) -> PendingRequest: ...
 
+    def find_last_matching_recording(
+        self, min_recording_id: int, channel_fragment: str, stream_id: int, session_id: int
+    ) -> PendingRequest: ...
+
+    def list_recording(self, recording_id: int) -> PendingRequest:
+        """``result``: a list of at most one RecordingDescriptor."""
+        ...
+
 
 class _Polled:
     def __init__(self, archive: AeronArchive, exchange: _Exchange) -> None:
@@ -69,3 +77,13 @@ class PolledArchive:
 
     def stop_replay(self, replay_session_id: int) -> PendingRequest:
         return _Polled(self.archive, self.archive._stop_replay(replay_session_id))
+
+    def find_last_matching_recording(
+        self, min_recording_id: int, channel_fragment: str, stream_id: int, session_id: int
+    ) -> PendingRequest:
+        return _Polled(
+            self.archive, self.archive._find_last(min_recording_id, channel_fragment, stream_id, session_id)
+        )
+
+    def list_recording(self, recording_id: int) -> PendingRequest:
+        return _Polled(self.archive, self.archive._list_recording(recording_id))
