@@ -6,7 +6,9 @@ recording's, and asks for the replay with that ``session-id`` on a replay destin
 live frames land in one image (same session, stream, initial term id and term length) and the log rebuild
 takes each byte once. The live destination is added only when the image is within a quarter of a term of the
 live position (nearer, live frames would fall outside the receiver window and be dropped); the replay is
-stopped once the image has moved past the live position seen after the join, and then removed.
+stopped only once the image holds bytes the replay cannot have sent: an image position, sampled before the archive
+took the recording position, beyond that recording position (a replay never runs ahead of its recording), so live
+data provably feeds the image; then the replay destination is removed.
 
 ``poll(handler, fragment_limit)`` does one non-blocking step of the state table and polls the image; the state
 is ``state`` and, when the merge was opened with a counter, that counter's value (``State`` numbers).
@@ -19,7 +21,6 @@ import contextlib
 import enum
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +38,6 @@ REPLAY_MERGE_STATE_TYPE_ID = 1101
 """Counter type id of a merge's state (value: ``State``); label ``replay-merge: <recording id> <stream id>``."""
 LIVE_ADD_MAX_WINDOW = 32 * 1024 * 1024
 """Upper bound of the live-add window whatever the term length (a quarter of a 1 GiB term is far too late)."""
-LIVE_JOIN_SETTLE_NS = 250_000_000
-"""How long the live destination has been in before the live position is taken as the join target: the
-publisher must have seen our setup-eliciting status message and answered with SETUP and data."""
 
 
 class State(enum.IntEnum):
@@ -151,8 +149,6 @@ class ReplayMerge:
         live_destination: str,
         start_position: int = NULL_POSITION,
         counter: Counter | None = None,
-        nano_clock: Callable[[], int] = time.monotonic_ns,
-        live_join_settle_ns: int = LIVE_JOIN_SETTLE_NS,
     ) -> None:
         self._replay_uri = _endpoint_channel(replay_destination, "replay_destination")
         _endpoint_channel(live_destination, "live_destination")
@@ -163,8 +159,6 @@ class ReplayMerge:
         self.replay_destination = replay_destination
         self.start_position = recording.start_position if start_position == NULL_POSITION else start_position
         self.counter = counter
-        self._nano_clock = nano_clock
-        self._settle_ns = live_join_settle_ns
         self.live_add_threshold = min(recording.term_buffer_length >> 2, LIVE_ADD_MAX_WINDOW)
         self.state = State.RESOLVE_REPLAY_PORT
         self.trace: list[TraceEntry] = []
@@ -173,8 +167,10 @@ class ReplayMerge:
         self.live_position = NULL_POSITION
         """The last recording position the archive gave (the live position as far as the merge knows)."""
         self.live_join_position = NULL_POSITION
+        """The image position that proved live data had arrived (``live_proven`` in the trace)."""
         self._pending: PendingRequest | None = None
-        self._live_added_ns: int | None = None
+        self._sampled_position = NULL_POSITION
+        self._live_added = False
         self._replay_added = False
         self._handed_over = False
         self._record(State.RESOLVE_REPLAY_PORT, "enter")
@@ -273,7 +269,7 @@ class ReplayMerge:
 
     @property
     def is_live_added(self) -> bool:
-        return self._live_added_ns is not None
+        return self._live_added
 
     def _record(self, state: State, action: str) -> None:
         self.trace.append(TraceEntry(state, action, self.image_position, self.live_position))
@@ -367,7 +363,7 @@ class ReplayMerge:
             position = self.image_position
             if position == NULL_POSITION or position < self.live_position:
                 return 0
-            self._pending = self.archive.recording_position(self.recording.recording_id)
+            self._ask_live_position()
             self._to(State.ATTEMPT_LIVE_JOIN)
             return 1
         if state is State.ATTEMPT_LIVE_JOIN:
@@ -380,29 +376,36 @@ class ReplayMerge:
             return 1
         return 0
 
+    def _ask_live_position(self) -> None:
+        # The image position is sampled before the archive takes the recording position: everything the replay
+        # had put into the image by then lies at or below that answer.
+        self._sampled_position = self.image_position
+        self._pending = self.archive.recording_position(self.recording.recording_id)
+
     def _attempt_live_join(self) -> int:
         answer = self._answer()
         if answer is None:
             return 0
-        if answer.result != NULL_POSITION:
-            self.live_position = answer.result
-        position = self.image_position
-        now_ns = self._nano_clock()
-        if self._live_added_ns is None:
-            if self.live_position - position <= self.live_add_threshold:
+        if answer.result == NULL_POSITION:
+            self._fail(f"recording {self.recording.recording_id} stopped before the merge joined live")
+            return 1
+        self.live_position = answer.result
+        sampled = self._sampled_position
+        if not self.is_live_added:
+            if self.live_position - self.image_position <= self.live_add_threshold:
                 self.subscription.add_destination(self.live_destination)
-                self._live_added_ns = now_ns
+                self._live_added = True
                 self._record(State.ATTEMPT_LIVE_JOIN, "add_live")
-        elif self.live_join_position == NULL_POSITION:
-            if now_ns - self._live_added_ns >= self._settle_ns:
-                self.live_join_position = self.live_position
-                self._record(State.ATTEMPT_LIVE_JOIN, "live_join_target")
-        elif position >= self.live_join_position:
+        elif sampled > self.live_position:
+            # A replay never sends past the recording position, so bytes beyond it came from live: live
+            # is feeding this image, and the replay may stop (docs/archive.md section 16).
+            self.live_join_position = sampled
+            self._record(State.ATTEMPT_LIVE_JOIN, "live_proven")
             assert self.replay_session_id is not None
             self._pending = self.archive.stop_replay(self.replay_session_id)
             self._to(State.STOP_REPLAY)
             return 1
-        self._pending = self.archive.recording_position(self.recording.recording_id)
+        self._ask_live_position()
         return 1
 
     def _remove_replay_destination(self) -> None:
