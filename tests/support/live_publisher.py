@@ -2,7 +2,9 @@
 driver (embedded) in ``aeron_dir``, publishes 32-byte messages numbered from 0 on ``channel``/``stream_id`` at
 ``rate`` messages per second (paced per millisecond, so the rate is continuous), prints ``READY <session id>``
 once the publication is connected and ``BURST <count> <seconds>`` after the first ``count`` messages, then goes
-on at ``tail_rate`` (default 0: stop) until its stdin closes.
+on at ``tail_rate`` (default 0: stop) until its stdin closes. Its driver paces multi-destination publications
+by the slowest receiver (min flow control): with the default max, a consumer that falls more than the
+publisher's term buffer behind the fastest receiver (the archive) loses data for good, which no merge can mend.
 
     python -m tests.support.live_publisher AERON_DIR CHANNEL STREAM_ID RATE COUNT [TERM_LENGTH [TAIL_RATE]]
 """
@@ -42,7 +44,12 @@ def main(argv: list[str]) -> int:
     tail_rate = int(argv[6]) if len(argv) > 6 else 0
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    driver = EmbeddedDriver(Path(aeron_dir), dir_delete_on_start=True, term_buffer_length=term_length)
+    driver = EmbeddedDriver(
+        Path(aeron_dir),
+        dir_delete_on_start=True,
+        term_buffer_length=term_length,
+        multicast_flow_control="min",
+    )
     try:
         with Aeron.connect(aeron_dir) as aeron:
             publication = aeron.add_exclusive_publication(channel, int(stream_id))
