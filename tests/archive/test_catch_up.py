@@ -115,7 +115,9 @@ def test_one_million_messages_history_then_live_exactly_once_in_order(env: Env) 
         producer = asyncio.create_task(produce())
         expected = 0
         try:
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(
+                180
+            ):  # a hang guard, not a speed check (25-30 s when the machine is calm)
                 async for message in resume:
                     value = int.from_bytes(message.data, "little")
                     assert value == expected, (
