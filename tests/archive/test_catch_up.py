@@ -53,6 +53,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
         on_created=lambda d: connect_embedded(d, ctx),
         term_buffer_length=TERM_LENGTH,
         ipc_term_buffer_length=TERM_LENGTH,
+        spies_simulate_connection=True,  # a UDP publication nobody receives, spied on by archive and consumer
     )
     aeron = Aeron.connect(aeron_dir)
     archive = AeronArchive.connect(
@@ -77,15 +78,15 @@ def publish(publication: ExclusivePublication, first: int, count: int) -> None:
 
 
 def recorded(env: Env, channel: str, stream_id: int) -> tuple[ExclusivePublication, int]:
-    """A publication on ``channel`` being recorded; (the publication, its recording id)."""
+    """A publication on ``channel`` being recorded (LOCAL: a UDP one through a spy); (the publication, its
+    recording id)."""
     publication = env.aeron.add_exclusive_publication(channel, stream_id)
     env.archive.start_recording(channel, stream_id, SourceLocation.LOCAL)
     found: list[int] = []
+    media = channel.split("?")[0]
 
     def started() -> bool:
-        found[:] = [
-            d.recording_id for d in env.archive.list_recordings_for_uri(0, 10, "aeron:ipc", stream_id)
-        ]
+        found[:] = [d.recording_id for d in env.archive.list_recordings_for_uri(0, 10, media, stream_id)]
         return bool(found)
 
     wait_for(started, 10, "the recording")
@@ -152,6 +153,35 @@ def test_one_million_messages_history_then_live_exactly_once_in_order(env: Env) 
         f"resume: {total} messages in {elapsed:.1f} s, join at {catch_up.join_position // FRAME}, "
         f"live held at most {catch_up.max_buffered_seen} bytes"
     )
+    publication.close()
+
+
+def test_spy_on_a_udp_publication_history_then_live(env: Env) -> None:
+    stream_id, history, total = 4005, 20_000, 40_000
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}"
+    publication, recording_id = recorded(env, channel, stream_id)
+    publish(publication, 0, history)
+    resume = env.archive.resume(f"aeron-spy:{channel}", stream_id, 0)
+
+    async def consume() -> list[int]:
+        values: list[int] = []
+        async with asyncio.timeout(60):
+            iterator = resume.__aiter__()
+            values.append(int.from_bytes((await anext(iterator)).data, "little"))
+            i = history
+            while len(values) < total:
+                if i < total and publication.offer(i.to_bytes(8, "little")) > 0:
+                    i += 1
+                message = await anext(iterator)
+                values.append(int.from_bytes(message.data, "little"))
+            await iterator.aclose()  # type: ignore[attr-defined]
+        return values
+
+    assert asyncio.run(consume()) == list(range(total))
+    catch_up = resume.catch_up
+    assert catch_up is not None and catch_up.recording_id == recording_id
+    assert CatchUpState.REPLAY in [e.state for e in catch_up.trace]
+    assert 0 < catch_up.join_position < total * FRAME
     publication.close()
 
 
