@@ -2,7 +2,9 @@
 messages/s on a dynamic MDC channel, recorded by our archive (driver B), merged by a consumer (driver C) that
 starts three terms behind: every message once, in order, ending merged on live, also with 5 % of the DATA that
 reaches the consumer's driver dropped (the replay's and, once joined, the live's: the loss generator is a
-per-driver receive-side setting, so it sits on the consumer's driver, the only one the replay path ends in)."""
+per-driver receive-side setting, so it sits on the consumer's driver, the only one the replay path ends in).
+The replay is stopped only once the image provably holds live data (docs/archive.md section 16); the publisher's
+driver paces by its slowest receiver, so a consumer that falls behind is slowed rather than left a gap."""
 
 from __future__ import annotations
 
