@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 from driver.archive.client.archive_proxy import ArchiveProxy
@@ -42,6 +42,7 @@ from driver.archive.codecs import (
     TruncateRecordingRequest,
 )
 from driver.client import Aeron, ExclusivePublication, Subscription
+from driver.client.aio import Message
 from driver.protocol.channel_uri import SESSION_ID_PARAM_NAME, ChannelUri
 from driver.util.bit_util import to_int32
 
@@ -605,6 +606,18 @@ class AeronArchive:
 
     async def truncate_recording_async(self, recording_id: int, position: int) -> None:
         await self._run_async(self._truncate(recording_id, position))
+
+    # -- catching up -----------------------------------------------------------------------------------------
+
+    def resume(
+        self, channel: str, stream_id: int, from_position: int, **options: Any
+    ) -> AsyncIterable[Message]:
+        """``async for message in archive.resume(channel, stream_id, from_position)``: a stream on this host
+        (IPC or spy) from ``from_position``, its recording's history then live, each message once and in order
+        (docs/archive.md section 17, ``driver.archive.client.catch_up.Resume``)."""
+        from driver.archive.client.catch_up import Resume
+
+        return Resume(self, channel, stream_id, from_position, **options)
 
     # -- closing ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,89 @@
+"""Archive requests that a poll loop drives one step at a time (for ReplayMerge and CatchUp): the same exchanges
+as AeronArchive's blocking and ``*_async`` methods, but advanced by ``poll()`` so a duty cycle never blocks
+(docs/archive.md section 16)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from driver.archive.client.aeron_archive import AeronArchive, _Exchange
+
+
+class PendingRequest(Protocol):
+    """One request in flight: ``poll()`` is True once answered (``result`` set); it raises the archive's error."""
+
+    result: Any
+
+    def poll(self) -> bool: ...
+
+
+class ArchiveRequests(Protocol):
+    """What the merge and catch-up state machines ask of an archive; AeronArchive's is ``PolledArchive``."""
+
+    def recording_position(self, recording_id: int) -> PendingRequest: ...
+
+    def start_replay(
+        self, recording_id: int, position: int, length: int, channel: str, stream_id: int
+    ) -> PendingRequest: ...
+
+    def stop_replay(self, replay_session_id: int) -> PendingRequest: ...
+
+    def find_last_matching_recording(
+        self, min_recording_id: int, channel_fragment: str, stream_id: int, session_id: int
+    ) -> PendingRequest: ...
+
+    def list_recording(self, recording_id: int) -> PendingRequest:
+        """``result``: a list of at most one RecordingDescriptor."""
+        ...
+
+
+class _Polled:
+    def __init__(self, archive: AeronArchive, exchange: _Exchange) -> None:
+        self._archive = archive
+        self._exchange = exchange
+        self.result: Any = None
+        archive._begin(exchange)
+
+    def poll(self) -> bool:
+        archive = self._archive
+        try:
+            if archive.context.invoke_aeron_client:
+                archive.aeron.do_work()
+            done = archive._step(self._exchange)
+        except BaseException:
+            archive.control_response_poller.forget(self._exchange.correlation_id)
+            raise
+        if done:
+            self.result = self._exchange.result
+            archive.control_response_poller.forget(self._exchange.correlation_id)
+        return done
+
+
+class PolledArchive:
+    """``ArchiveRequests`` over an AeronArchive's control session."""
+
+    def __init__(self, archive: AeronArchive) -> None:
+        self.archive = archive
+
+    def recording_position(self, recording_id: int) -> PendingRequest:
+        return _Polled(self.archive, self.archive._recording_position(recording_id))
+
+    def start_replay(
+        self, recording_id: int, position: int, length: int, channel: str, stream_id: int
+    ) -> PendingRequest:
+        return _Polled(
+            self.archive, self.archive._start_replay(recording_id, position, length, channel, stream_id)
+        )
+
+    def stop_replay(self, replay_session_id: int) -> PendingRequest:
+        return _Polled(self.archive, self.archive._stop_replay(replay_session_id))
+
+    def find_last_matching_recording(
+        self, min_recording_id: int, channel_fragment: str, stream_id: int, session_id: int
+    ) -> PendingRequest:
+        return _Polled(
+            self.archive, self.archive._find_last(min_recording_id, channel_fragment, stream_id, session_id)
+        )
+
+    def list_recording(self, recording_id: int) -> PendingRequest:
+        return _Polled(self.archive, self.archive._list_recording(recording_id))
