@@ -52,7 +52,12 @@ def test_archive_files_are_private_by_default_whatever_the_umask(tmp_path: Path,
         recording_id, _ = record(env, "aeron:ipc", 7001, 10, 200)
         found = modes(archive_dir, recording_id)
     gid = found["dir"][1]
-    assert found == {"dir": (0o700, gid), "catalog": (0o600, gid), "mark": (0o600, gid), "segment": (0o600, gid)}
+    assert found == {
+        "dir": (0o700, gid),
+        "catalog": (0o600, gid),
+        "mark": (0o600, gid),
+        "segment": (0o600, gid),
+    }
 
 
 def test_a_group_setting_shares_the_archive_with_that_group(tmp_path: Path, open_umask: None) -> None:
@@ -62,7 +67,12 @@ def test_a_group_setting_shares_the_archive_with_that_group(tmp_path: Path, open
     with archive_env(tmp_path, archive_dir, dir_group=ctx.dir_group) as env:
         recording_id, _ = record(env, "aeron:ipc", 7002, 10, 200)
         found = modes(archive_dir, recording_id)
-    assert found == {"dir": (0o770, GID), "catalog": (0o660, GID), "mark": (0o660, GID), "segment": (0o660, GID)}
+    assert found == {
+        "dir": (0o770, GID),
+        "catalog": (0o660, GID),
+        "mark": (0o660, GID),
+        "segment": (0o660, GID),
+    }
 
 
 def test_the_archive_reads_the_drivers_properties_as_the_driver_does() -> None:
@@ -76,9 +86,9 @@ def test_the_archive_reads_the_drivers_properties_as_the_driver_does() -> None:
         assert archive == DriverContext.from_sources({}, properties, {}).file_permissions, properties
     environ = {"AERON_DIR_GROUP": str(GID), "AERON_DIR_MODE": "0750"}
     assert ArchiveContext.from_sources({}, {}, environ).file_permissions == FilePermissions(0o750, 0o660, GID)
-    with pytest.raises(ArchiveConfigurationError, match="aeron.file.mode"):
+    with pytest.raises(ArchiveConfigurationError, match=r"aeron\.file\.mode"):
         ArchiveContext.from_sources({}, {"aeron.file.mode": "rw-"}, {})
-    with pytest.raises(ArchiveConfigurationError, match="aeron.dir.group"):
+    with pytest.raises(ArchiveConfigurationError, match=r"aeron\.dir\.group"):
         ArchiveContext.from_sources({}, {"aeron.dir.group": "no-such-group-here"}, {})
 
 
@@ -89,7 +99,12 @@ def test_embedded_the_archive_takes_the_drivers_policy(tmp_path: Path, open_umas
         assert env.archive.ctx.file_permissions == env.driver.driver.permissions
         recording_id, _ = record(env, "aeron:ipc", 7003, 10, 200)
         found = modes(archive_dir, recording_id)
-    assert found == {"dir": (0o750, GID), "catalog": (0o640, GID), "mark": (0o640, GID), "segment": (0o640, GID)}
+    assert found == {
+        "dir": (0o750, GID),
+        "catalog": (0o640, GID),
+        "mark": (0o640, GID),
+        "segment": (0o640, GID),
+    }
 
 
 def test_embedded_the_archives_own_settings_win(tmp_path: Path, open_umask: None) -> None:
@@ -99,7 +114,12 @@ def test_embedded_the_archives_own_settings_win(tmp_path: Path, open_umask: None
         assert env.archive.ctx.file_permissions == FilePermissions(0o770, 0o600, GID)
         recording_id, _ = record(env, "aeron:ipc", 7004, 10, 200)
         found = modes(archive_dir, recording_id)
-    assert found == {"dir": (0o770, GID), "catalog": (0o600, GID), "mark": (0o600, GID), "segment": (0o600, GID)}
+    assert found == {
+        "dir": (0o770, GID),
+        "catalog": (0o600, GID),
+        "mark": (0o600, GID),
+        "segment": (0o600, GID),
+    }
 
 
 def test_an_existing_archive_dir_keeps_the_mode_its_owner_gave_it(tmp_path: Path, open_umask: None) -> None:
