@@ -45,8 +45,15 @@ def attach_to_driver(driver: MediaDriver, archive: Archive) -> None:
 
 def connect_embedded(driver: MediaDriver, ctx: ArchiveContext, **archive_args: Any) -> Archive:
     """An Archive whose client (agent mode) is connected to ``driver`` in this process and runs on its loop;
-    ``archive_args`` go to Archive (an epoch clock, an error handler)."""
+    ``archive_args`` go to Archive (an epoch clock, an error handler).
+
+    The archive's files follow the driver's file-permission policy: each of ``aeron.dir.group``,
+    ``aeron.dir.mode`` and ``aeron.file.mode`` the archive's context leaves unset is the driver's (docs/archive.md
+    section 15), so with none set the archive's ``file_permissions`` are the driver's."""
     ctx.aeron_dir = str(driver.aeron_dir)
+    for name in ("dir_group", "dir_mode", "file_mode"):
+        if getattr(ctx, name) is None:
+            setattr(ctx, name, getattr(driver.ctx, name))
     archive = Archive(ctx, **archive_args)
     attach_to_driver(driver, archive)
     return archive

@@ -15,17 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from driver.util.files import (
-    DEFAULT_DIR_MODE,
-    DEFAULT_FILE_MODE,
-    GROUP_DIR_MODE,
-    GROUP_FILE_MODE,
-    FilePermissions,
-)
+from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
     parse_bool,
     parse_duration_ns,
+    parse_group,
+    parse_mode,
     parse_ms,
     parse_size,
     resolve_settings,
@@ -60,33 +56,6 @@ def parse_flow_control(name: str, text: str) -> str:
     )
 
 
-def parse_mode(name: str, text: str) -> int | None:
-    """An octal file mode such as 0700 or 750 (no setuid/setgid/sticky bits: 0o777 at most)."""
-    value = text.strip()
-    if not value:
-        return None
-    try:
-        mode = int(value, 8)
-    except ValueError:
-        mode = -1
-    if not 0 <= mode <= 0o777:
-        raise ConfigurationError(f"{name}={text!r}: expected an octal mode such as 0700, 0750 or 0770")
-    return mode
-
-
-def parse_group(name: str, text: str) -> int | None:
-    """A group name or numeric gid; the group must exist."""
-    import grp
-
-    value = text.strip()
-    if not value:
-        return None
-    try:
-        return grp.getgrgid(int(value)).gr_gid if value.isdigit() else grp.getgrnam(value).gr_gid
-    except (KeyError, OverflowError):
-        raise ConfigurationError(f"{name}={text!r}: no such group on this system") from None
-
-
 def default_aeron_dir() -> str:
     """Aeron's default: /dev/shm/aeron-<user> on Linux, else <tmpdir>/aeron-<user>."""
     try:
@@ -115,21 +84,21 @@ class DriverContext:
     )
     dir_mode: int | None = _setting(
         "aeron.dir.mode",
-        lambda n, v: parse_mode(n, v),
+        parse_mode,
         None,
         "octal",
         "mode of the aeron dir and its subdirectories (default 0700, 0770 with aeron.dir.group)",
     )
     file_mode: int | None = _setting(
         "aeron.file.mode",
-        lambda n, v: parse_mode(n, v),
+        parse_mode,
         None,
         "octal",
         "mode of cnc.dat, loss-report.dat and the log buffers (default 0600, 0660 with aeron.dir.group)",
     )
     dir_group: int | None = _setting(
         "aeron.dir.group",
-        lambda n, v: parse_group(n, v),
+        parse_group,
         None,
         "group",
         "group (name or gid) owning the aeron dir and its files, whose members' clients may use the driver",
@@ -381,16 +350,7 @@ class DriverContext:
     def file_permissions(self) -> FilePermissions:
         """Modes and group of the aeron dir and its files: private to this user unless the operator opts
         in (README, "Sharing the aeron dir")."""
-        grouped = self.dir_group is not None
-        return FilePermissions(
-            self.dir_mode if self.dir_mode is not None else GROUP_DIR_MODE if grouped else DEFAULT_DIR_MODE,
-            self.file_mode
-            if self.file_mode is not None
-            else GROUP_FILE_MODE
-            if grouped
-            else DEFAULT_FILE_MODE,
-            self.dir_group,
-        )
+        return FilePermissions.from_settings(self.dir_group, self.dir_mode, self.file_mode)
 
     @property
     def aeron_path(self) -> Path:

@@ -37,6 +37,7 @@ from driver.archive.segment_file import (
 from driver.archive.session_worker import SessionQueue
 from driver.client.aeron import Aeron
 from driver.util.bit_util import is_power_of_two
+from driver.util.files import FilePermissions
 
 log = logging.getLogger("driver.archive")
 
@@ -66,6 +67,17 @@ def _descriptor_problem(d: RecordingDescriptor) -> str | None:
     return None
 
 
+def create_archive_dir(archive_dir: Path, permissions: FilePermissions) -> None:
+    """Creates ``archive_dir`` (and missing parents) with the policy's mode and group, whatever the umask. A dir
+    that already exists keeps its mode and group: the user made it, perhaps for other uses too, and the files the
+    archive creates in it are private under the policy anyway (docs/archive.md section 15)."""
+    if archive_dir.is_dir():
+        return
+    archive_dir.parent.mkdir(parents=True, exist_ok=True)
+    archive_dir.mkdir(mode=permissions.dir_mode)
+    permissions.apply_to_dir(archive_dir)
+
+
 class Archive:
     role_name = "archive"
 
@@ -88,10 +100,11 @@ class Archive:
         self._owns_aeron = aeron is None
         self.catalog: Catalog | None = None
         self.mark_file: ArchiveMarkFile | None = None
+        permissions = ctx.file_permissions
         try:
             if ctx.delete_archive_on_start and self.archive_dir.exists():
                 shutil.rmtree(self.archive_dir)
-            self.archive_dir.mkdir(parents=True, exist_ok=True)
+            create_archive_dir(self.archive_dir, permissions)
         except OSError as e:
             raise ArchiveStartError(
                 f"cannot create the archive dir {self.archive_dir}: {e.strerror or e}; choose a writable one "
@@ -119,6 +132,7 @@ class Archive:
                 self.archive_dir,
                 max_entries=ctx.max_catalog_entries,
                 file_sync_level=ctx.catalog_file_sync_level,
+                permissions=permissions,
             )
             self.mark_file = ArchiveMarkFile.create(
                 self.archive_dir,
@@ -130,6 +144,7 @@ class Archive:
                 events_stream_id=ctx.recording_events_stream_id,
                 aeron_directory=str(aeron.aeron_dir),
                 now_ms=epoch_clock_ms(),
+                permissions=permissions,
             )
         except (CatalogError, OSError, ValueError) as e:
             self._close_files()

@@ -594,6 +594,7 @@ class ArchiveConductor:
                 descriptor.term_buffer_length,
                 descriptor.segment_file_length,
                 self.ctx.file_sync_level,
+                permissions=self.ctx.file_permissions,
             )
             self._to_recorder.put(
                 "add",

@@ -16,12 +16,15 @@ from typing import Any
 from driver.archive.catalog import DEFAULT_MAX_ENTRIES, MAX_ENTRIES
 from driver.archive.segment_file import validate_segment_length
 from driver.protocol.channel_uri import ChannelUri, InvalidChannelError
+from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
     choice_parser,
     parse_bool,
     parse_duration_ns,
+    parse_group,
     parse_int,
+    parse_mode,
     parse_size,
     parse_text,
     resolve_settings,
@@ -126,6 +129,30 @@ class ArchiveContext:
     delete_archive_on_start: bool = _setting(
         "aeron.archive.dir.delete.on.start", _bool, False, "bool", "empty the archive dir before starting"
     )
+    # The driver's file-permission settings, same properties (docs/archive.md section 15): a standalone archive
+    # given the driver's -D properties gets the driver's policy; an embedded one takes the driver's for those
+    # it leaves unset (driver/archive_launcher.py).
+    dir_mode: int | None = _setting(
+        "aeron.dir.mode",
+        parse_mode,
+        None,
+        "octal",
+        "mode of the archive dir when the archive creates it (default 0700, 0770 with aeron.dir.group)",
+    )
+    file_mode: int | None = _setting(
+        "aeron.file.mode",
+        parse_mode,
+        None,
+        "octal",
+        "mode of archive.catalog, archive-mark.dat and segment files (default 0600, 0660 with aeron.dir.group)",
+    )
+    dir_group: int | None = _setting(
+        "aeron.dir.group",
+        parse_group,
+        None,
+        "group",
+        "group (name or gid) owning the archive dir and files the archive creates",
+    )
     unknown_properties: list[str] = field(default_factory=list)
 
     @classmethod
@@ -199,6 +226,12 @@ class ArchiveContext:
             raise ArchiveConfigurationError("aeron.archive.replay.linger.timeout must not be negative")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ArchiveConfigurationError("aeron.archive.idle.max.park must be between 1 ns and 1 ms")
+
+    @property
+    def file_permissions(self) -> FilePermissions:
+        """Modes and group of what the archive creates, built as the driver builds its own (README, "Sharing
+        the aeron dir")."""
+        return FilePermissions.from_settings(self.dir_group, self.dir_mode, self.file_mode)
 
     @property
     def connect_timeout_ms(self) -> int:

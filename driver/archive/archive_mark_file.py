@@ -24,6 +24,7 @@ from driver.archive.codecs.mark import MARK_FILE_HEADER, SCHEMA_VERSION, MarkFil
 from driver.archive.codecs.sbe import VAR_LENGTH_LENGTH, CodecError
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import align
+from driver.util.files import FilePermissions
 
 FILENAME = "archive-mark.dat"
 ALIGNMENT = 1024
@@ -68,6 +69,7 @@ class ArchiveMarkFile:
         aeron_directory: str,
         now_ms: int,
         pid: int | None = None,
+        permissions: FilePermissions | None = None,
     ) -> ArchiveMarkFile:
         """Writes the header for a starting archive. An existing file is reused only if its version is 0, as
         1.15.1 does (it has no live-archive detection)."""
@@ -88,8 +90,17 @@ class ArchiveMarkFile:
             events_channel=events_channel,
             aeron_directory=aeron_directory,
         )
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        permissions = permissions or FilePermissions()
+        flags = os.O_RDWR | os.O_CREAT
         try:
+            fd = os.open(path, flags | os.O_EXCL, permissions.file_mode)
+            created = True
+        except FileExistsError:
+            fd = os.open(path, flags)
+            created = False
+        try:
+            if created:  # exact mode and group whatever the umask (docs/archive.md section 15)
+                permissions.apply_to_fd(fd)
             size = os.fstat(fd).st_size
             if size >= VERSION_OFFSET + 4:
                 version = int.from_bytes(os.pread(fd, 4, VERSION_OFFSET), "little", signed=True)

@@ -32,6 +32,7 @@ from driver.archive.codecs.sbe import VAR_LENGTH_LENGTH, CodecError
 from driver.archive.segment_file import recover_stop_position
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.util.bit_util import INT32_MAX
+from driver.util.files import FilePermissions
 
 CATALOG_FILE_NAME = "archive.catalog"
 
@@ -116,6 +117,7 @@ class Catalog:
         max_entries: int = DEFAULT_MAX_ENTRIES,
         file_sync_level: int = SYNC_NONE,
         read_only: bool = False,
+        permissions: FilePermissions | None = None,
     ) -> None:
         if not 1 <= max_entries <= MAX_ENTRIES:
             raise CatalogError(
@@ -128,9 +130,12 @@ class Catalog:
         pre_exists = self.path.exists()
         if read_only and not pre_exists:
             raise CatalogError(f"no catalog at {self.path}")
+        permissions = permissions or FilePermissions()
         flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT
-        self._fd = os.open(self.path, flags, 0o644)
+        self._fd = os.open(self.path, flags, permissions.file_mode)
         try:
+            if not pre_exists:
+                permissions.apply_to_fd(self._fd)  # exact mode and group whatever the umask (section 15)
             size = os.fstat(self._fd).st_size
             length = size if read_only else max(size, catalog_length(max_entries))
             if length < 2 * DEFAULT_RECORD_LENGTH and read_only:

@@ -16,6 +16,7 @@ from pathlib import Path
 from driver.archive.segment_file import reserve_segment_file, segment_path, segment_position
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer.frame_descriptor import HDR_TYPE_PAD, HEADER_LENGTH, TYPE_OFFSET
+from driver.util.files import FilePermissions
 
 _U16 = struct.Struct("<H")
 
@@ -40,6 +41,7 @@ class RecordingWriter:
         segment_length: int,
         file_sync_level: int = SYNC_NONE,
         pwrite: PWrite = os.pwrite,
+        permissions: FilePermissions | None = None,
     ) -> None:
         self.archive_dir = Path(archive_dir)
         self.recording_id = recording_id
@@ -48,6 +50,7 @@ class RecordingWriter:
         self.segment_length = segment_length
         self.file_sync_level = file_sync_level
         self._pwrite = pwrite
+        self.permissions = permissions or FilePermissions()
         self._fd = -1
         self._segment_index = -1
         self._segment_offset = 0
@@ -64,7 +67,7 @@ class RecordingWriter:
         self.close()
         path = segment_path(self.archive_dir, self.recording_id, index)
         try:
-            self._fd = reserve_segment_file(path, self.segment_length)
+            self._fd = reserve_segment_file(path, self.segment_length, self.permissions)
             if self.file_sync_level >= SYNC_DATA_AND_METADATA:
                 dir_fd = os.open(self.archive_dir, os.O_RDONLY)
                 try:

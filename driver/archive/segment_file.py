@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from driver.concurrent.logbuffer.frame_descriptor import HDR_TYPE_PAD
 from driver.util.bit_util import align, is_power_of_two
+from driver.util.files import FilePermissions
 
 RECORDING_SEGMENT_SUFFIX = ".rec"
 MIN_SEGMENT_LENGTH = 64 * 1024
@@ -97,28 +98,45 @@ def segment_path(archive_dir: str | os.PathLike[str], recording_id: int, segment
     return Path(archive_dir) / segment_file_name(recording_id, segment_index)
 
 
-def create_segment_file(path: str | os.PathLike[str], segment_length: int) -> None:
-    """Creates (or keeps) ``path`` sized to the segment length; sparse, like RandomAccessFile.setLength."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+def create_segment_file(
+    path: str | os.PathLike[str], segment_length: int, permissions: FilePermissions | None = None
+) -> None:
+    """Creates (or keeps) ``path`` sized to the segment length; sparse, like RandomAccessFile.setLength. A file
+    this call creates gets ``permissions`` (default private: 0600) whatever the umask."""
+    fd, _created = _open_segment(path, permissions or FilePermissions())
     try:
         os.ftruncate(fd, segment_length)
     finally:
         os.close(fd)
 
 
-def reserve_segment_file(path: str | os.PathLike[str], segment_length: int, file_mode: int = 0o644) -> int:
+def _open_segment(path: str | os.PathLike[str], permissions: FilePermissions) -> tuple[int, bool]:
+    """``path`` opened read-write, created with ``permissions`` if it was not there; (fd, created)."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | os.O_EXCL, permissions.file_mode)
+    except FileExistsError:
+        return os.open(path, flags), False
+    try:
+        permissions.apply_to_fd(fd)  # exact mode and group whatever the umask (docs/archive.md section 15)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return fd, True
+
+
+def reserve_segment_file(
+    path: str | os.PathLike[str], segment_length: int, permissions: FilePermissions | None = None
+) -> int:
     """Creates (or keeps) ``path`` sized to the segment length with every block allocated, and returns it open.
 
     Reserved up front with ``posix_fallocate`` (docs/archive.md section 15) so that a full file system fails
     the recording when a segment is created, at a frame boundary, instead of in the middle of a block; 1.15.1
-    leaves the file sparse. A file this call created is removed again when the reservation fails."""
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags | os.O_EXCL, file_mode)
-        created = True
-    except FileExistsError:
-        fd = os.open(path, flags, file_mode)
-        created = False
+    leaves the file sparse. A file this call creates gets ``permissions`` (default private: 0600) whatever the
+    umask, and is removed again when the reservation fails."""
+    fd, created = _open_segment(path, permissions or FilePermissions())
     try:
         os.posix_fallocate(fd, 0, segment_length)
     except BaseException:

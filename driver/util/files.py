@@ -29,6 +29,20 @@ class FilePermissions:
     file_mode: int = DEFAULT_FILE_MODE
     gid: int | None = None
 
+    @classmethod
+    def from_settings(
+        cls, dir_group: int | None, dir_mode: int | None = None, file_mode: int | None = None
+    ) -> FilePermissions:
+        """The policy of ``aeron.dir.group``/``aeron.dir.mode``/``aeron.file.mode`` (None: not set): private
+        to this user unless a group is named, whose members then get read-write (README, "Sharing the aeron
+        dir"). The driver and the archive both build theirs here."""
+        grouped = dir_group is not None
+        return cls(
+            dir_mode if dir_mode is not None else GROUP_DIR_MODE if grouped else DEFAULT_DIR_MODE,
+            file_mode if file_mode is not None else GROUP_FILE_MODE if grouped else DEFAULT_FILE_MODE,
+            dir_group,
+        )
+
     def apply_to_dir(self, path: Path) -> None:
         if self.gid is not None:
             os.chown(path, -1, self.gid)

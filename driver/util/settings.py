@@ -9,6 +9,7 @@ means to the Java driver and archive.
 
 from __future__ import annotations
 
+import grp
 from collections.abc import Callable, Mapping
 from dataclasses import Field, field, fields
 from typing import Any
@@ -127,6 +128,31 @@ def parse_bool(name: str, text: str) -> bool:
     if lowered in ("false", "0", "no", "off", ""):
         return False
     raise ConfigurationError(f"{name}={text!r}: expected true or false")
+
+
+def parse_mode(name: str, text: str) -> int | None:
+    """An octal file mode such as 0700 or 750 (no setuid/setgid/sticky bits: 0o777 at most)."""
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        mode = int(value, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise ConfigurationError(f"{name}={text!r}: expected an octal mode such as 0700, 0750 or 0770")
+    return mode
+
+
+def parse_group(name: str, text: str) -> int | None:
+    """A group name or numeric gid; the group must exist."""
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        return grp.getgrgid(int(value)).gr_gid if value.isdigit() else grp.getgrnam(value).gr_gid
+    except (KeyError, OverflowError):
+        raise ConfigurationError(f"{name}={text!r}: no such group on this system") from None
 
 
 def choice_parser(*choices: str) -> Parser:

@@ -32,9 +32,15 @@ class Env:
 
 
 @contextmanager
-def archive_env(tmp_path: Path, archive_dir: Path | None = None, **ctx_settings: Any) -> Iterator[Env]:
+def archive_env(
+    tmp_path: Path,
+    archive_dir: Path | None = None,
+    driver_settings: dict[str, Any] | None = None,
+    **ctx_settings: Any,
+) -> Iterator[Env]:
     """Terms of 64 KiB, segments of 64 KiB unless ``ctx_settings`` say otherwise; UDP control and events
-    channels on free ports; ``archive_dir`` defaults to ``tmp_path / "archive"``."""
+    channels on free ports; ``archive_dir`` defaults to ``tmp_path / "archive"``; ``driver_settings`` are more
+    DriverContext fields for the driver."""
     clock = ManualClock.starting_now()
     settings: dict[str, Any] = dict(
         archive_dir=str(archive_dir or tmp_path / "archive"),
@@ -52,6 +58,7 @@ def archive_env(tmp_path: Path, archive_dir: Path | None = None, **ctx_settings:
         spies_simulate_connection=True,
         term_buffer_length=TERM_LENGTH,
         ipc_term_buffer_length=TERM_LENGTH,
+        **(driver_settings or {}),
     )
     try:
         aeron = Aeron.connect(aeron_dir)
