@@ -97,9 +97,12 @@ class RecordingIndexWriter:
         if self._fd < 0:
             return
         now = self._clock_ns()
-        if now - self._last_block_ns >= self.interval_ns and self._last_position != self._last_entry_position:
-            # An idle gap: mark when the data before it arrived, so times are not smeared over the gap.
-            self._append(self._last_position, self._last_block_ns)
+        if now - self._last_block_ns >= self.interval_ns:
+            # An idle gap: mark when the data before it arrived and that nothing came since, so the times of
+            # the block after it are not spread over the gap.
+            if self._last_position != self._last_entry_position:
+                self._append(self._last_position, self._last_block_ns)
+            self._append(self._last_position, now)
         self.count += count_messages(view, offset, length)
         self._last_position += length
         self._last_block_ns = now

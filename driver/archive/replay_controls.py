@@ -12,7 +12,6 @@ from typing import Protocol
 import numpy as np
 
 from driver.concurrent.counters import RECORD_ALLOCATED, CountersReader
-from driver.concurrent.logbuffer.frame_descriptor import FRAME_ALIGNMENT
 
 
 class Bound(Protocol):
@@ -58,8 +57,9 @@ class CreditBound:
 
 
 class Pacer:
-    """The recorded timing times the rate: a position is released once the replay clock passes the time the recording
-    reached it (linear between index entries); waits longer than ``max_idle_gap_ns`` are cut to it."""
+    """The recorded timing times the rate: a position is released once the replay clock passes the time the
+    recording reached it (linear between index entries). When nothing has gone out for ``max_idle_gap_ns`` the
+    schedule jumps to the next index entry, so no wait is much longer than the cap."""
 
     def __init__(
         self,
@@ -82,6 +82,8 @@ class Pacer:
         self._start_time = self._time_of(start_position)
         self._t0: int | None = None
         self._skipped = 0.0
+        self._progress_ns = 0
+        self._last_seen = start_position
 
     def _time_of(self, position: float) -> float:
         """When the recording reached ``position`` (linear between entries)."""
@@ -108,14 +110,20 @@ class Pacer:
         now = self._clock_ns()
         if self._t0 is None:
             self._t0 = now
+            self._progress_ns = now
+            self._last_seen = replay_position
+        if replay_position != self._last_seen:
+            self._last_seen = replay_position
+            self._progress_ns = now
         recorded_now = self._start_time + (now - self._t0) * self.rate + self._skipped
-        allowed = self._position_at(recorded_now)
-        if self.max_idle_gap_ns is not None and allowed < replay_position + FRAME_ALIGNMENT:
-            wait = self._time_of(replay_position + FRAME_ALIGNMENT) - recorded_now
-            cap = self.max_idle_gap_ns * self.rate
-            if wait > cap:
-                self._skipped += wait - cap
-        return int(allowed)
+        if self.max_idle_gap_ns is not None and now - self._progress_ns > self.max_idle_gap_ns:
+            # Idle for longer than the cap: jump the schedule to the next index entry (a frame boundary).
+            k = int(np.searchsorted(self._positions, replay_position, side="right"))
+            if k < len(self._times) and self._times[k] > recorded_now:
+                self._skipped += self._times[k] - recorded_now
+                recorded_now = float(self._times[k])
+            self._progress_ns = now
+        return int(self._position_at(recorded_now))
 
     def restart(self) -> None:
         self._t0 = None
