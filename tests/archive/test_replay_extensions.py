@@ -23,6 +23,7 @@ from driver.archive.client import (
     SourceLocation,
     replay_channel_for_session,
 )
+from driver.archive.codecs import BoundedReplayRequest, decode, encode
 from driver.archive.recording_index import index_path
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, ExclusivePublication, Subscription
@@ -42,6 +43,7 @@ class Env:
     aeron: Aeron
     client: AeronArchive
     stream_ids: Iterator[int]
+    client_context: ArchiveClientContext
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
     )
     client = AeronArchive.connect(aeron, context=client_ctx)
     try:
-        yield Env(driver, driver.attached, aeron, client, iter(range(5001, 6000)))
+        yield Env(driver, driver.attached, aeron, client, iter(range(5001, 6000)), client_ctx)
     finally:
         client.close()
         aeron.close()
@@ -320,3 +322,74 @@ def test_credit_replay_waits_for_the_consumers_grants(env: Env) -> None:
     assert consumer.received == list(range(40))
     with pytest.raises(ArchiveError, match="replay session not known"):
         env.client.grant_replay_credit(12345, 0)
+
+
+# -- the wire --------------------------------------------------------------------------------------------------
+
+
+def test_bounded_replay_request_has_the_later_aeron_layout() -> None:
+    """Template 18, block length 48: controlSessionId, correlationId, recordingId, position, length (i64),
+    limitCounterId, replayStreamId (i32), replayChannel (u32 length + ASCII) (docs/archive.md section 16)."""
+    request = BoundedReplayRequest(1, 2, 3, 4, 5, 6, 7, "aeron:ipc")
+    expected = struct.pack("<HHHH", 48, 18, 101, 0) + struct.pack("<qqqqqii", 1, 2, 3, 4, 5, 6, 7)
+    expected += struct.pack("<I", 9) + b"aeron:ipc"
+    assert encode(request) == expected
+    # A later client sends its schema version (2 in the release that added it): decoded all the same.
+    later = bytearray(expected)
+    struct.pack_into("<H", later, 6, 2)
+    assert decode(bytes(later), 0, len(later)) == request
+
+
+# -- a 1.15.1 client alongside ---------------------------------------------------------------------------------
+
+
+@pytest.mark.interop
+@pytest.mark.slow
+def test_a_1_15_1_client_on_the_same_response_stream_sees_nothing_unexpected(
+    env: Env, archive_java: Any
+) -> None:
+    ctx = env.client_context
+    bystander = archive_java.spawn(
+        "ArchiveBystander",
+        props={
+            "aeron.dir": str(env.driver.aeron_dir),
+            "aeron.archive.control.channel": ctx.control_request_channel,
+            "aeron.archive.control.response.channel": ctx.control_response_channel,
+            "aeron.archive.control.response.stream.id": ctx.control_response_stream_id,
+            "bystander.duration.ms": 6000,
+        },
+    )
+    try:
+        bystander.read_until("BYSTANDER CONNECTED", 30)
+        recording_id, publication = start_recording(env)
+        publish(publication, 0, 10)
+        time.sleep(0.2)  # recorded (the recorder's time) before the middle
+        middle = time.time_ns()
+        time.sleep(0.05)
+        publish(publication, 10, 10)
+        stop_position = stop(env, recording_id, publication)
+        limit = env.aeron.add_counter(1001, "replay limit")
+        limit.set(stop_position)
+        stream_id = next(env.stream_ids)
+        consumer = subscribe(
+            env, env.client.start_bounded_replay(recording_id, 0, -1, limit.id, IPC, stream_id), stream_id
+        )
+        consumer.until(lambda: len(consumer.received) == 20, "the bounded replay")
+        limit.close()
+        assert env.client.lookup_position_by_time(recording_id, middle) == 10 * FRAME_LENGTH
+        assert env.client.lookup_position_of_last(recording_id, 3) == 17 * FRAME_LENGTH
+        paced(env, recording_id, stop_position, 4.0, repeat=2)
+        stream_id = next(env.stream_ids)
+        replay_id = env.client.start_credit_replay(
+            recording_id, 0, stop_position, IPC, stream_id, FRAME_LENGTH
+        )
+        credit = subscribe(env, replay_id, stream_id)
+        env.client.grant_replay_credit(replay_id, stop_position)
+        credit.until(lambda: credit.ended, "the credit replay")
+        with pytest.raises(ArchiveError):  # an ERROR for our session goes by the bystander too
+            env.client.grant_replay_credit(12345, 0)
+        lines = bystander.read_until(r"BYSTANDER (OK|FAIL)", 30)
+        assert any(line.startswith("BYSTANDER OK") for line in lines), lines
+        assert bystander.wait(10) == 0
+    finally:
+        bystander.stop()
