@@ -1042,7 +1042,8 @@ class ArchiveConductor:
         except LookupError_ as e:
             session.send_error(correlation_id, f"lookup in recording {recording_id}: {e}")
             return
-        session.send_ok(correlation_id, max(position, descriptor.start_position))
+        # A truncated recording keeps its index: entries past the end name positions no longer recorded.
+        session.send_ok(correlation_id, max(min(position, end), descriptor.start_position))
 
     def _on_replay_done(self, outcome: ReplayDone) -> None:
         replay = self.replays.pop(outcome.replay_session_id, None)
