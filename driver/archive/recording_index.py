@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from driver.archive.segment_file import segment_path, segment_position
+from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
 from driver.concurrent.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
+    FLAGS_OFFSET,
     FRAME_ALIGNMENT,
     HDR_TYPE_DATA,
     HDR_TYPE_PAD,
@@ -36,6 +38,33 @@ _SCAN_CHUNK = 1 << 20
 
 def index_path(archive_dir: Path, recording_id: int) -> Path:
     return Path(archive_dir) / f"{recording_id}.idx"
+
+
+_BATCH_FRAMES = 4096
+
+
+class BlockCounter:
+    """Counts the messages of a block in a mapped term: the native frame walk finds the frames, numpy reads
+    their flags (a Python walk would cost the recorder a third of its speed on small messages)."""
+
+    def __init__(self) -> None:
+        self._batch = FrameBatch(_BATCH_FRAMES)
+
+    def count(self, term_buffer: AtomicBuffer, offset: int, length: int) -> int:
+        end = offset + length
+        flags = np.frombuffer(term_buffer.view, dtype=np.uint8)
+        batch = self._batch
+        count = 0
+        while offset < end:
+            found, next_offset = term_buffer.scan_frames(offset, _BATCH_FRAMES, batch)
+            if found:
+                starts = np.array(batch.pairs(found)[::2], dtype=np.int64)
+                starts = starts[starts < end]
+                count += int(np.count_nonzero(flags[starts + FLAGS_OFFSET] & BEGIN_FLAG))
+            if next_offset <= offset:
+                break
+            offset = next_offset
+        return count
 
 
 def count_messages(view: memoryview, offset: int, length: int) -> int:
@@ -69,6 +98,7 @@ class RecordingIndexWriter:
         self.interval_ns = interval_ns
         self._clock_ns = clock_ns
         self._fd = -1
+        self._counter = BlockCounter()
         self.count = 0
         self._last_position = 0
         self._last_entry_position = -1
@@ -93,7 +123,7 @@ class RecordingIndexWriter:
         self._last_entry_position = position
         self._last_entry_ns = time_ns
 
-    def on_block(self, view: memoryview, offset: int, length: int) -> None:
+    def on_block(self, term_buffer: AtomicBuffer, offset: int, length: int) -> None:
         if self._fd < 0:
             return
         now = self._clock_ns()
@@ -103,7 +133,7 @@ class RecordingIndexWriter:
             if self._last_position != self._last_entry_position:
                 self._append(self._last_position, self._last_block_ns)
             self._append(self._last_position, now)
-        self.count += count_messages(view, offset, length)
+        self.count += self._counter.count(term_buffer, offset, length)
         self._last_position += length
         self._last_block_ns = now
         if (

@@ -123,7 +123,7 @@ class RecordingSession:
     ) -> None:
         self.writer.on_block(term_buffer, term_offset, length, session_id, term_id)
         assert self.index is not None
-        self.index.on_block(term_buffer.view, term_offset, length)
+        self.index.on_block(term_buffer, term_offset, length)
 
     def _record(self) -> int:
         image = self.image
