@@ -107,9 +107,9 @@ class RecordingIndexWriter:
 
     def init(self, position: int, prior_count: int = 0) -> None:
         """Open for appending at ``position`` (the join position); an extension continues the count."""
-        new = not self.path.exists()
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if new or os.fstat(self._fd).st_size < HEADER.size:
+        if prior_count == 0 or os.fstat(self._fd).st_size < HEADER.size:
+            # A new recording starts a new index (whatever a file of that name held before).
             os.ftruncate(self._fd, 0)
             os.write(self._fd, HEADER.pack(INDEX_MAGIC, INDEX_VERSION, ENTRY.size, 0))
         self.count = prior_count
