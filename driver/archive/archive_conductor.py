@@ -17,6 +17,7 @@ import logging
 import os
 import random
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,18 @@ from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
 from driver.archive.channels import recording_key, strip_channel
 from driver.archive.codecs import (
+    BoundedReplayRequest,
     ConnectRequest,
+    ExtendedReplayRequest,
     ExtendRecordingRequest,
     FindLastMatchingRecordingRequest,
     ListRecordingRequest,
     ListRecordingsForUriRequest,
     ListRecordingsRequest,
+    LookupType,
+    PositionLookupRequest,
     RecordingPositionRequest,
+    ReplayCreditRequest,
     ReplayRequest,
     SourceLocation,
     StartRecordingRequest,
@@ -47,8 +53,18 @@ from driver.archive.control_response_proxy import RecordingEventsProxy, descript
 from driver.archive.control_session import ControlSession
 from driver.archive.control_session_demuxer import ControlSessionDemuxer
 from driver.archive.list_recordings_session import ListRecordingsSession
+from driver.archive.recording_index import (
+    LookupError_,
+    RecordingIndexWriter,
+    SegmentScanner,
+    position_at_time,
+    position_of_last,
+    position_schedule,
+    read_index,
+)
 from driver.archive.recording_session import RecordingSession
 from driver.archive.recording_writer import RecordingWriter
+from driver.archive.replay_controls import Bound, CounterBound, CreditBound, Pacer, ReplayControls
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
@@ -596,15 +612,51 @@ class ArchiveConductor:
                 self.ctx.file_sync_level,
                 permissions=self.ctx.file_permissions,
             )
-            self._to_recorder.put(
-                "add",
-                RecordingSession(
-                    recording_id, image, counter, writer, self.events, recording_subscription.original_channel
-                ),
+            recording_session = RecordingSession(
+                recording_id, image, counter, writer, self.events, recording_subscription.original_channel
             )
+            self._add_index(recording_session, descriptor)
+            self._to_recorder.put("add", recording_session)
             return True
 
         self._pending.append(poll)
+
+    def _add_index(self, recording_session: RecordingSession, descriptor: Any) -> None:
+        """Give the recording its sidecar index (docs/archive.md section 18); an extension continues the old one,
+        rebuilt by a scan when it does not reach the join position."""
+        recording_id = recording_session.recording_id
+        join = recording_session.join_position
+        try:
+            if join > descriptor.start_position:
+                entries = read_index(self.archive_dir, recording_id)
+                if entries is None or len(entries) == 0 or int(entries["position"][-1]) != join:
+                    self._scanner(descriptor).rebuild(
+                        join, self.ctx.index_interval_bytes, self.ctx.file_permissions
+                    )
+                    entries = read_index(self.archive_dir, recording_id)
+                if entries is not None and len(entries):
+                    recording_session.index_count = int(entries["count"][-1])
+        except OSError as e:
+            self.report_error(f"recording {recording_id}: no sidecar index: {e}")
+            return
+        recording_session.index = RecordingIndexWriter(
+            self.archive_dir,
+            recording_id,
+            self.ctx.index_interval_bytes,
+            self.ctx.index_interval_ns,
+            time.time_ns,
+            self.ctx.file_permissions,
+        )
+        recording_session.use_index()
+
+    def _scanner(self, descriptor: Any) -> SegmentScanner:
+        return SegmentScanner(
+            self.archive_dir,
+            descriptor.recording_id,
+            descriptor.start_position,
+            descriptor.term_buffer_length,
+            descriptor.segment_file_length,
+        )
 
     def _on_recording_stopped(self, outcome: RecordingStopped) -> None:
         recording = self.recordings.pop(outcome.recording_id, None)
@@ -907,6 +959,12 @@ class ArchiveConductor:
             publication.close()
             session.attempt_error(correlation_id, message)
             return
+        try:
+            controls = self._replay_controls(request, summary, replay_position)
+        except (ValueError, IndexError) as e:
+            publication.close()
+            session.attempt_error(correlation_id, f"replay recording {recording_id} - {e}")
+            return
         replay_session_id = (self._next_replay_id << 32) | (publication.session_id & 0xFFFF_FFFF)
         self._next_replay_id += 1
         replay = ReplaySession(
@@ -920,10 +978,84 @@ class ArchiveConductor:
             self.archive_dir,
             connect_deadline_ms,
             live,
+            controls,
         )
         self.replays[replay_session_id] = ActiveReplay(recording_id, session, correlation_id)
         session.send_ok(correlation_id, replay_session_id)
         self._to_replayer.put("add", replay)
+
+    def _replay_controls(
+        self, request: Any, summary: RecordingSummary, replay_position: int
+    ) -> ReplayControls | None:
+        """The extensions' bounds of a replay (docs/archive.md section 18); ValueError says why they cannot be."""
+        if isinstance(request, BoundedReplayRequest):
+            reader = self.aeron.counters_reader
+            counter_id = request.limit_counter_id
+            if not 0 <= counter_id < reader.max_counter_id:
+                raise ValueError(f"limit counter id {counter_id} out of range")
+            return ReplayControls([CounterBound(reader, counter_id)])
+        if not isinstance(request, ExtendedReplayRequest):
+            return None
+        bounds: list[Bound] = []
+        if request.credit_limit != NULL_POSITION:
+            bounds.append(CreditBound(request.credit_limit))
+        if request.rate_ppm < 0:
+            raise ValueError(f"rate must be positive: {request.rate_ppm / 1e6}")
+        if request.rate_ppm > 0:
+            entries = read_index(self.archive_dir, summary.recording_id)
+            if entries is None:
+                raise ValueError("recording has no sidecar index with recorded times")
+            times, positions = position_schedule(entries)
+            max_gap = None if request.max_idle_gap_ns < 0 else request.max_idle_gap_ns
+            bounds.append(Pacer(times, positions, replay_position, request.rate_ppm / 1e6, max_gap))
+        if request.repeat < 1:
+            raise ValueError(f"repeat must be at least 1: {request.repeat}")
+        return ReplayControls(bounds, request.repeat)
+
+    def _on_replay_credit(self, session: ControlSession, request: ReplayCreditRequest) -> None:
+        if request.replay_session_id not in self.replays:
+            session.send_error(
+                request.correlation_id,
+                f"replay session not known for {request.replay_session_id}",
+                UNKNOWN_REPLAY,
+            )
+            return
+        self._to_replayer.put("credit", (request.replay_session_id, request.limit_position))
+        session.send_ok(request.correlation_id)
+
+    def _on_position_lookup(self, session: ControlSession, request: PositionLookupRequest) -> None:
+        correlation_id = request.correlation_id
+        recording_id = request.recording_id
+        if not self.catalog.has_recording(recording_id):
+            session.send_error(correlation_id, f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
+            return
+        descriptor = self.catalog.descriptor(recording_id)
+        assert descriptor is not None
+        live = self._live_position(recording_id)
+        end = live()[0] if live is not None else descriptor.stop_position
+        scanner = self._scanner(descriptor)
+        entries = read_index(self.archive_dir, recording_id)
+        try:
+            if entries is None or len(entries) == 0:
+                if live is not None:
+                    raise LookupError_("the live recording has no sidecar index")
+                scanner.rebuild(end, self.ctx.index_interval_bytes, self.ctx.file_permissions)
+                entries = read_index(self.archive_dir, recording_id)
+                assert entries is not None
+            if request.lookup_type is LookupType.TIME:
+                position = position_at_time(entries, request.value)
+            elif request.lookup_type is LookupType.LAST_COUNT:
+                if request.value < 0:
+                    raise LookupError_(f"message count must not be negative: {request.value}")
+                bound = end if request.bound_position == NULL_POSITION else min(request.bound_position, end)
+                position = position_of_last(entries, scanner, request.value, bound)
+            else:
+                raise LookupError_(f"unknown lookup type {request.lookup_type}")
+        except LookupError_ as e:
+            session.send_error(correlation_id, f"lookup in recording {recording_id}: {e}")
+            return
+        # A truncated recording keeps its index: entries past the end name positions no longer recorded.
+        session.send_ok(correlation_id, max(min(position, end), descriptor.start_position))
 
     def _on_replay_done(self, outcome: ReplayDone) -> None:
         replay = self.replays.pop(outcome.replay_session_id, None)
@@ -1010,6 +1142,10 @@ class ArchiveConductor:
         ListRecordingRequest: _on_list_recording,
         FindLastMatchingRecordingRequest: _on_find_last_matching,
         ReplayRequest: _on_replay,
+        BoundedReplayRequest: _on_replay,
+        ExtendedReplayRequest: _on_replay,
+        ReplayCreditRequest: _on_replay_credit,
+        PositionLookupRequest: _on_position_lookup,
         StopReplayRequest: _on_stop_replay,
         TruncateRecordingRequest: _on_truncate,
     }

@@ -120,6 +120,20 @@ class ArchiveContext:
     catalog_file_sync_level: int = _setting(
         "aeron.archive.catalog.file.sync.level", _int, 0, "0-2", "catalog: 0 none, 1 data, 2 data+metadata"
     )
+    index_interval_bytes: int = _setting(
+        "aeron.archive.index.interval.length",
+        _int,
+        1024 * 1024,
+        "bytes",
+        "sidecar index: an entry per this many bytes",
+    )
+    index_interval_ns: int = _setting(
+        "aeron.archive.index.interval",
+        _duration_ns,
+        10_000_000,
+        "ns",
+        "sidecar index: an entry per this much time",
+    )
     threading_mode: str = _setting(
         "aeron.archive.threading.mode", _threading_mode, "DEDICATED", "mode", "DEDICATED, SHARED or INVOKER"
     )
@@ -219,6 +233,10 @@ class ArchiveContext:
         if self.control_mtu_length < 64 or self.control_mtu_length % 32:
             raise ArchiveConfigurationError(
                 f"aeron.archive.control.mtu.length={self.control_mtu_length}: a multiple of 32 of at least 64"
+            )
+        if self.index_interval_bytes < 32 or self.index_interval_ns <= 0:
+            raise ArchiveConfigurationError(
+                "aeron.archive.index.interval.length must be at least 32, aeron.archive.index.interval positive"
             )
         if self.connect_timeout_ns <= 0:
             raise ArchiveConfigurationError("aeron.archive.connect.timeout must be positive")

@@ -12,10 +12,12 @@ import enum
 
 from driver.archive.archive_context import MAX_BLOCK_LENGTH
 from driver.archive.control_response_proxy import RecordingEventsProxy
+from driver.archive.recording_index import RecordingIndexWriter
 from driver.archive.recording_writer import RecordingWriteError, RecordingWriter
 from driver.archive.state import StateMachine
 from driver.client.counter import Counter
 from driver.client.image import Image
+from driver.concurrent.atomic_buffer import AtomicBuffer
 
 
 class State(enum.Enum):
@@ -45,6 +47,7 @@ class RecordingSession:
         writer: RecordingWriter,
         events: RecordingEventsProxy,
         original_channel: str,
+        index: RecordingIndexWriter | None = None,
     ) -> None:
         self.recording_id = recording_id
         self.image = image
@@ -57,6 +60,10 @@ class RecordingSession:
         self.block_length = min(image.term_length, MAX_BLOCK_LENGTH)
         self.machine = StateMachine(TRANSITIONS, State.INIT)
         self.error: str | None = None
+        self.index = index
+        self._on_block = writer.on_block
+        if index is not None:
+            self.use_index()
 
     @property
     def state(self) -> State:
@@ -78,6 +85,8 @@ class RecordingSession:
         if self.machine.state is State.INACTIVE:
             self.events.stopped(self.recording_id, self.join_position, self.recorded_position)
             self.writer.close()
+            if self.index is not None:
+                self.index.close()
             self.machine.on("closed")
             work += 1
         return work
@@ -85,7 +94,9 @@ class RecordingSession:
     def _init(self) -> int:
         try:
             self.writer.init(self.join_position)
-        except RecordingWriteError as e:
+            if self.index is not None:
+                self.index.init(self.join_position, self.index_count)
+        except (RecordingWriteError, OSError) as e:
             self.error = str(e)
             self.machine.on("failed")
             return 1
@@ -101,10 +112,23 @@ class RecordingSession:
         self.machine.on("opened")
         return 1
 
+    def use_index(self) -> None:
+        self._on_block = self._write_and_index
+
+    index_count = 0
+    """Messages already recorded below the join position (an extended recording's index continues)."""
+
+    def _write_and_index(
+        self, term_buffer: AtomicBuffer, term_offset: int, length: int, session_id: int, term_id: int
+    ) -> None:
+        self.writer.on_block(term_buffer, term_offset, length, session_id, term_id)
+        assert self.index is not None
+        self.index.on_block(term_buffer, term_offset, length)
+
     def _record(self) -> int:
         image = self.image
         try:
-            length = image.block_poll(self.writer.on_block, self.block_length)
+            length = image.block_poll(self._on_block, self.block_length)
         except RecordingWriteError as e:
             # The image did not move past the block: the stop position is what reached the file.
             self.error = str(e)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from driver.archive.archive_context import MAX_BLOCK_LENGTH
+from driver.archive.replay_controls import ReplayControls
 from driver.archive.segment_file import segment_file_name, segment_path, segment_position
 from driver.archive.state import StateMachine
 from driver.client.publication import ADMIN_ACTION, CLOSED, NOT_CONNECTED, ExclusivePublication
@@ -113,6 +114,7 @@ class ReplaySession:
         archive_dir: Path,
         connect_deadline_ms: int,
         live_position: LivePosition | None,
+        controls: ReplayControls | None = None,
     ) -> None:
         self.replay_session_id = replay_session_id
         self.correlation_id = correlation_id
@@ -125,6 +127,8 @@ class ReplaySession:
         self.archive_dir = archive_dir
         self.connect_deadline_ms = connect_deadline_ms
         self._live_position = live_position
+        self.controls = controls
+        self._first_position = replay_position
         if live_position is not None:
             self.stop_position, _ = live_position()
         else:
@@ -194,7 +198,7 @@ class ReplaySession:
         if stopped and position < self.replay_limit:
             self.replay_limit = position
         if self.replay_position >= self.replay_limit:
-            self.machine.on("complete")
+            self._complete()
             return False
         if position > self.stop_position:
             self.stop_position = position
@@ -204,10 +208,20 @@ class ReplaySession:
     def _replay(self) -> int:
         if self.replay_position >= self.stop_position:
             if self._live_position is None:
-                self.machine.on("complete")
+                self._complete()
                 return 0
             if not self._refresh_live():
                 return 0
+        bound = self.stop_position
+        if self.controls is not None:
+            limit = self.controls.limit(self.replay_position)
+            if limit is None:
+                self.machine.on("complete")  # the bound is gone (a freed counter): the replay ends cleanly
+                return 1
+            if limit < bound:
+                bound = limit
+                if self.replay_position + HEADER_LENGTH > bound:
+                    return 0
         publication = self.publication
         if publication.position_limit - publication.position <= 0:
             if not publication.is_connected:
@@ -217,7 +231,7 @@ class ReplaySession:
         term_length = summary.term_buffer_length
         position = self.replay_position
         term_offset = position & (term_length - 1)
-        length = min(self.stop_position - position, len(self._buffer), term_length - term_offset)
+        length = min(bound - position, len(self._buffer), term_length - term_offset)
         bytes_read = self._read(position, length)
         if bytes_read < 0:
             return 1
@@ -249,6 +263,8 @@ class ReplaySession:
                 )
                 return fragments + 1
             aligned_length = align(frame_length, FRAME_ALIGNMENT)
+            if position + aligned_length > bound:
+                break  # a padding frame's header is read whole, but the frame must not cross the bound either
             data_length = frame_length - HEADER_LENGTH
             if frame_type == HDR_TYPE_DATA:
                 if frame_offset + aligned_length > bytes_read:
@@ -270,13 +286,19 @@ class ReplaySession:
                 position += aligned_length
                 self.replay_position = position
                 if position >= self.replay_limit:
-                    self.machine.on("complete")
+                    self._complete()
                     break
             else:
                 if result in (CLOSED, NOT_CONNECTED):
                     self._fail("stream closed before replay is complete")
                 break
         return fragments
+
+    def _complete(self) -> None:
+        if self.controls is not None and self.controls.next_round():
+            self.replay_position = self._first_position
+            return
+        self.machine.on("complete")
 
     def _segment_name(self) -> str:
         return segment_file_name(self.recording_id, self._segment_index)

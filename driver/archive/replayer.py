@@ -30,6 +30,11 @@ class Replayer:
                 self.sessions[item.replay_session_id] = item
             elif command == "abort" and item in self.sessions:
                 self.sessions[item].abort()
+            elif command == "credit" and item[0] in self.sessions:
+                controls = self.sessions[item[0]].controls
+                credit = controls.credit() if controls is not None else None
+                if credit is not None:
+                    credit.grant(item[1])
         if not self.sessions:
             return work
         now_ms = self._epoch_clock_ms()

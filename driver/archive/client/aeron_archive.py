@@ -20,6 +20,7 @@ from driver.archive.client.archive_proxy import ArchiveProxy
 from driver.archive.client.context import ArchiveClientContext
 from driver.archive.client.control_response_poller import ControlResponsePoller, Response
 from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode, ArchiveTimeoutError
+from driver.archive.client.replay_extensions import ReplayExtensions
 from driver.archive.codecs import (
     CloseSessionRequest,
     ConnectRequest,
@@ -138,7 +139,7 @@ class _ListingExchange(_Exchange):
         )
 
 
-class AeronArchive:
+class AeronArchive(ReplayExtensions):
     """A client of an Aeron 1.15.1 archive. Make one with ``connect()`` (or ``await connect_async()``);
     ``close()`` ends the control session (CloseSessionRequest) and frees what the client made."""
 
@@ -436,10 +437,22 @@ class AeronArchive:
         )
 
     def replay(
-        self, recording_id: int, position: int, length: int, replay_channel: str, replay_stream_id: int
+        self,
+        recording_id: int,
+        position: int = NULL_POSITION,
+        length: int = NULL_LENGTH,
+        replay_channel: str = "",
+        replay_stream_id: int = 0,
+        *,
+        from_time: int | None = None,
     ) -> Subscription:
         """Start a replay and subscribe to it: a Subscription on ``replay_channel`` with
-        ``session-id=(int)replaySessionId``, as Java's ``AeronArchive.replay``."""
+        ``session-id=(int)replaySessionId``, as Java's ``AeronArchive.replay``. With ``from_time`` (epoch ns)
+        the replay starts at the first message recorded at or after it (docs/archive.md section 18)."""
+        if not replay_channel:
+            raise ValueError("replay needs a replay_channel")
+        if from_time is not None:
+            position = self.lookup_position_by_time(recording_id, from_time)
         session_id = self.start_replay(recording_id, position, length, replay_channel, replay_stream_id)
         return self.aeron.add_subscription(
             replay_channel_for_session(replay_channel, session_id), replay_stream_id
@@ -454,6 +467,27 @@ class AeronArchive:
         return await self.aeron.add_subscription_async(
             replay_channel_for_session(replay_channel, session_id), replay_stream_id
         )
+
+    def _recorded_end(self, recording_id: int) -> int:
+        for _ in range(3):
+            stop = self.get_stop_position(recording_id)
+            if stop != NULL_POSITION:
+                return stop
+            position = self.get_recording_position(recording_id)
+            if position != NULL_POSITION:
+                return position
+        raise ArchiveError(f"recording {recording_id} has no recorded end", request="replay_last")
+
+    def replay_last(
+        self, recording_id: int, n: int, replay_channel: str, replay_stream_id: int
+    ) -> Subscription:
+        """Replay exactly the last ``n`` messages recorded so far (all of them when there are fewer) and
+        subscribe to the replay (docs/archive.md section 18)."""
+        if n < 0:
+            raise ValueError(f"n must not be negative: {n}")
+        end = self._recorded_end(recording_id)
+        position = self.lookup_position_of_last(recording_id, n, end)
+        return self.replay(recording_id, position, end - position, replay_channel, replay_stream_id)
 
     def _stop_replay(self, replay_session_id: int) -> _Exchange:
         return self._exchange("stop_replay", lambda s, c: StopReplayRequest(s, c, replay_session_id))

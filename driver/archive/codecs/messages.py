@@ -237,6 +237,73 @@ class FindLastMatchingRecordingRequest(NamedTuple):
     channel: VarAscii = ""
 
 
+# -- extensions (docs/archive.md section 18) ---------------------------------------------------------------------
+# BoundedReplayRequest is the later Aeron's (template 18, same layout), so its clients can use it. Our own
+# requests take template ids far above any Aeron uses; every answer is a ControlResponse, so nothing but schema
+# 101 v0 messages a client asked for reaches a response stream (docs/archive.md section 12).
+
+
+@message(template_id=18, block_length=48)
+class BoundedReplayRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    position: Int64
+    length: Int64
+    limit_counter_id: Int32
+    replay_stream_id: Int32
+    replay_channel: VarAscii = ""
+
+
+class LookupType(enum.IntEnum):
+    TIME = 0
+    LAST_COUNT = 1
+    NULL_VAL = INT32_NULL
+
+
+Lookup = enum_field(LookupType, Int32)
+
+
+@message(template_id=1101, block_length=44)
+class PositionLookupRequest(NamedTuple):
+    """TIME: the position of the first message recorded at or after ``value`` (epoch ns); LAST_COUNT: the
+    position of the first of the last ``value`` messages before ``bound_position`` (NULL: the recorded end)."""
+
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    lookup_type: Lookup
+    value: Int64
+    bound_position: Int64
+
+
+@message(template_id=1102, block_length=76)
+class ExtendedReplayRequest(NamedTuple):
+    """A replay paced at ``rate_ppm`` millionths of the recorded speed (0: as fast as possible), ``repeat`` times,
+    with idle gaps capped at ``max_idle_gap_ns`` (-1: uncapped), and bounded by client credit when
+    ``credit_limit`` is not -1 (the first limit position; ReplayCreditRequest moves it)."""
+
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    position: Int64
+    length: Int64
+    replay_stream_id: Int32
+    repeat: Int32
+    rate_ppm: Int64
+    max_idle_gap_ns: Int64
+    credit_limit: Int64
+    replay_channel: VarAscii = ""
+
+
+@message(template_id=1103, block_length=32)
+class ReplayCreditRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    replay_session_id: Int64
+    limit_position: Int64
+
+
 encode = ARCHIVE.encode
 encode_into = ARCHIVE.encode_into
 decode = ARCHIVE.decode
