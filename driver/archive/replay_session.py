@@ -240,16 +240,24 @@ class ReplaySession:
         fragments = 0
         # Whole runs of frames go in one copy; what the block could not take (a padding frame cut by the read,
         # a hole, back pressure, a closed publication) is left to the frame by frame path below.
-        result = publication.offer_block(self._buffer, bytes_read, self.replay_limit - position)
-        if result == ADMIN_ACTION:
-            result = publication.offer_block(self._buffer, bytes_read, self.replay_limit - position)
+        # Only while the publication stands where the recording does: the copied headers keep their recorded
+        # term ids and offsets (a repeated round starts the recording again further along the publication).
+        result = 0
+        if publication.position == position:
+            result = publication.offer_block(
+                self._buffer, bytes_read, min(bound, self.replay_limit) - position
+            )
+            if result == ADMIN_ACTION:
+                result = publication.offer_block(
+                    self._buffer, bytes_read, min(bound, self.replay_limit) - position
+                )
         if result > position:
             frame_offset = result - position
             position = result
             self.replay_position = position
             fragments = 1
             if position >= self.replay_limit:
-                self.machine.on("complete")
+                self._complete()
                 return fragments
         claim = self._claim
         while frame_offset < bytes_read:
