@@ -304,6 +304,9 @@ class ReplayCreditRequest(NamedTuple):
     limit_position: Int64
 
 
+EXTENSIONS = frozenset({BoundedReplayRequest, PositionLookupRequest, ExtendedReplayRequest, ReplayCreditRequest})
+"""Messages 1.15.1 does not have (its jar has no encoders for them)."""
+
 encode = ARCHIVE.encode
 encode_into = ARCHIVE.encode_into
 decode = ARCHIVE.decode
