@@ -17,12 +17,34 @@ from hypothesis import settings
 
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION
 from tests.support import EmbeddedDriver, ManualClock, new_aeron_dir
+from tests.support.embedded import CREATED_AERON_DIRS, remove_aeron_dirs
 
 # CI (.ci/run sets CI=true) replays the same examples every run, so a landing never hinges on a random draw;
 # developers' runs keep exploring new ones (and the example database replays what failed before).
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _remove_every_aeron_dir() -> Iterator[None]:
+    yield
+    remove_aeron_dirs()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _remove_module_aeron_dirs() -> Iterator[None]:
+    since = len(CREATED_AERON_DIRS)
+    yield
+    remove_aeron_dirs(since)
+
+
+@pytest.fixture(autouse=True)
+def _remove_test_aeron_dirs() -> Iterator[None]:
+    """Aeron dirs a test made (its module's and the session's fixtures made theirs before it started)."""
+    since = len(CREATED_AERON_DIRS)
+    yield
+    remove_aeron_dirs(since)
 
 
 @pytest.fixture

@@ -20,11 +20,26 @@ from driver.media_driver import MediaDriver
 STOP_TIMEOUT_S = 10.0
 
 
+CREATED_AERON_DIRS: list[Path] = []
+"""Every path new_aeron_dir handed out, so that tests/conftest.py removes each after the test (or, for a
+module's or session's fixtures, after them): log files are allocated in full, so a dir left on /dev/shm holds
+its memory until someone deletes it."""
+
+
 def new_aeron_dir(base: Path | None = None, prefix: str = "aeron-test") -> Path:
     """A fresh, unique aeron dir path on /dev/shm when it exists (as Aeron's default), else under ``base``."""
     shm = Path("/dev/shm")
     parent = shm if shm.is_dir() else (base or Path("/tmp"))
-    return parent / f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+    path = parent / f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+    CREATED_AERON_DIRS.append(path)
+    return path
+
+
+def remove_aeron_dirs(since: int = 0) -> None:
+    """Remove the dirs new_aeron_dir handed out from index ``since`` on (and forget them)."""
+    for path in CREATED_AERON_DIRS[since:]:
+        shutil.rmtree(path, ignore_errors=True)
+    del CREATED_AERON_DIRS[since:]
 
 
 class EmbeddedDriver:
