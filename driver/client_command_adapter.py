@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 COMMAND_DRAIN_LIMIT = 10
 
 ERROR_WINDOW_NS = 1_000_000_000
-MAX_ERRORS_PER_CLIENT_PER_WINDOW = 100
+MAX_ERRORS_PER_CLIENT_PER_WINDOW = 1_000
 """ON_ERRORs one client id may cause per window; past it its errors are counted, not answered."""
 ERROR_BYTES_PER_WINDOW_DIVISOR = 8
 """All clients together get ON_ERRORs of at most broadcast capacity / 8 bytes per window, so errors

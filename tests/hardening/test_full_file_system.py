@@ -75,7 +75,7 @@ def test_adds_past_the_free_space_are_refused_and_leave_nothing(small_tmpfs: Pat
                 return False
             return True
 
-        # Retried at a client's pace: refusals past the driver's error budget (100 per client per second) go
+        # Retried at a client's pace: refusals past the driver's error budget (1,000 per client per second) go
         # unanswered (docs/commands.md section 8).
         wait_for(add_again, 10, "an add after space was freed", interval=0.05)
         assert (aeron_dir / "cnc.dat").exists() and driver.driver.cnc.version == 15
