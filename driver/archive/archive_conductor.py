@@ -28,6 +28,7 @@ from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
 from driver.archive.channels import recording_key, strip_channel
 from driver.archive.codecs import (
+    ArchiveErrorCode,
     BoundedReplayRequest,
     ConnectRequest,
     ExtendedReplayRequest,
@@ -99,18 +100,6 @@ ERRORS_COUNTER_LABEL = "Archive errors"
 NULL_LENGTH = -1
 _REC_KEY_HEAD = struct.Struct("<qii")
 REC_SOURCE_IDENTITY_OFFSET = _REC_KEY_HEAD.size
-
-# ArchiveException error codes (docs/archive.md section 3).
-GENERIC = 0
-ACTIVE_LISTING = 1
-ACTIVE_RECORDING = 2
-ACTIVE_SUBSCRIPTION = 3
-UNKNOWN_SUBSCRIPTION = 4
-UNKNOWN_RECORDING = 5
-UNKNOWN_REPLAY = 6
-MAX_REPLAYS = 7
-MAX_RECORDINGS = 8
-INVALID_EXTENSION = 9
 
 
 def rec_pos_key(recording_id: int, session_id: int, source_identity: str) -> bytes:
@@ -436,7 +425,9 @@ class ArchiveConductor:
         correlation_id = request.correlation_id
         limit = self.ctx.max_concurrent_recordings
         if len(self.recordings) >= limit:
-            session.send_error(correlation_id, f"max concurrent recordings reached {limit}", MAX_RECORDINGS)
+            session.send_error(
+                correlation_id, f"max concurrent recordings reached {limit}", ArchiveErrorCode.MAX_RECORDINGS
+            )
             return
         self._subscribe_for_recording(
             session, correlation_id, request.stream_id, request.channel, request.source_location, None
@@ -463,7 +454,7 @@ class ArchiveConductor:
             session.send_error(
                 correlation_id,
                 f"recording exists for streamId={stream_id} channel={channel}",
-                ACTIVE_SUBSCRIPTION,
+                ArchiveErrorCode.ACTIVE_SUBSCRIPTION,
             )
             return
         holder: list[RecordingSubscription] = []
@@ -511,7 +502,7 @@ class ArchiveConductor:
         original = recording_subscription.original_channel
         if len(self.recordings) >= limit:
             message = f"max concurrent recordings reached, cannot record {image.stream_id}:{original}"
-            session.attempt_error(correlation_id, message, MAX_RECORDINGS)
+            session.attempt_error(correlation_id, message, ArchiveErrorCode.MAX_RECORDINGS)
             self.report_error(message)
             return
         recording_id = recording_subscription.extend_recording_id
@@ -550,10 +541,12 @@ class ArchiveConductor:
             return False
 
         if recording_id in self.recordings:
-            return refuse(f"cannot extend active recording for {recording_id}", ACTIVE_RECORDING)
+            return refuse(
+                f"cannot extend active recording for {recording_id}", ArchiveErrorCode.ACTIVE_RECORDING
+            )
         descriptor = self.catalog.descriptor(recording_id)
         if descriptor is None:
-            return refuse(f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
+            return refuse(f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING)
         checks = (
             ("joinPosition", image.join_position, "stopPosition", descriptor.stop_position),
             ("termBufferLength", image.term_length, "termBufferLength", descriptor.term_buffer_length),
@@ -568,7 +561,7 @@ class ArchiveConductor:
                 return refuse(
                     f"cannot extend recording {recording_id} image {image_name} {image_value} not equal to "
                     f"recording {recording_name} {recording_value}",
-                    INVALID_EXTENSION,
+                    ArchiveErrorCode.INVALID_EXTENSION,
                 )
         return True
 
@@ -680,7 +673,7 @@ class ArchiveConductor:
             session.send_error(
                 request.correlation_id,
                 f"no recording found for streamId={request.stream_id} channel={request.channel}",
-                UNKNOWN_SUBSCRIPTION,
+                ArchiveErrorCode.UNKNOWN_SUBSCRIPTION,
             )
             return
         self._close_recording_subscription(recording_subscription)
@@ -698,7 +691,7 @@ class ArchiveConductor:
         session.send_error(
             request.correlation_id,
             f"no recording subscription found for {request.subscription_id}",
-            UNKNOWN_SUBSCRIPTION,
+            ArchiveErrorCode.UNKNOWN_SUBSCRIPTION,
         )
 
     def _on_extend_recording(self, session: ControlSession, request: ExtendRecordingRequest) -> None:
@@ -707,15 +700,21 @@ class ArchiveConductor:
         limit = self.ctx.max_concurrent_recordings
         if len(self.recordings) >= limit:
             session.send_error(
-                correlation_id, f"max concurrent recordings reached of {limit}", MAX_RECORDINGS
+                correlation_id,
+                f"max concurrent recordings reached of {limit}",
+                ArchiveErrorCode.MAX_RECORDINGS,
             )
             return
         if not self.catalog.has_recording(recording_id):
-            session.send_error(correlation_id, f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
+            session.send_error(
+                correlation_id, f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
             return
         if recording_id in self.recordings:
             session.send_error(
-                correlation_id, f"cannot extend active recording for {recording_id}", ACTIVE_RECORDING
+                correlation_id,
+                f"cannot extend active recording for {recording_id}",
+                ArchiveErrorCode.ACTIVE_RECORDING,
             )
             return
         self._subscribe_for_recording(
@@ -737,7 +736,9 @@ class ArchiveConductor:
             session.send_ok(request.correlation_id, self.catalog.stop_position(request.recording_id))
         else:
             session.send_error(
-                request.correlation_id, f"unknown recording {request.recording_id}", UNKNOWN_RECORDING
+                request.correlation_id,
+                f"unknown recording {request.recording_id}",
+                ArchiveErrorCode.UNKNOWN_RECORDING,
             )
 
     # -- listings --------------------------------------------------------------------------------------------------
@@ -746,7 +747,9 @@ class ArchiveConductor:
         self, session: ControlSession, correlation_id: int, listing: ListRecordingsSession
     ) -> None:
         if session.active_listing is not None:
-            session.send_error(correlation_id, "active listing already in progress", ACTIVE_LISTING)
+            session.send_error(
+                correlation_id, "active listing already in progress", ArchiveErrorCode.ACTIVE_LISTING
+            )
             return
         if listing.count < 0:  # 1.15.1 answers nothing, so the client waits until its timeout
             session.send_error(correlation_id, f"record count must not be negative: {listing.count}")
@@ -776,7 +779,9 @@ class ArchiveConductor:
 
     def _on_list_recording(self, session: ControlSession, request: ListRecordingRequest) -> None:
         if session.active_listing is not None:
-            session.send_error(request.correlation_id, "active listing already in progress", ACTIVE_LISTING)
+            session.send_error(
+                request.correlation_id, "active listing already in progress", ArchiveErrorCode.ACTIVE_LISTING
+            )
             return
         try:
             descriptor = self.catalog.descriptor(request.recording_id)
@@ -795,7 +800,9 @@ class ArchiveConductor:
         min_id = request.min_recording_id
         if not 0 <= min_id < self.catalog.count_entries:
             session.send_error(
-                request.correlation_id, f"min recording id outside valid range: {min_id}", UNKNOWN_RECORDING
+                request.correlation_id,
+                f"min recording id outside valid range: {min_id}",
+                ArchiveErrorCode.UNKNOWN_RECORDING,
             )
             return
         found = self.catalog.find_last(min_id, request.session_id, request.stream_id, request.channel)
@@ -823,10 +830,14 @@ class ArchiveConductor:
         position = request.position
         limit = self.ctx.max_concurrent_replays
         if len(self.replays) + self._pending_replays >= limit:
-            session.send_error(correlation_id, f"max concurrent replays reached {limit}", MAX_REPLAYS)
+            session.send_error(
+                correlation_id, f"max concurrent replays reached {limit}", ArchiveErrorCode.MAX_REPLAYS
+            )
             return
         if not self.catalog.has_recording(recording_id):
-            session.send_error(correlation_id, f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
+            session.send_error(
+                correlation_id, f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
             return
         summary = self._summary(recording_id)
         replay_position = summary.start_position
@@ -1017,7 +1028,7 @@ class ArchiveConductor:
             session.send_error(
                 request.correlation_id,
                 f"replay session not known for {request.replay_session_id}",
-                UNKNOWN_REPLAY,
+                ArchiveErrorCode.UNKNOWN_REPLAY,
             )
             return
         self._to_replayer.put("credit", (request.replay_session_id, request.limit_position))
@@ -1027,7 +1038,9 @@ class ArchiveConductor:
         correlation_id = request.correlation_id
         recording_id = request.recording_id
         if not self.catalog.has_recording(recording_id):
-            session.send_error(correlation_id, f"unknown recording id {recording_id}", UNKNOWN_RECORDING)
+            session.send_error(
+                correlation_id, f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
             return
         descriptor = self.catalog.descriptor(recording_id)
         assert descriptor is not None
@@ -1067,7 +1080,7 @@ class ArchiveConductor:
             session.send_error(
                 request.correlation_id,
                 f"replay session not known for {request.replay_session_id}",
-                UNKNOWN_REPLAY,
+                ArchiveErrorCode.UNKNOWN_REPLAY,
             )
             return
         self._to_replayer.put("abort", request.replay_session_id)
@@ -1080,19 +1093,23 @@ class ArchiveConductor:
         recording_id = request.recording_id
         position = request.position
         if not self.catalog.has_recording(recording_id):
-            session.send_error(correlation_id, f"unknown recording {recording_id}", UNKNOWN_RECORDING)
+            session.send_error(
+                correlation_id, f"unknown recording {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
             return
         if any(replay.recording_id == recording_id for replay in self.replays.values()):
             session.send_error(
                 correlation_id,
                 f"cannot truncate recording with active replay {recording_id}",
-                ACTIVE_RECORDING,
+                ArchiveErrorCode.ACTIVE_RECORDING,
             )
             return
         summary = self._summary(recording_id)
         stop = summary.stop_position
         if stop == NULL_POSITION or recording_id in self.recordings:
-            session.send_error(correlation_id, "cannot truncate active recording", ACTIVE_RECORDING)
+            session.send_error(
+                correlation_id, "cannot truncate active recording", ArchiveErrorCode.ACTIVE_RECORDING
+            )
             return
         if position < summary.start_position or position > stop or position & (FRAME_ALIGNMENT - 1):
             session.send_error(correlation_id, f"invalid position {position}")

@@ -14,32 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.support import free_port
+from tests.support.java_archive import ARCHIVE_CHECKS
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 CHECKS_TIMEOUT_S = 180.0
 ARCHIVE_READY_TIMEOUT_S = 30.0
-CHECKS = (
-    "connect-two-clients",
-    "record-local-udp-spy",
-    "record-remote-udp",
-    "record-ipc",
-    "recording-position-while-active",
-    "stop-recordings",
-    "recording-events",
-    "list-recordings",
-    "list-recordings-for-uri",
-    "list-recording",
-    "find-last-matching",
-    "replay-whole-udp",
-    "replay-whole-ipc",
-    "replay-bounded-from-middle",
-    "stop-replay",
-    "replay-following-live-recording",
-    "extend-recording",
-    "truncate-recording",
-    "replay-onto-recorded-endpoint",
-)
+CHECKS = ARCHIVE_CHECKS
 
 
 def settings(archive_dir: Path) -> tuple[dict[str, str], dict[str, str]]:

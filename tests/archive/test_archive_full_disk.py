@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import struct
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from driver.archive.segment_file import recover_stop_position, segment_indexes
 from driver.util.bit_util import to_int32
 from tests.support import wait_for
 from tests.support.archive_env import TERM_LENGTH, Env, archive_env
+from tests.support.tmpfs import mounted_tmpfs
 
 SEGMENT_LENGTH = 64 * 1024
 PAYLOAD = 992  # frames of 1024 bytes: 64 to a term, no padding
@@ -33,17 +33,8 @@ PAYLOAD = 992  # frames of 1024 bytes: 64 to a term, no padding
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip() or result.returncode}")
-    try:
+    with mounted_tmpfs(tmp_path / "tmpfs", "1m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,23 +13,15 @@ import pytest
 from driver.client import Aeron, RegistrationError
 from driver.concurrent.counters import CountersReader
 from tests.support import EmbeddedDriver, wait_for
+from tests.support.tmpfs import mounted_tmpfs
 
 MIB = 1024 * 1024
 
 
 @pytest.fixture
-def small_tmpfs(tmp_path: Path):
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip() or result.returncode}")
-    try:
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    with mounted_tmpfs(tmp_path / "tmpfs", "16m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def allocated_counters(driver: EmbeddedDriver) -> list[str]:

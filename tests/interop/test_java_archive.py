@@ -13,35 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.java_archive import archive_channels, free_udp_channels, java_archive
+from tests.support.java_archive import ARCHIVE_CHECKS, archive_channels, free_udp_channels, java_archive
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 CHECKS_TIMEOUT_S = 240.0
 CHECK_WAIT_MS = 10_000  # how long any one wait inside a check may take
 
-# Every check ArchiveChecks prints, in order: a renamed or lost check fails the test.
-CHECKS = (
-    "connect-two-clients",
-    "record-local-udp-spy",
-    "record-remote-udp",
-    "record-ipc",
-    "recording-position-while-active",
-    "stop-recordings",
-    "recording-events",
-    "list-recordings",
-    "list-recordings-for-uri",
-    "list-recording",
-    "find-last-matching",
-    "replay-whole-udp",
-    "replay-whole-ipc",
-    "replay-bounded-from-middle",
-    "stop-replay",
-    "replay-following-live-recording",
-    "extend-recording",
-    "truncate-recording",
-    "replay-onto-recorded-endpoint",
-)
+CHECKS = ARCHIVE_CHECKS
 
 
 def archive_props() -> tuple[dict[str, str], dict[str, str]]:

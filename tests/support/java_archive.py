@@ -11,6 +11,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Every check tests/interop/java/ArchiveChecks.java prints, in order: a renamed or lost check fails its tests.
+ARCHIVE_CHECKS = (
+    "connect-two-clients",
+    "record-local-udp-spy",
+    "record-remote-udp",
+    "record-ipc",
+    "recording-position-while-active",
+    "stop-recordings",
+    "recording-events",
+    "list-recordings",
+    "list-recordings-for-uri",
+    "list-recording",
+    "find-last-matching",
+    "replay-whole-udp",
+    "replay-whole-ipc",
+    "replay-bounded-from-middle",
+    "stop-replay",
+    "replay-following-live-recording",
+    "extend-recording",
+    "truncate-recording",
+    "replay-onto-recorded-endpoint",
+)
+
 ARCHIVE_START_TIMEOUT_S = 30.0
 
 

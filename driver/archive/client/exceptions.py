@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import enum
+from driver.archive.codecs import ArchiveErrorCode
 
 NULL_CORRELATION_ID = -1
-
-
-class ArchiveErrorCode(enum.IntEnum):
-    """ArchiveException's codes: what an ERROR response carries as its relevantId (docs/archive.md section 3)."""
-
-    GENERIC = 0
-    ACTIVE_LISTING = 1
-    ACTIVE_RECORDING = 2
-    ACTIVE_SUBSCRIPTION = 3
-    UNKNOWN_SUBSCRIPTION = 4
-    UNKNOWN_RECORDING = 5
-    UNKNOWN_REPLAY = 6
-    MAX_REPLAYS = 7
-    MAX_RECORDINGS = 8
-    INVALID_EXTENSION = 9
 
 
 def error_code(value: int) -> ArchiveErrorCode | int:

@@ -34,6 +34,21 @@ class ControlResponseCode(enum.IntEnum):
     NULL_VAL = INT32_NULL
 
 
+class ArchiveErrorCode(enum.IntEnum):
+    """ArchiveException's codes: the relevantId of an ERROR response (docs/archive.md section 3)."""
+
+    GENERIC = 0
+    ACTIVE_LISTING = 1
+    ACTIVE_RECORDING = 2
+    ACTIVE_SUBSCRIPTION = 3
+    UNKNOWN_SUBSCRIPTION = 4
+    UNKNOWN_RECORDING = 5
+    UNKNOWN_REPLAY = 6
+    MAX_REPLAYS = 7
+    MAX_RECORDINGS = 8
+    INVALID_EXTENSION = 9
+
+
 class SourceLocation(enum.IntEnum):
     LOCAL = 0
     REMOTE = 1
@@ -304,7 +319,9 @@ class ReplayCreditRequest(NamedTuple):
     limit_position: Int64
 
 
-EXTENSIONS = frozenset({BoundedReplayRequest, PositionLookupRequest, ExtendedReplayRequest, ReplayCreditRequest})
+EXTENSIONS = frozenset(
+    {BoundedReplayRequest, PositionLookupRequest, ExtendedReplayRequest, ReplayCreditRequest}
+)
 """Messages 1.15.1 does not have (its jar has no encoders for them)."""
 
 encode = ARCHIVE.encode
