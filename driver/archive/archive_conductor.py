@@ -354,6 +354,21 @@ class ArchiveConductor:
             self._listings = [listing for listing in self._listings if not listing.is_done]
         return work
 
+    def is_dormant(self) -> bool:
+        """No control session, request, replay or recording in flight: nothing to do until a client comes."""
+        return not (
+            self._pending
+            or self._tasks
+            or self._demuxers
+            or self._control_sessions
+            or self._listings
+            or self.recordings
+            or self.replays
+            or self._pending_replays
+            or len(self._from_recorder)
+            or len(self._from_replayer)
+        )
+
     def _on_control_image(self, image: Image) -> None:
         self._demuxers.append(ControlSessionDemuxer(image, self))
 
