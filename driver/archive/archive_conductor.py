@@ -860,8 +860,11 @@ class ArchiveConductor:
         else:
             linger_ns = self.ctx.replay_linger_timeout_ns
         term_length = summary.term_buffer_length
+        # sparse: allocated as the replay writes it, not reserved and faulted in up front (docs/archive.md
+        # section 15).
         return strip_channel(
             uri,
+            sparse=True,
             mtu=summary.mtu_length,
             term_length=term_length,
             init_term_id=summary.initial_term_id,
