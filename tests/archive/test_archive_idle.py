@@ -28,8 +28,10 @@ def test_a_driver_whose_only_client_is_its_idle_archive_goes_dormant_until_anoth
         driver = embedded.driver
         wait_for(driver.is_dormant, what="the driver with its idle archive dormant")
         assert embedded.attached.is_dormant()
-        with Aeron.connect(aeron_dir):
+        with Aeron.connect(aeron_dir) as aeron:
+            aeron.add_subscription("aeron:ipc", 1001)  # the driver knows a client by its first command
             wait_for(lambda: not driver.is_dormant(), what="another client waking the driver")
+        wait_for(driver.is_dormant, what="the driver dormant again once that client has left")
     finally:
         embedded.close()
         embedded.attached.close()
