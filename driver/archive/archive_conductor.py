@@ -13,6 +13,7 @@ answered at all is counted in the "Archive errors" counter and logged, never rai
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -48,7 +49,7 @@ from driver.archive.control_session import ControlSession
 from driver.archive.control_session_demuxer import ControlSessionDemuxer
 from driver.archive.list_recordings_session import ListRecordingsSession
 from driver.archive.recording_session import RecordingSession
-from driver.archive.recording_writer import RecordingWriter
+from driver.archive.recording_writer import RecordingWriteError, RecordingWriter
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
@@ -578,6 +579,20 @@ class ArchiveConductor:
         correlation_id = recording_subscription.correlation_id
         recording = ActiveRecording(recording_id, image.join_position, session, correlation_id)
         self.recordings[recording_id] = recording
+        descriptor = self.catalog.descriptor(recording_id)
+        assert descriptor is not None
+        writer = RecordingWriter(
+            self.archive_dir,
+            recording_id,
+            descriptor.start_position,
+            descriptor.term_buffer_length,
+            descriptor.segment_file_length,
+            self.ctx.file_sync_level,
+        )
+        # The first segment is reserved (posix_fallocate, tens of ms) before rec-pos tells the client the
+        # recording has started, not while its first messages wait; a failure is the session's to report.
+        with contextlib.suppress(RecordingWriteError):
+            writer.init(image.join_position)
         registration_id = self.aeron.async_add_counter(
             RECORDING_POSITION_TYPE_ID,
             rec_pos_key(recording_id, image.session_id, image.source_identity),
@@ -585,13 +600,12 @@ class ArchiveConductor:
                 recording_id, image.session_id, image.stream_id, recording_subscription.stripped_channel
             ),
         )
-        descriptor = self.catalog.descriptor(recording_id)
-        assert descriptor is not None
 
         def poll() -> bool:
             try:
                 counter = self.aeron.get_counter(registration_id)
             except AeronError as e:
+                writer.close()
                 message = f"recording {recording_id}: cannot add its rec-pos counter: {e}"
                 session.attempt_error(correlation_id, message)
                 self.report_error(message)
@@ -602,14 +616,6 @@ class ArchiveConductor:
                 return False
             counter.set(image.join_position)
             recording.counter = counter
-            writer = RecordingWriter(
-                self.archive_dir,
-                recording_id,
-                descriptor.start_position,
-                descriptor.term_buffer_length,
-                descriptor.segment_file_length,
-                self.ctx.file_sync_level,
-            )
             self._to_recorder.put(
                 "add",
                 RecordingSession(
