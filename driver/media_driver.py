@@ -204,6 +204,7 @@ class MediaDriver:
         self._runners: list[AgentRunner] = []
         self._extra_agents: list[tuple[Any, bool]] = []
         self._embedded_clients: dict[int, Callable[[], bool]] = {}
+        self._embedded_client_ids: frozenset[int] = frozenset()
         self._stop_requested = False
         self._stop_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -265,6 +266,7 @@ class MediaDriver:
         is the only client and ``is_dormant()`` says it has nothing to do, the driver's agents (and agents
         added with ``add_agent``) park ``aeron.idle.dormant.park``. Any other client ends that."""
         self._embedded_clients[client_id] = is_dormant
+        self._embedded_client_ids = frozenset(self._embedded_clients)
 
     def _all_agents(self) -> list[Any]:
         return [self.conductor, self.sender, self.receiver]
@@ -331,12 +333,11 @@ class MediaDriver:
 
     def is_dormant(self) -> bool:
         """Nothing to serve (its agents then park aeron.idle.dormant.park): see DriverConductor.is_dormant."""
-        embedded = self._embedded_clients
         return (
-            self.conductor.is_dormant(frozenset(embedded) if embedded else frozenset())
+            self.conductor.is_dormant(self._embedded_client_ids)
             and not self.sender.commands
             and not self.receiver.has_pending_commands()
-            and all(is_dormant() for is_dormant in embedded.values())
+            and all(is_dormant() for is_dormant in self._embedded_clients.values())
         )
 
     def request_stop(self) -> None:
