@@ -41,6 +41,8 @@ def attach_to_driver(driver: MediaDriver, archive: Archive) -> None:
     share = archive.ctx.threading_mode != "DEDICATED"
     for agent in archive.agent_groups():
         driver.add_agent(agent, share_runner=share)
+    # With no sessions the archive waits for clients, like the driver: it lets the driver go dormant.
+    driver.add_embedded_client(archive.aeron.client_id, archive.is_dormant)
 
 
 def connect_embedded(driver: MediaDriver, ctx: ArchiveContext, **archive_args: Any) -> Archive:

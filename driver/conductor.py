@@ -294,19 +294,35 @@ class DriverConductor:
         """Reads and answers the clients' commands in the to-driver ring (one step of the duty cycle)."""
         return self._command_adapter.receive(now_ns)
 
-    def is_dormant(self) -> bool:
-        """Nothing to serve: no client, publication, image or pending command (its ring is still read)."""
+    def is_dormant(self, embedded_client_ids: frozenset[int] = frozenset()) -> bool:
+        """Nothing to serve: no client, publication, image or pending command (its ring is still read).
+
+        Clients in ``embedded_client_ids`` (in this process, idle by their own account: the embedded
+        archive) do not count, nor do their network publications and endpoints: nothing but another client
+        or a remote publisher (an image) gives them work, and either ends the dormancy."""
+        if not embedded_client_ids:
+            return not (
+                self._clients
+                or self._ipc_publications
+                or self._network_publications
+                or self._images
+                or self.commands
+                or self._pending_logs
+                or self._sender_proxy.has_pending()
+                or self._receiver_proxy.has_pending()
+                or self._send_endpoints
+                or self._receive_endpoints
+            )
+        for client_id in self._clients:
+            if client_id not in embedded_client_ids:
+                return False
         return not (
-            self._clients
-            or self._ipc_publications
-            or self._network_publications
+            self._ipc_publications
             or self._images
             or self.commands
             or self._pending_logs
             or self._sender_proxy.has_pending()
             or self._receiver_proxy.has_pending()
-            or self._send_endpoints
-            or self._receive_endpoints
         )
 
     def on_close(self) -> None:

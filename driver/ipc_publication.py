@@ -185,6 +185,8 @@ class IpcPublication:
                 self.state = State.LINGER
                 self._time_of_last_state_change_ns = now_ns
                 conductor.on_ipc_publication_drained(self)
+                # Every subscriber has read it all: the linger needs the metadata, not the terms' memory.
+                self.raw_log.release_terms()
             elif unblock(self._term_buffers, self._meta, self.consumer_position, self._term_length):
                 # No publisher is left to finish a claim: pad over it at once so subscribers can drain.
                 self._unblocked_publications.increment()

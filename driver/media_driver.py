@@ -203,6 +203,8 @@ class MediaDriver:
         self.cnc.signal_ready()
         self._runners: list[AgentRunner] = []
         self._extra_agents: list[tuple[Any, bool]] = []
+        self._embedded_clients: dict[int, Callable[[], bool]] = {}
+        self._embedded_client_ids: frozenset[int] = frozenset()
         self._stop_requested = False
         self._stop_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -259,6 +261,13 @@ class MediaDriver:
         if self.invoker is not None:
             self.invoker.agent.agents.append(agent)
 
+    def add_embedded_client(self, client_id: int, is_dormant: Callable[[], bool]) -> None:
+        """A client in this process (the embedded archive's) that need not keep the driver awake: while it
+        is the only client and ``is_dormant()`` says it has nothing to do, the driver's agents (and agents
+        added with ``add_agent``) park ``aeron.idle.dormant.park``. Any other client ends that."""
+        self._embedded_clients[client_id] = is_dormant
+        self._embedded_client_ids = frozenset(self._embedded_clients)
+
     def _all_agents(self) -> list[Any]:
         return [self.conductor, self.sender, self.receiver]
 
@@ -301,7 +310,7 @@ class MediaDriver:
                     # A driver nobody uses parks longer; a client's first command then waits <= this
                     # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
                     dormant_park_ns=self.ctx.idle_dormant_park_ns,
-                    is_dormant=self._is_dormant,
+                    is_dormant=self.is_dormant,
                 ),
                 self.on_error,
             )
@@ -322,11 +331,13 @@ class MediaDriver:
                 runner.stop()
             await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
 
-    def _is_dormant(self) -> bool:
+    def is_dormant(self) -> bool:
+        """Nothing to serve (its agents then park aeron.idle.dormant.park): see DriverConductor.is_dormant."""
         return (
-            self.conductor.is_dormant()
+            self.conductor.is_dormant(self._embedded_client_ids)
             and not self.sender.commands
             and not self.receiver.has_pending_commands()
+            and all(is_dormant() for is_dormant in self._embedded_clients.values())
         )
 
     def request_stop(self) -> None:

@@ -1,8 +1,9 @@
 """Log buffer files the driver creates for publications and images, named as Aeron 1.15.1 names them.
 
-Every log is allocated in full before it is mapped (driver/util/files.py), so neither the driver nor a client
-can fault on a full file system. ``sparse`` therefore no longer means "unreserved": it only skips faulting the
-pages into the driver's mapping up front (docs/logbuffer.md section 1).
+A log that is not sparse is allocated in full before it is mapped (driver/util/files.py), so neither the driver
+nor a client can fault on a full file system, and its pages are faulted into the driver's mapping up front. A
+sparse log (asked for: ``sparse=true``, ``aeron.term.buffer.sparse.file``) is neither: only its metadata page is
+allocated at creation, as in Aeron (docs/logbuffer.md section 1).
 
 Large logs are made and destroyed by :class:`LogFactory` on its own thread: allocating, mapping or unmapping
 gigabytes takes seconds, and the conductor's duty cycle (and its heartbeat) must not wait for that.
@@ -57,7 +58,7 @@ class RawLog:
         check_term_length(term_length)
         check_page_size(page_size)
         length = compute_log_length(term_length, page_size)
-        fd = create_allocated_file(path, length, permissions or FilePermissions())
+        fd = create_allocated_file(path, length, permissions or FilePermissions(), reserve=not sparse)
         try:
             # Term length and page size first, so the file maps; initialise_*_metadata writes the rest.
             meta_offset = length - LOG_META_DATA_LENGTH
@@ -92,6 +93,17 @@ class RawLog:
                 return True
         self._release()
         return True
+
+    def release_terms(self) -> None:
+        """Give the terms' pages back to the file system (they read as zeros from then on); the metadata
+        stays. For a publication every subscriber has drained: its linger then holds no memory
+        (docs/logbuffer.md section 1). A large log does it on its factory's thread, before its release."""
+        executor = self._release_executor
+        if executor is not None:
+            with contextlib.suppress(RuntimeError):  # shut down: do it here instead
+                executor.submit(self.buffers.remove_terms)
+                return
+        self.buffers.remove_terms()
 
     def _release(self) -> None:
         self.buffers.close()

@@ -286,6 +286,10 @@ class Archive:
             return self.agents
         return [self]
 
+    def is_dormant(self) -> bool:
+        """No session, request or outcome in flight in any agent (the embedding driver may then park longer)."""
+        return self.conductor.is_dormant() and self.recorder.is_dormant() and self.replayer.is_dormant()
+
     def on_start(self) -> None:
         for agent in self.agents:
             agent.on_start()

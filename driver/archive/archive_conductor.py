@@ -13,6 +13,7 @@ answered at all is counted in the "Archive errors" counter and logged, never rai
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -64,7 +65,7 @@ from driver.archive.recording_index import (
     read_index,
 )
 from driver.archive.recording_session import RecordingSession
-from driver.archive.recording_writer import RecordingWriter
+from driver.archive.recording_writer import RecordingWriteError, RecordingWriter
 from driver.archive.replay_controls import Bound, CounterBound, CreditBound, Pacer, ReplayControls
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
 from driver.archive.segment_file import (
@@ -359,6 +360,21 @@ class ArchiveConductor:
             self._listings = [listing for listing in self._listings if not listing.is_done]
         return work
 
+    def is_dormant(self) -> bool:
+        """No control session, request, replay or recording in flight: nothing to do until a client comes."""
+        return not (
+            self._pending
+            or self._tasks
+            or self._demuxers
+            or self._control_sessions
+            or self._listings
+            or self.recordings
+            or self.replays
+            or self._pending_replays
+            or len(self._from_recorder)
+            or len(self._from_replayer)
+        )
+
     def _on_control_image(self, image: Image) -> None:
         self._demuxers.append(ControlSessionDemuxer(image, self))
 
@@ -572,6 +588,21 @@ class ArchiveConductor:
         correlation_id = recording_subscription.correlation_id
         recording = ActiveRecording(recording_id, image.join_position, session, correlation_id)
         self.recordings[recording_id] = recording
+        descriptor = self.catalog.descriptor(recording_id)
+        assert descriptor is not None
+        writer = RecordingWriter(
+            self.archive_dir,
+            recording_id,
+            descriptor.start_position,
+            descriptor.term_buffer_length,
+            descriptor.segment_file_length,
+            self.ctx.file_sync_level,
+            permissions=self.ctx.file_permissions,
+        )
+        # The first segment is reserved (posix_fallocate, tens of ms) before rec-pos tells the client the
+        # recording has started, not while its first messages wait; a failure is the session's to report.
+        with contextlib.suppress(RecordingWriteError):
+            writer.init(image.join_position)
         registration_id = self.aeron.async_add_counter(
             RECORDING_POSITION_TYPE_ID,
             rec_pos_key(recording_id, image.session_id, image.source_identity),
@@ -579,13 +610,12 @@ class ArchiveConductor:
                 recording_id, image.session_id, image.stream_id, recording_subscription.stripped_channel
             ),
         )
-        descriptor = self.catalog.descriptor(recording_id)
-        assert descriptor is not None
 
         def poll() -> bool:
             try:
                 counter = self.aeron.get_counter(registration_id)
             except AeronError as e:
+                writer.close()
                 message = f"recording {recording_id}: cannot add its rec-pos counter: {e}"
                 session.attempt_error(correlation_id, message)
                 self.report_error(message)
@@ -596,15 +626,6 @@ class ArchiveConductor:
                 return False
             counter.set(image.join_position)
             recording.counter = counter
-            writer = RecordingWriter(
-                self.archive_dir,
-                recording_id,
-                descriptor.start_position,
-                descriptor.term_buffer_length,
-                descriptor.segment_file_length,
-                self.ctx.file_sync_level,
-                permissions=self.ctx.file_permissions,
-            )
             recording_session = RecordingSession(
                 recording_id, image, counter, writer, self.events, recording_subscription.original_channel
             )
@@ -909,8 +930,11 @@ class ArchiveConductor:
         else:
             linger_ns = self.ctx.replay_linger_timeout_ns
         term_length = summary.term_buffer_length
+        # sparse: allocated as the replay writes it, not reserved and faulted in up front (docs/archive.md
+        # section 15).
         return strip_channel(
             uri,
+            sparse=True,
             mtu=summary.mtu_length,
             term_length=term_length,
             init_term_id=summary.initial_term_id,

@@ -57,7 +57,9 @@ class RecordingWriter:
         self.position = 0
 
     def init(self, position: int) -> None:
-        """Open the segment that ``position`` (the join position) falls in."""
+        """Open the segment that ``position`` (the join position) falls in (nothing if already open there)."""
+        if self._fd >= 0 and self.position == position:
+            return
         self.position = position
         index, offset = segment_position(self.start_position, position, self.term_length, self.segment_length)
         self._open(index)

@@ -22,6 +22,9 @@ class Replayer:
     def on_start(self) -> None:
         pass
 
+    def is_dormant(self) -> bool:
+        return not (self.sessions or len(self._commands))
+
     def do_work(self) -> int:
         work = 0
         for command, item in self._commands.drain():

@@ -29,6 +29,8 @@ class SessionQueue:
 
     def drain(self, limit: int = 64) -> list[tuple[str, Any]]:
         items = self._items
+        if not items:
+            return []  # the usual case, on every duty cycle of three agents
         return [items.popleft() for _ in range(min(limit, len(items)))]
 
     def __len__(self) -> int:

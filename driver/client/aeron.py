@@ -428,8 +428,12 @@ class Aeron:
         command = cp.Command.ADD_EXCLUSIVE_PUBLICATION if exclusive else cp.Command.ADD_PUBLICATION
         kind = ExclusivePublication if exclusive else Publication
 
+        # A log asked for sparse is not faulted in here either (as in the driver, docs/logbuffer.md section 1):
+        # a 3 x 64 MiB log took the archive 100+ ms per replay publication to map.
+        populate = "sparse=true" not in channel
+
         def on_ready(correlation_id: int, ready: cp.PublicationBuffersReady) -> None:
-            log_buffers = self._acquire_log_buffers(ready.log_file_name)
+            log_buffers = self._acquire_log_buffers(ready.log_file_name, populate)
             limit = AtomicCounter(self.cnc.counters_values_buffer, ready.publication_limit_counter_id)
             self._publications[correlation_id] = kind(
                 self,
@@ -598,10 +602,10 @@ class Aeron:
 
     # --- log buffers ---------------------------------------------------------------------------
 
-    def _acquire_log_buffers(self, file_name: str) -> LogBuffers:
+    def _acquire_log_buffers(self, file_name: str, populate: bool = True) -> LogBuffers:
         entry = self._log_buffers.get(file_name)
         if entry is None:
-            entry = self._log_buffers[file_name] = [LogBuffers(file_name), 0]
+            entry = self._log_buffers[file_name] = [LogBuffers(file_name, populate), 0]
         entry[1] += 1
         return entry[0]
 

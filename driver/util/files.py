@@ -65,8 +65,9 @@ def free_bytes(path: Path) -> int | None:
     return None
 
 
-def create_allocated_file(path: Path, length: int, permissions: FilePermissions) -> int:
-    """Create ``path`` (it must not exist) with ``length`` zero bytes all allocated; returns its open fd.
+def create_allocated_file(path: Path, length: int, permissions: FilePermissions, reserve: bool = True) -> int:
+    """Create ``path`` (it must not exist) with ``length`` zero bytes all allocated (``reserve``; else sparse:
+    pages are allocated when first written); returns its open fd.
 
     On failure nothing is left behind: the file is removed and FileAllocationError says why.
     """
@@ -76,7 +77,10 @@ def create_allocated_file(path: Path, length: int, permissions: FilePermissions)
         raise FileAllocationError(e.errno, f"cannot create {path}: {e.strerror}") from e
     try:
         permissions.apply_to_fd(fd)
-        os.posix_fallocate(fd, 0, length)
+        if reserve:
+            os.posix_fallocate(fd, 0, length)
+        else:
+            os.ftruncate(fd, length)
     except BaseException as e:
         os.close(fd)
         with contextlib.suppress(OSError):

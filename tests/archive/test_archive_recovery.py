@@ -92,6 +92,10 @@ def test_kill_during_recording_then_restart_recovers_every_written_message(tmp_p
                     f"recording {recording_id} up to {target}",
                 )
                 recorded[recording_id] = target
+            # Killed while the recordings run: once this client left, its publications' end of stream would
+            # let the archive stop them (stop positions in the catalog) before a later kill.
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)

@@ -6,6 +6,7 @@ its last ``LOG_META_DATA_LENGTH`` bytes (docs/logbuffer.md section 1).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -137,6 +138,14 @@ class LogBuffers:
                 )
             except OSError:
                 return  # an older kernel: the pages fault in on first touch instead
+
+    def remove_terms(self) -> None:
+        """Free the terms' pages in the file (MADV_REMOVE: every mapping then reads zeros there); nothing
+        where the file system or the platform cannot (the pages then stay until the file is deleted)."""
+        if self._buffer is None or not hasattr(mmap, "MADV_REMOVE"):
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._mmap.madvise(mmap.MADV_REMOVE, 0, PARTITION_COUNT * self.term_length)
 
     def close(self) -> None:
         """Release the buffers, then the mapping. Safe to call more than once."""
