@@ -12,27 +12,23 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from driver.archive.client.exceptions import ArchiveError, ArchiveProtocolError
+from driver.archive.client.exceptions import ArchiveError
+from driver.archive.client.message_stream import FRAGMENT_LIMIT, MessageStream
 from driver.archive.codecs import (
-    CodecError,
     ControlResponse,
     ControlResponseCode,
     RecordingDescriptor,
-    SchemaMismatchError,
-    UnknownTemplateError,
-    decode,
 )
-from driver.client import FragmentAssembler, Subscription
-from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.logbuffer.header import Header
+from driver.client import Subscription
 
-FRAGMENT_LIMIT = 10
 MAX_UNCLAIMED_ERRORS = 64
 
 Response = ControlResponse | RecordingDescriptor
 
 
-class ControlResponsePoller:
+class ControlResponsePoller(MessageStream):
+    stream_name = "control response stream"
+
     """Decodes responses; those awaited (``expect``) are kept per correlation id until taken.
 
     ``control_session_id`` is None until the session is open: the connect response is matched on its
@@ -46,14 +42,11 @@ class ControlResponsePoller:
         fragment_limit: int = FRAGMENT_LIMIT,
         on_unclaimed_error: Callable[[ArchiveError], None] | None = None,
     ) -> None:
-        self.subscription = subscription
-        self.fragment_limit = fragment_limit
+        super().__init__(subscription, fragment_limit)
         self.control_session_id: int | None = None
         self.on_unclaimed_error = on_unclaimed_error
         self.unclaimed_errors: deque[ArchiveError] = deque(maxlen=MAX_UNCLAIMED_ERRORS)
         self._inbox: dict[int, deque[Response]] = {}
-        self._assembler = FragmentAssembler(self._on_fragment)
-        self._failure: ArchiveProtocolError | None = None
 
     # -- awaiting --------------------------------------------------------------------------------------------
 
@@ -74,32 +67,7 @@ class ControlResponsePoller:
 
     # -- polling ---------------------------------------------------------------------------------------------
 
-    def poll(self) -> int:
-        """Poll up to ``fragment_limit`` fragments; raises ``ArchiveProtocolError`` on another schema."""
-        assert self.subscription is not None
-        count = self.subscription.poll(self._assembler, self.fragment_limit)
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
-        return count
-
-    def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, _header: Header) -> None:
-        try:
-            self.on_message(buffer.view, offset, length)
-        except ArchiveProtocolError as exc:
-            # Raised from poll(), after the term reader has moved past the fragment.
-            self._failure = self._failure or exc
-
-    def on_message(self, buffer: Any, offset: int, length: int) -> None:
-        """One whole message (sans-IO: any bytes-like buffer)."""
-        try:
-            message = decode(buffer, offset, length)
-        except UnknownTemplateError:
-            return
-        except SchemaMismatchError as exc:
-            raise ArchiveProtocolError(f"control response stream: {exc.reason}") from exc
-        except CodecError as exc:
-            raise ArchiveProtocolError(f"control response stream: undecodable message: {exc}") from exc
+    def on_decoded(self, message: Any) -> None:
         if not isinstance(message, ControlResponse | RecordingDescriptor):
             return  # events or catalog records have no place here: ignored like unknown templates
         if self.control_session_id is not None and message.control_session_id != self.control_session_id:

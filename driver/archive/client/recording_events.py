@@ -9,31 +9,26 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from driver.archive.client.context import ArchiveClientContext
-from driver.archive.client.exceptions import ArchiveProtocolError
+from driver.archive.client.message_stream import FRAGMENT_LIMIT, MessageStream
 from driver.archive.codecs import (
-    CodecError,
     RecordingProgress,
     RecordingStarted,
     RecordingStopped,
-    SchemaMismatchError,
-    UnknownTemplateError,
-    decode,
 )
-from driver.client import Aeron, FragmentAssembler, Subscription
-from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.logbuffer.header import Header
+from driver.client import Aeron, Subscription
 
 RecordingEvent = RecordingStarted | RecordingProgress | RecordingStopped
-FRAGMENT_LIMIT = 10
 IDLE_MAX_S = 0.001
 
 
-class RecordingEventsAdapter:
+class RecordingEventsAdapter(MessageStream):
     """Polls an events subscription; each event goes to its callback (``on_start``, ``on_progress``,
     ``on_stop``), or to ``on_event`` for all three. ``events()`` is the async-iterator form.
 
     ``subscribe(aeron, ...)`` makes the subscription too (and ``close()`` then removes it).
     """
+
+    stream_name = "recording events stream"
 
     def __init__(
         self,
@@ -46,8 +41,7 @@ class RecordingEventsAdapter:
         fragment_limit: int = FRAGMENT_LIMIT,
         owns_subscription: bool = False,
     ) -> None:
-        self.subscription = subscription
-        self.fragment_limit = fragment_limit
+        super().__init__(subscription, fragment_limit)
         self._handlers: dict[type, Callable[[Any], None] | None] = {
             RecordingStarted: on_start,
             RecordingProgress: on_progress,
@@ -55,8 +49,6 @@ class RecordingEventsAdapter:
         }
         self._on_event = on_event
         self._owns_subscription = owns_subscription
-        self._assembler = FragmentAssembler(self._on_fragment)
-        self._failure: ArchiveProtocolError | None = None
         self._queue: deque[RecordingEvent] | None = None
 
     @classmethod
@@ -78,30 +70,7 @@ class RecordingEventsAdapter:
         )
         return cls(subscription, owns_subscription=True, **handlers)
 
-    def poll(self) -> int:
-        """Dispatch up to ``fragment_limit`` events; raises ArchiveProtocolError on another schema."""
-        count = self.subscription.poll(self._assembler, self.fragment_limit)
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
-        return count
-
-    def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, _header: Header) -> None:
-        try:
-            self.on_message(buffer.view, offset, length)
-        except ArchiveProtocolError as exc:
-            self._failure = self._failure or exc
-
-    def on_message(self, buffer: Any, offset: int, length: int) -> None:
-        """One whole message (sans-IO)."""
-        try:
-            event = decode(buffer, offset, length)
-        except UnknownTemplateError:
-            return
-        except SchemaMismatchError as exc:
-            raise ArchiveProtocolError(f"recording events stream: {exc.reason}") from exc
-        except CodecError as exc:
-            raise ArchiveProtocolError(f"recording events stream: undecodable message: {exc}") from exc
+    def on_decoded(self, event: Any) -> None:
         if type(event) not in self._handlers:
             return
         if self._queue is not None:
