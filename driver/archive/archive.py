@@ -29,8 +29,10 @@ from driver.archive.replayer import Replayer
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
     FRAME_HEADER_LENGTH,
+    SegmentReserver,
     parse_segment_file_name,
     recover_stop_position,
+    remove_staged_segments,
     segment_path,
     segment_position,
 )
@@ -151,6 +153,7 @@ class Archive:
             if self._owns_aeron:
                 aeron.close()
             raise ArchiveStartError(f"cannot open the archive in {self.archive_dir}: {e}") from e
+        self.segment_reserver = SegmentReserver()
         to_recorder, to_replayer, from_recorder, from_replayer = (SessionQueue() for _ in range(4))
         self.recorder = Recorder(to_recorder, from_recorder)
         self.replayer = Replayer(to_replayer, from_replayer, epoch_clock_ms)
@@ -166,6 +169,7 @@ class Archive:
             epoch_clock_ms,
             client_agent=aeron.conductor_agent_invoker if self._owns_aeron else None,
             error_handler=self._on_error,
+            segment_reserver=self.segment_reserver,
         )
         self.recovered = self._recover(epoch_clock_ms())
 
@@ -184,6 +188,7 @@ class Archive:
         report = self.conductor.report_error
         segments: dict[int, set[int]] = {}
         try:
+            remove_staged_segments(self.archive_dir)  # reserved ahead and never reached before a crash
             for name in os.listdir(self.archive_dir):
                 parsed = parse_segment_file_name(name)
                 if parsed is not None:
@@ -304,6 +309,7 @@ class Archive:
         self._closed = True
         self.replayer.on_close()
         self.recorder.on_close()
+        self.segment_reserver.close()
         self.conductor.do_work()  # the recorder's last outcomes: stop positions into the catalog
         self.conductor.on_close()
         if self._owns_aeron:

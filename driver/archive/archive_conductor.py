@@ -70,6 +70,7 @@ from driver.archive.replay_controls import Bound, CounterBound, CreditBound, Pac
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
+    SegmentReserver,
     segment_indexes,
     segment_path,
     segment_position,
@@ -168,8 +169,10 @@ class ArchiveConductor:
         epoch_clock_ms: Callable[[], int],
         client_agent: ClientConductorAgent | None = None,
         error_handler: Callable[[str], None] | None = None,
+        segment_reserver: SegmentReserver | None = None,
     ) -> None:
         self.ctx = ctx
+        self.segment_reserver = segment_reserver
         self.aeron = aeron
         self.catalog = catalog
         self.mark_file = mark_file
@@ -598,6 +601,7 @@ class ArchiveConductor:
             descriptor.segment_file_length,
             self.ctx.file_sync_level,
             permissions=self.ctx.file_permissions,
+            reserver=self.segment_reserver,
         )
         # The first segment is reserved (posix_fallocate, tens of ms) before rec-pos tells the client the
         # recording has started, not while its first messages wait; a failure is the session's to report.

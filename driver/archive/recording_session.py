@@ -85,6 +85,7 @@ class RecordingSession:
         if self.machine.state is State.INACTIVE:
             self.events.stopped(self.recording_id, self.join_position, self.recorded_position)
             self.writer.close()
+            self.writer.discard_reserved()
             if self.index is not None:
                 self.index.close()
             self.machine.on("closed")

@@ -11,9 +11,16 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
-from driver.archive.segment_file import reserve_segment_file, segment_path, segment_position
+from driver.archive.segment_file import (
+    SegmentReserver,
+    reserve_segment_file,
+    segment_path,
+    segment_position,
+    staged_segment_path,
+)
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer.frame_descriptor import HDR_TYPE_PAD, HEADER_LENGTH, TYPE_OFFSET
 from driver.util.files import FilePermissions
@@ -42,6 +49,7 @@ class RecordingWriter:
         file_sync_level: int = SYNC_NONE,
         pwrite: PWrite = os.pwrite,
         permissions: FilePermissions | None = None,
+        reserver: SegmentReserver | None = None,
     ) -> None:
         self.archive_dir = Path(archive_dir)
         self.recording_id = recording_id
@@ -55,6 +63,10 @@ class RecordingWriter:
         self._segment_index = -1
         self._segment_offset = 0
         self.position = 0
+        self._reserver = reserver
+        self._next: Future[int] | None = None  # the next segment, reserved ahead when there is a reserver
+        self._next_index = -1
+        self._reserve_at = segment_length // 2
 
     def init(self, position: int) -> None:
         """Open the segment that ``position`` (the join position) falls in (nothing if already open there)."""
@@ -69,7 +81,9 @@ class RecordingWriter:
         self.close()
         path = segment_path(self.archive_dir, self.recording_id, index)
         try:
-            self._fd = reserve_segment_file(path, self.segment_length, self.permissions)
+            self._fd = self._take_reserved(index, path)
+            if self._fd < 0:
+                self._fd = reserve_segment_file(path, self.segment_length, self.permissions)
             if self.file_sync_level >= SYNC_DATA_AND_METADATA:
                 dir_fd = os.open(self.archive_dir, os.O_RDONLY)
                 try:
@@ -83,6 +97,41 @@ class RecordingWriter:
                 f"bytes: {e.strerror or e}",
             ) from e
         self._segment_index = index
+
+    def _take_reserved(self, index: int, path: Path) -> int:
+        """The staged segment reserved ahead, renamed into place; -1 when there is none (or it failed: the
+        caller then reserves it inline, so the error, if it persists, is the inline one)."""
+        future, self._next = self._next, None
+        if future is None or self._next_index != index:
+            if future is not None:
+                SegmentReserver.discard(
+                    segment_path(self.archive_dir, self.recording_id, self._next_index), future
+                )
+            return -1
+        try:
+            fd = future.result()
+        except OSError:
+            return -1
+        if path.exists():  # kept as it is: an extension may already have this segment
+            os.close(fd)
+            os.unlink(staged_segment_path(path))
+            return -1
+        try:
+            os.rename(staged_segment_path(path), path)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def _reserve_next(self) -> None:
+        index = self._segment_index + 1
+        path = segment_path(self.archive_dir, self.recording_id, index)
+        self._next_index = index
+        if path.exists():
+            self._next = None
+            return
+        assert self._reserver is not None
+        self._next = self._reserver.submit(path, self.segment_length, self.permissions)
 
     @property
     def segment_file(self) -> Path:
@@ -116,8 +165,22 @@ class RecordingWriter:
             ) from e
         self.position += length
         self._segment_offset = offset + length
+        if (
+            self._reserver is not None
+            and self._segment_offset >= self._reserve_at
+            and self._next_index <= self._segment_index
+        ):
+            self._reserve_next()
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def discard_reserved(self) -> None:
+        """Drops the segment reserved ahead (the recording stopped before it)."""
+        future, self._next = self._next, None
+        if future is not None:
+            SegmentReserver.discard(
+                segment_path(self.archive_dir, self.recording_id, self._next_index), future
+            )

@@ -252,6 +252,12 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
+    def count_messages(self, offset: int, end: int) -> int:
+        """Messages (unfragmented or BEGIN_FRAG DATA frames) among the committed frames in [offset, end)."""
+        if end > self._length:
+            end = self._length
+        return lib.amd_term_count_messages(self._ptr, self._length, offset, end)
+
     def write_block(
         self, term_offset: int, src: bytearray, length: int, limit: int, session_id: int, stream_id: int
     ) -> tuple[int, bool]:

@@ -281,6 +281,29 @@ int64_t amd_term_scan_frames(
     return (position << 32) | (uint32_t)count;
 }
 
+int32_t amd_term_count_messages(const uint8_t *term, int32_t capacity, int32_t offset, int32_t end)
+{
+    int64_t position = offset;
+    int32_t count = 0;
+    const int64_t limit = end < capacity ? end : capacity;
+
+    while (position + AMD_DATA_HEADER_LENGTH <= limit)
+    {
+        const int32_t frame_length = frame_length_acquire(term, position);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        const uint16_t type = __atomic_load_n((const uint16_t *)(term + position + AMD_TYPE_OFFSET), __ATOMIC_RELAXED);
+        if (type == AMD_HDR_TYPE_DATA && (term[position + AMD_FLAGS_OFFSET] & AMD_BEGIN_FLAG))
+        {
+            ++count;
+        }
+        position += ALIGN_FRAME(frame_length);
+    }
+    return count;
+}
+
 int64_t amd_term_scan_for_availability(const uint8_t *term, int32_t capacity, int32_t offset, int32_t max_length)
 {
     const int64_t limit = max_length < capacity - offset ? max_length : capacity - offset;

@@ -19,16 +19,19 @@ import java.util.Arrays;
  *
  * <p>Settings (-D): the usual aeron.dir and aeron.archive.* channels, and
  * <ul>
- * <li>bench.mode: "throughput" (default) or "latency".</li>
+ * <li>bench.mode: "throughput" (default), "steady" or "latency".</li>
  * <li>bench.channel / bench.stream.id: the stream recorded (LOCAL); default aeron:ipc, 1001.</li>
  * <li>bench.replay.channel / bench.replay.stream.id: where replays go; default aeron:ipc, 1002.</li>
  * <li>bench.messages, bench.length: messages per pass and their length (throughput); default 1,000,000 x 32.</li>
  * <li>bench.passes: throughput passes (each a new recording and its replay); default 2.</li>
  * <li>bench.reps, bench.warmup: timed replays and untimed ones before them (latency); default 1000, 100.</li>
  * <li>bench.timeout.ms: how long any one wait may take; default 60000.</li>
+ * <li>bench.seconds: how long the steady mode publishes; default 12.</li>
  * </ul>
  * Prints "RECORD pass=P messages=N bytes=B seconds=S msgs_per_s=R mb_per_s=M" and "REPLAY ..." per throughput
- * pass, or "LATENCY reps=N p50_us=A p90_us=B p99_us=C max_us=D" in latency mode; exits 1 on failure.
+ * pass; in steady mode "RECORD_RATE second=S bytes=B messages=M" each second of a recording published for
+ * bench.seconds without pause, then "REPLAY_RATE second=S messages=M" each second of its whole replay and
+ * "STEADY done"; or "LATENCY reps=N p50_us=A p90_us=B p99_us=C max_us=D" in latency mode; exits 1 on failure.
  */
 public final class ArchiveBench
 {
@@ -43,6 +46,7 @@ public final class ArchiveBench
     static final int REPS = Integer.getInteger("bench.reps", 1000);
     static final int WARMUP = Integer.getInteger("bench.warmup", 100);
     static final int LATENCY_MESSAGES = 100;
+    static final int SECONDS = Integer.getInteger("bench.seconds", 12);
     static final long TIMEOUT_NS = Long.getLong("bench.timeout.ms", 60_000L) * 1_000_000L;
 
     static Aeron aeron;
@@ -59,6 +63,10 @@ public final class ArchiveBench
             if ("latency".equals(MODE))
             {
                 latency();
+            }
+            else if ("steady".equals(MODE))
+            {
+                steady();
             }
             else
             {
@@ -191,6 +199,112 @@ public final class ArchiveBench
             final long done = System.nanoTime();
             report("REPLAY", pass, done - requested);
         }
+    }
+
+    /**
+     * Per-second rates at steady state: publish without pause for SECONDS while a sampler prints how far the
+     * recording position moved each second; then replay the whole recording, counting messages per second.
+     */
+    static void steady() throws InterruptedException
+    {
+        final long subscriptionId = archive.startRecording(CHANNEL, STREAM_ID, SourceLocation.LOCAL);
+        final UnsafeBuffer buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(LENGTH));
+        final CountersReader counters = aeron.countersReader();
+        final int frameLength = (LENGTH + 32 + 31) & ~31;
+        final long recordingId;
+        final long end;
+        try (ExclusivePublication publication = aeron.addExclusivePublication(CHANNEL, STREAM_ID))
+        {
+            final long deadline = System.nanoTime() + TIMEOUT_NS;
+            int id;
+            while ((id = RecordingPos.findCounterIdBySession(counters, publication.sessionId())) ==
+                CountersReader.NULL_COUNTER_ID)
+            {
+                check(deadline, "the recording to start");
+                Thread.yield();
+            }
+            final int counterId = id;
+            recordingId = RecordingPos.getRecordingId(counters, counterId);
+            final long stopAt = System.nanoTime() + SECONDS * 1_000_000_000L;
+            final Thread sampler = new Thread(() ->
+            {
+                long last = counters.getCounterValue(counterId);
+                long next = System.nanoTime() + 1_000_000_000L;
+                for (int second = 1; second <= SECONDS; second++)
+                {
+                    while (System.nanoTime() < next)
+                    {
+                        try
+                        {
+                            Thread.sleep(1);
+                        }
+                        catch (final InterruptedException ex)
+                        {
+                            return;
+                        }
+                    }
+                    next += 1_000_000_000L;
+                    final long now = counters.getCounterValue(counterId);
+                    System.out.printf(
+                        "RECORD_RATE second=%d bytes=%d messages=%d%n", second, now - last, (now - last) / frameLength);
+                    System.out.flush();
+                    last = now;
+                }
+            });
+            sampler.start();
+            long i = 0;
+            while (System.nanoTime() < stopAt)
+            {
+                for (int batch = 0; batch < 1024; batch++)
+                {
+                    buffer.putLong(0, i++);
+                    while (publication.offer(buffer, 0, LENGTH) < 0)
+                    {
+                        if (publication.isClosed())
+                        {
+                            throw new IllegalStateException("publication closed");
+                        }
+                        Thread.onSpinWait();
+                    }
+                }
+            }
+            sampler.join();
+            end = publication.position();
+            final long waitUntil = System.nanoTime() + TIMEOUT_NS;
+            while (counters.getCounterValue(counterId) < end)
+            {
+                check(waitUntil, "the recording to reach " + end);
+                Thread.onSpinWait();
+            }
+            archive.stopRecording(subscriptionId);
+        }
+
+        received = 0;
+        final FragmentHandler handler = (buf, offset, length, header) -> received++;
+        final long total = end / frameLength;
+        try (Subscription subscription = archive.replay(recordingId, 0, end, REPLAY_CHANNEL, REPLAY_STREAM_ID))
+        {
+            final long deadline = System.nanoTime() + TIMEOUT_NS;
+            long next = System.nanoTime() + 1_000_000_000L;
+            long last = 0;
+            int second = 1;
+            while (received < total)
+            {
+                if (subscription.poll(handler, 256) == 0)
+                {
+                    check(deadline, "the replay (" + received + " of " + total + ")");
+                    Thread.onSpinWait();
+                }
+                if (System.nanoTime() >= next)
+                {
+                    System.out.printf("REPLAY_RATE second=%d messages=%d%n", second++, received - last);
+                    last = received;
+                    next += 1_000_000_000L;
+                }
+            }
+        }
+        System.out.println("STEADY done messages=" + total);
+        System.out.flush();
     }
 
     static void report(final String what, final int pass, final long elapsedNs)
