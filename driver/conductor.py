@@ -71,7 +71,6 @@ from driver.util.bit_util import to_int32
 from driver.util.files import FileAllocationError
 
 CHANNEL_STATUS_ERRORED = -1
-NAK_UNICAST_DELAY_NS = 60_000_000
 CORRUPT_GAP_UNBLOCK_TIMEOUT_NS = 100_000_000  # docs/ringbuffers.md section 1.1
 NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have no channel endpoint
 
@@ -1152,7 +1151,9 @@ class DriverConductor:
             sender_pos,
             sender_limit,
             flow_control,
-            RetransmitHandler(StaticDelayGenerator(0, immediate_first=True)),
+            RetransmitHandler(
+                StaticDelayGenerator(0, immediate_first=True), ctx.retransmit_unicast_linger_ns
+            ),
             self._system_counters,
             window,
             params.linger_ns,
@@ -1354,7 +1355,7 @@ class DriverConductor:
         delay_generator = (
             OptimalMulticastDelayGenerator(rng=self._rng)
             if endpoint.is_multicast
-            else StaticDelayGenerator(NAK_UNICAST_DELAY_NS, immediate_first=True)
+            else StaticDelayGenerator(ctx.nak_unicast_delay_ns, immediate_first=True)
         )
         image = PublicationImage(
             registration_id,

@@ -239,6 +239,23 @@ class DriverContext:
     publication_term_window_length: int = _setting(
         "aeron.publication.term.window.length", parse_size, 0, "bytes", "network flow window (0 = term/2)"
     )
+    # 1.15.1 fixes both at 60 ms; later Aeron made them settings under these names. A lost retransmission
+    # stalls a unicast image for the NAK delay, so on a lossy path with small terms (a 32 KiB window) they
+    # cap throughput (docs/archive.md section 16).
+    nak_unicast_delay_ns: int = _setting(
+        "aeron.nak.unicast.delay",
+        parse_duration_ns,
+        60_000_000,
+        "ns",
+        "a unicast image NAKs a new gap at once and again after this long while it stays open",
+    )
+    retransmit_unicast_linger_ns: int = _setting(
+        "aeron.retransmit.unicast.linger",
+        parse_duration_ns,
+        60_000_000,
+        "ns",
+        "after a unicast retransmission, NAKs for the same range are ignored this long",
+    )
     unicast_flow_control: str = _setting(
         "aeron.unicast.flow.control.strategy",
         parse_flow_control,

@@ -6,9 +6,9 @@ recording's, and asks for the replay with that ``session-id`` on a replay destin
 live frames land in one image (same session, stream, initial term id and term length) and the log rebuild
 takes each byte once. The live destination is added only when the image is within a quarter of a term of the
 live position (nearer, live frames would fall outside the receiver window and be dropped); the replay is
-stopped only once the image holds bytes the replay cannot have sent: an image position, sampled before the archive
-took the recording position, beyond that recording position (a replay never runs ahead of its recording), so live
-data provably feeds the image; then the replay destination is removed.
+stopped only once the image holds bytes the replay cannot have sent: an image position or receiver high-water
+mark, sampled before the archive took the recording position, beyond that recording position (a replay never runs
+ahead of its recording), so live data provably feeds the image; then the replay destination is removed.
 
 ``poll(handler, fragment_limit)`` does one non-blocking step of the state table and polls the image; the state
 is ``state`` and, when the merge was opened with a counter, that counter's value (``State`` numbers).
@@ -28,10 +28,12 @@ from driver.archive.client.aeron_archive import NULL_LENGTH, NULL_POSITION, Aero
 from driver.archive.client.archive_requests import ArchiveRequests, PendingRequest, PolledArchive
 from driver.archive.client.exceptions import ArchiveError
 from driver.client import Counter, Subscription
+from driver.concurrent.counter_types import RECEIVER_HWM_TYPE_ID
 from driver.protocol.channel_uri import ChannelUri
 
 if TYPE_CHECKING:
     from driver.archive.codecs import RecordingDescriptor
+    from driver.concurrent.counters import CountersReader
     from driver.concurrent.logbuffer.term_reader import FragmentHandler
 
 REPLAY_MERGE_STATE_TYPE_ID = 1101
@@ -149,6 +151,7 @@ class ReplayMerge:
         live_destination: str,
         start_position: int = NULL_POSITION,
         counter: Counter | None = None,
+        counters_reader: CountersReader | None = None,
     ) -> None:
         self._replay_uri = _endpoint_channel(replay_destination, "replay_destination")
         _endpoint_channel(live_destination, "live_destination")
@@ -159,6 +162,8 @@ class ReplayMerge:
         self.replay_destination = replay_destination
         self.start_position = recording.start_position if start_position == NULL_POSITION else start_position
         self.counter = counter
+        self.counters_reader = counters_reader
+        """The consumer's driver's counters, where the image's receiver high-water mark (rcv-hwm) is read."""
         self.live_add_threshold = min(recording.term_buffer_length >> 2, LIVE_ADD_MAX_WINDOW)
         self.state = State.RESOLVE_REPLAY_PORT
         self.trace: list[TraceEntry] = []
@@ -167,9 +172,11 @@ class ReplayMerge:
         self.live_position = NULL_POSITION
         """The last recording position the archive gave (the live position as far as the merge knows)."""
         self.live_join_position = NULL_POSITION
-        """The image position that proved live data had arrived (``live_proven`` in the trace)."""
+        """The received position (image or rcv-hwm) that proved live data had arrived (``live_proven``)."""
         self._pending: PendingRequest | None = None
         self._sampled_position = NULL_POSITION
+        self._sampled_hwm = NULL_POSITION
+        self._hwm_counter: tuple[int, int] | None = None  # (image correlation id, counter id)
         self._live_added = False
         self._replay_added = False
         self._handed_over = False
@@ -249,6 +256,7 @@ class ReplayMerge:
             live_destination=live_destination,
             start_position=start_position,
             counter=counter,
+            counters_reader=aeron.counters_reader,
             **options,
         )
 
@@ -266,6 +274,31 @@ class ReplayMerge:
     def image_position(self) -> int:
         image = self.subscription.image_by_session_id(self.recording.session_id)
         return image.position if image is not None else NULL_POSITION
+
+    @property
+    def receiver_hwm(self) -> int:
+        """The highest position the consumer's driver received for the image from any destination (its rcv-hwm
+        counter), or NULL_POSITION when unknown."""
+        reader = self.counters_reader
+        image = self.subscription.image_by_session_id(self.recording.session_id)
+        if reader is None or image is None:
+            return NULL_POSITION
+        cached = self._hwm_counter
+        if cached is None or cached[0] != image.correlation_id:
+            found: list[int] = []
+
+            def match(counter_id: int, type_id: int, key: bytes, label: str) -> None:
+                if (
+                    type_id == RECEIVER_HWM_TYPE_ID
+                    and int.from_bytes(key[:8], "little") == image.correlation_id
+                ):
+                    found.append(counter_id)
+
+            reader.for_each(match)
+            if not found:
+                return NULL_POSITION
+            cached = self._hwm_counter = (image.correlation_id, found[0])
+        return reader.get_counter_value(cached[1])
 
     @property
     def is_live_added(self) -> bool:
@@ -380,6 +413,7 @@ class ReplayMerge:
         # The image position is sampled before the archive takes the recording position: everything the replay
         # had put into the image by then lies at or below that answer.
         self._sampled_position = self.image_position
+        self._sampled_hwm = self.receiver_hwm
         self._pending = self.archive.recording_position(self.recording.recording_id)
 
     def _attempt_live_join(self) -> int:
@@ -396,10 +430,14 @@ class ReplayMerge:
                 self.subscription.add_destination(self.live_destination)
                 self._live_added = True
                 self._record(State.ATTEMPT_LIVE_JOIN, "add_live")
-        elif sampled > self.live_position:
+        elif sampled > self.live_position or (
+            self._sampled_hwm > self.live_position and self.live_position - sampled <= self.live_add_threshold
+        ):
             # A replay never sends past the recording position, so bytes beyond it came from live: live
-            # is feeding this image, and the replay may stop (docs/archive.md section 16).
-            self.live_join_position = sampled
+            # is feeding this image, and the replay may stop (docs/archive.md section 16). Received beyond it
+            # (rcv-hwm) is proof enough when the image is within the live-add window: what it still lacks is
+            # NAKed to every destination, and the live publisher still holds it.
+            self.live_join_position = max(sampled, self._sampled_hwm)
             self._record(State.ATTEMPT_LIVE_JOIN, "live_proven")
             assert self.replay_session_id is not None
             self._pending = self.archive.stop_replay(self.replay_session_id)
