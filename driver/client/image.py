@@ -10,8 +10,8 @@ import numpy as np
 
 from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
 from driver.concurrent.counters import AtomicCounter
-from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer import fastpath, term_block_scanner
+from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.header import Header
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 from driver.concurrent.logbuffer.term_reader import FragmentHandler, TermReader
@@ -341,7 +341,9 @@ class FragmentBatch:
         self.pending = False
         return self
 
-    def scan_slowly(self, term_buffer: AtomicBuffer, term_offset: int, fragment_limit: int) -> tuple[int, int]:
+    def scan_slowly(
+        self, term_buffer: AtomicBuffer, term_offset: int, fragment_limit: int
+    ) -> tuple[int, int]:
         """The walk through cffi, when the fast path is off: the same arrays, filled in Python."""
         frames = self._frames
         if frames is None:
