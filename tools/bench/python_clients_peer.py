@@ -86,7 +86,9 @@ def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
             sent = BATCH
             while True:
                 for _ in range(16):
-                    sent += offer_many(messages)
+                    went = offer_many(messages)
+                    if went > 0:  # else a code: back pressured, not connected
+                        sent += went
                 if not sample(sent):
                     break
         elif mode == "asyncio":
