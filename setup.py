@@ -1,5 +1,13 @@
-"""Only here because cffi builds its extension through setuptools' ``cffi_modules``."""
+"""Here because cffi builds its extension through setuptools' ``cffi_modules``, and for the client's CPython
+fast path (native/src/amd_fastpath.c, native/README.md)."""
 
-from setuptools import setup
+from setuptools import Extension, setup
 
-setup(cffi_modules=["native/build_ffi.py:ffibuilder"])
+FASTPATH = Extension(
+    "driver.concurrent.logbuffer._fastpath",
+    sources=["native/src/amd_fastpath.c", "native/src/amd_publication.c", "native/src/amd_term.c"],
+    include_dirs=["native/include"],
+    extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra"],
+)
+
+setup(cffi_modules=["native/build_ffi.py:ffibuilder"], ext_modules=[FASTPATH])

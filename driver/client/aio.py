@@ -7,6 +7,7 @@ again, yielding to the loop in between, so one event loop can serve many publica
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -85,12 +86,14 @@ async def messages(
     subscription: Subscription, fragment_limit: int = 64, idle_s: float = IDLE_S
 ) -> AsyncIterator[Message]:
     """``async for message in messages(subscription)``: whole messages, until the subscription closes."""
-    pending: list[Message] = []
+    pending: deque[Message] = deque()
+    append = pending.append
+    take = pending.popleft
 
     def on_message(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        pending.append(
+        append(
             Message(
-                buffer.get_bytes(offset, length),
+                buffer.view[offset : offset + length].tobytes(),
                 header.session_id,
                 header.stream_id,
                 header.position,
@@ -107,5 +110,5 @@ async def messages(
             continue
         delay = 0.0
         while pending:
-            yield pending.pop(0)
+            yield take()
         await asyncio.sleep(0)

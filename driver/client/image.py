@@ -6,14 +6,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from driver.concurrent.atomic_buffer import AtomicBuffer
+import numpy as np
+
+from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
 from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.logbuffer import fastpath, term_block_scanner
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
-from driver.concurrent.logbuffer import term_block_scanner
 from driver.concurrent.logbuffer.header import Header
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 from driver.concurrent.logbuffer.term_reader import FragmentHandler, TermReader
-from driver.protocol.frames import TERM_ID_OFFSET
+from driver.protocol.frames import FLAGS_OFFSET, HEADER_LENGTH, TERM_ID_OFFSET
 
 # controlled_poll actions, as Aeron's ControlledFragmentHandler.Action.
 ABORT = 1
@@ -67,6 +69,11 @@ class Image:
         self._reader = reader
         self.is_closed = False
         self._is_eos_at_close = False
+        # The fast path (driver/concurrent/logbuffer/fastpath.py) walks the term from C by address.
+        self._fast_poll = fastpath.poller()
+        self._scan = fastpath.scanner()
+        self._term_addresses = tuple(b.address_value() for b in self._term_buffers)
+        self._batch: FragmentBatch | None = None
 
     def __repr__(self) -> str:
         return (
@@ -93,22 +100,83 @@ class Image:
         """Deliver up to ``fragment_limit`` fragments to ``handler(buffer, offset, length, header)``."""
         if self.is_closed:
             return 0
+        if self._batch is not None:
+            self._release_batch()
         position = self._position
         term_offset = position & self._term_length_mask
-        term_buffer = self._term_buffers[(position >> self.position_bits_to_shift) % 3]
-        fragments, new_offset = self._reader.read(
-            term_buffer, term_offset, handler, fragment_limit, self._header
-        )
+        index = (position >> self.position_bits_to_shift) % 3
+        term_buffer = self._term_buffers[index]
+        fast_poll = self._fast_poll
+        if fast_poll is not None:
+            header = self._header
+            header.buffer = term_buffer
+            fragments, new_offset = fast_poll(
+                handler,
+                term_buffer,
+                self._term_addresses[index],
+                self.term_length,
+                term_offset,
+                fragment_limit,
+                header,
+                None,
+            )
+        else:
+            fragments, new_offset = self._reader.read(
+                term_buffer, term_offset, handler, fragment_limit, self._header
+            )
         if new_offset != term_offset:
             position += new_offset - term_offset
             self._position = position
             self._subscriber_position.set_ordered(position)
         return fragments
 
+    def poll_batch(self, fragment_limit: int) -> FragmentBatch:
+        """Up to ``fragment_limit`` fragments at once, without a Python call per fragment: a ``FragmentBatch``
+        of numpy arrays (payload offsets, lengths, flags) over the term itself (no copy).
+
+        The fragments are consumed (the subscriber position moves past them) when the batch is released:
+        ``batch.release()``, leaving a ``with`` block over it, or this image's next poll of any kind. Until
+        then the publisher cannot overwrite them. Padding is stepped over; a batch never crosses a term's end.
+        """
+        batch = self._batch
+        if batch is not None:
+            self._release_batch()
+        else:
+            batch = self._batch = FragmentBatch(self, max(fragment_limit, 1))
+        if self.is_closed:
+            return batch.empty()
+        position = self._position
+        term_offset = position & self._term_length_mask
+        index = (position >> self.position_bits_to_shift) % 3
+        term_buffer = self._term_buffers[index]
+        if fragment_limit > batch.capacity:
+            batch.grow(fragment_limit)
+        scan = self._scan
+        if scan is not None:
+            count, new_offset = scan(
+                self._term_addresses[index],
+                self.term_length,
+                term_offset,
+                batch._offsets[:fragment_limit],
+                batch._lengths,
+                batch._flags,
+            )
+        else:
+            count, new_offset = batch.scan_slowly(term_buffer, term_offset, fragment_limit)
+        return batch.fill(term_buffer, count, position + (new_offset - term_offset))
+
+    def _release_batch(self) -> None:
+        batch = self._batch
+        if batch is not None and batch.pending:
+            batch.pending = False
+            self._commit(batch.position)
+
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
         """Like ``poll``, but the handler returns ABORT, BREAK, COMMIT or CONTINUE for each fragment."""
         if self.is_closed:
             return 0
+        if self._batch is not None:
+            self._release_batch()
         position = self._position
         term_offset = position & self._term_length_mask
         initial_offset = term_offset
@@ -200,3 +268,110 @@ class Image:
 
 class _Stop(Exception):
     """Unwinds the term reader when a controlled handler stops the poll."""
+
+
+class FragmentBatch:
+    """The fragments of one ``Image.poll_batch``, zero-copy: fragment ``i`` is
+    ``buffer[offsets[i] : offsets[i] + lengths[i]]``, its flags byte ``flags[i]`` (BEGIN 0x80, END 0x40: both
+    set for a whole message), all of one session and term. ``position`` is where the image is once the batch
+    is released. Valid until released; one per image, reused by its every batch poll (no allocation per
+    fragment, numpy views per batch).
+    """
+
+    __slots__ = (
+        "_flags",
+        "_frames",
+        "_image",
+        "_lengths",
+        "_offsets",
+        "buffer",
+        "capacity",
+        "flags",
+        "lengths",
+        "offsets",
+        "pending",
+        "position",
+        "session_id",
+        "term_buffer",
+    )
+
+    def __init__(self, image: Image | None, capacity: int) -> None:
+        self._image = image
+        self.session_id = image.session_id if image is not None else 0
+        self._frames: FrameBatch | None = None
+        self.grow(capacity)
+        self.pending = False
+        self.position = image.position if image is not None else 0
+        self.term_buffer: AtomicBuffer | None = None
+        self.buffer: memoryview = memoryview(b"")
+        self.offsets = self._offsets[:0]
+        self.lengths = self._lengths[:0]
+        self.flags = self._flags[:0]
+
+    def grow(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._offsets = np.zeros(capacity, dtype=np.int32)
+        self._lengths = np.zeros(capacity, dtype=np.int32)
+        self._flags = np.zeros(capacity, dtype=np.uint8)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def data(self, i: int) -> memoryview:
+        """Fragment ``i``'s payload as a view of the term (valid until the batch is released)."""
+        offset = int(self._offsets[i])
+        return self.buffer[offset : offset + int(self._lengths[i])]
+
+    def fill(self, term_buffer: AtomicBuffer, count: int, position: int) -> FragmentBatch:
+        self.term_buffer = term_buffer
+        self.buffer = term_buffer.view
+        self.offsets = self._offsets[:count]
+        self.lengths = self._lengths[:count]
+        self.flags = self._flags[:count]
+        image = self._image
+        assert image is not None
+        self.pending = position != image.position
+        self.position = position
+        return self
+
+    def empty(self) -> FragmentBatch:
+        self.offsets = self._offsets[:0]
+        self.lengths = self._lengths[:0]
+        self.flags = self._flags[:0]
+        self.pending = False
+        return self
+
+    def scan_slowly(
+        self, term_buffer: AtomicBuffer, term_offset: int, fragment_limit: int
+    ) -> tuple[int, int]:
+        """The walk through cffi, when the fast path is off: the same arrays, filled in Python."""
+        frames = self._frames
+        if frames is None:
+            frames = self._frames = FrameBatch(256)
+        view = term_buffer.view
+        count, offset = 0, term_offset
+        while count < fragment_limit:
+            wanted = min(fragment_limit - count, frames.capacity)
+            found, next_offset = term_buffer.scan_frames(offset, wanted, frames)
+            pairs = frames.pairs(found)
+            for i in range(found):
+                frame_offset = pairs[2 * i]
+                self._offsets[count] = frame_offset + HEADER_LENGTH
+                self._lengths[count] = pairs[2 * i + 1] - HEADER_LENGTH
+                self._flags[count] = view[frame_offset + FLAGS_OFFSET]
+                count += 1
+            offset = next_offset
+            if found < wanted:
+                break
+        return count, offset
+
+    def release(self) -> None:
+        """Consume the batch's fragments now (the image's next poll would)."""
+        if self.pending and self._image is not None:
+            self._image._release_batch()
+
+    def __enter__(self) -> FragmentBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

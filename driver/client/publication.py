@@ -3,6 +3,7 @@ ExclusivePublication do. ``offer`` returns the new stream position, or one of th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from driver.concurrent.counters import AtomicCounter, counter_offset
@@ -74,7 +75,21 @@ class _PublicationBase:
         self.max_message_length = lbd.compute_max_message_length(self.term_length)
         self.max_possible_position = self.term_length * (1 << 31)
         self._header_template = lbd.default_frame_header(meta)
-        self.is_closed = False
+        self._is_closed = False
+
+    _on_close: Any = None
+    """Called once when the publication closes (the native offer's closed flag)."""
+
+    @property
+    def is_closed(self) -> bool:
+        return self._is_closed
+
+    @is_closed.setter
+    def is_closed(self, value: bool) -> None:
+        # Aeron.close sets it directly too: offers bound before the close must stop before the log is unmapped.
+        self._is_closed = value
+        if value and self._on_close is not None:
+            self._on_close()
 
     def __repr__(self) -> str:
         return (
@@ -109,8 +124,30 @@ class _PublicationBase:
     def remove_destination(self, endpoint_channel: str) -> None:
         self._conductor.publication_destination(self, endpoint_channel, add=False)
 
+    def offer(self, data: Any, reserved_value: int = 0) -> int:
+        raise NotImplementedError
+
+    def offer_many(self, messages: Sequence[Any]) -> int:
+        """Offer ``messages`` (a list or tuple of bytes or buffers) in order, each as ``offer`` would, retrying a
+        rotation (ADMIN_ACTION) at once, up to the first that does not go. How many went; when none did, the first
+        one's code (<= 0). On a shared publication with the fast path this is one C call."""
+        offer = self.offer
+        sent = 0
+        for message in messages:
+            result = offer(message)
+            if result == ADMIN_ACTION:
+                result = offer(message)
+            if result <= 0:
+                return sent or result
+            sent += 1
+        return sent
+
     async def offer_async(self, data: Any, *, timeout_s: float | None = None) -> int:
-        """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``)."""
+        """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``).
+        An offer that goes at once costs one ``offer`` call: the waiting loop starts only when it did not."""
+        result = self.offer(data)
+        if result > 0:
+            return result
         from driver.client.aio import offer
 
         return await offer(self, data, timeout_s=timeout_s)
@@ -139,7 +176,7 @@ class Publication(_PublicationBase):
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
         self._get_limit = self._publication_limit.get
-        self._native_offer = NativeOffer(
+        native = NativeOffer(
             self.log_buffers,
             self._publication_limit.values_buffer,
             counter_offset(self._publication_limit.id),
@@ -149,7 +186,13 @@ class Publication(_PublicationBase):
             self.max_payload_length,
             self.max_message_length,
             self.max_possible_position,
-        ).offer
+        )
+        self._native_offer = native.offer
+        self._on_close = native.close
+        fast = native.fast_offers(self._on_fast_offer_error)
+        if fast is not None:
+            # Instance attributes shadow the methods below: one C call per offer (or per offer_many).
+            self.offer, self.offer_many = fast
 
     @property
     def position(self) -> int:
@@ -166,6 +209,10 @@ class Publication(_PublicationBase):
         result = self._native_offer(data, reserved_value)
         if result < MAX_POSITION_EXCEEDED:
             self._raise_offer_error(result, data)
+        return result
+
+    def _on_fast_offer_error(self, result: int, data: Any) -> int:
+        self._raise_offer_error(result, data)
         return result
 
     def _raise_offer_error(self, result: int, data: Any) -> None:

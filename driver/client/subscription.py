@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from driver.client.image import ControlledFragmentHandler, Image
+from driver.client.image import ControlledFragmentHandler, FragmentBatch, Image
 from driver.concurrent.logbuffer.term_reader import FragmentHandler
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from driver.client.aio import Message
 
 ImageHandler = Callable[[Image], None]
+_NO_FRAGMENTS = FragmentBatch(None, 1)
 
 
 class Subscription:
@@ -36,6 +37,7 @@ class Subscription:
         # Replaced, never mutated: the client thread swaps it while the user's thread polls.
         self._images: tuple[Image, ...] = ()
         self._round_robin_index = 0
+        self._last_batch: FragmentBatch | None = None
         self.channel_status_id = -1
         self.is_closed = False
 
@@ -76,6 +78,26 @@ class Subscription:
                 break
             fragments += images[(start + i) % count].poll(handler, fragment_limit - fragments)
         return fragments
+
+    def poll_batch(self, fragment_limit: int) -> FragmentBatch:
+        """The next image's (in turn) ``Image.poll_batch``: up to ``fragment_limit`` fragments of one session
+        as numpy arrays over the term, zero-copy. The previous batch this returned is released first; an
+        empty batch when no image has anything."""
+        last = self._last_batch
+        if last is not None:
+            last.release()
+        images = self._images
+        count = len(images)
+        if count == 0:
+            return _NO_FRAGMENTS
+        start = self._round_robin_index = (self._round_robin_index + 1) % count
+        batch = _NO_FRAGMENTS
+        for i in range(count):
+            batch = images[(start + i) % count].poll_batch(fragment_limit)
+            if len(batch):
+                break
+        self._last_batch = batch
+        return batch
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
         images = self._images

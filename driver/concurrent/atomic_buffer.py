@@ -58,6 +58,11 @@ class AtomicBuffer:
             raise ValueError(f"offset {offset} is outside a buffer of {self._length} bytes")
         return self._ptr + offset
 
+    def address_value(self) -> int:
+        """The address of this buffer's first byte as an int, for the client's CPython fast path
+        (driver/concurrent/logbuffer/fastpath.py), with the same rule as ``address``."""
+        return int(ffi.cast("uintptr_t", self._ptr))
+
     def slice(self, offset: int, length: int) -> AtomicBuffer:
         """A child view of ``length`` bytes at ``offset`` sharing this buffer's memory."""
         if offset < 0 or length < 0 or offset + length > self._length:

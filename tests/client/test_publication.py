@@ -61,7 +61,7 @@ class Collector:
 
 
 @pytest.fixture
-def aeron(embedded_driver) -> Aeron:
+def aeron(embedded_driver, client_path: str) -> Aeron:
     driver = embedded_driver()
     with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
         yield client

@@ -6,10 +6,12 @@ the limit check, the append and the rotation in one call keeps an offer to about
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from driver._native import ffi, lib
 from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer import fastpath
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 
 MESSAGE_TOO_LONG = lib.AMD_OFFER_MESSAGE_TOO_LONG
@@ -19,7 +21,7 @@ TERM_ID_MISMATCH = lib.AMD_OFFER_TERM_ID_MISMATCH
 class NativeOffer:
     """Holds the per-publication constants of the native offer; ``offer`` is the hot path."""
 
-    __slots__ = ("_struct",)
+    __slots__ = ("_closed", "_struct")
 
     def __init__(
         self,
@@ -45,6 +47,20 @@ class NativeOffer:
         s.max_possible_position = max_possible_position
         s.header_template = header_template
         self._struct = s
+        # Read by the fast path's offers before they touch the log: set once the publication is closed.
+        self._closed = ffi.new("int32_t *")
+
+    def close(self) -> None:
+        """From now on the fast path's offers return CLOSED (even one bound before the close)."""
+        self._closed[0] = 1
+
+    def fast_offers(self, on_error: Callable[[int, Any], int]) -> tuple[Callable[..., int], Callable[..., int]] | None:
+        """``(offer(data, reserved_value=0), offer_many(messages))`` as single C calls
+        (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
+        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned."""
+        address = int(ffi.cast("uintptr_t", self._struct))
+        closed = int(ffi.cast("uintptr_t", self._closed))
+        return fastpath.bind_offers(address, closed, on_error)
 
     def offer(self, src: Any, reserved_value: int = 0) -> int:
         """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""

@@ -1,0 +1,52 @@
+"""The client's per-message hot paths in C, called without cffi (native/src/amd_fastpath.c, native/README.md).
+
+A cffi call costs more than a Python function call; with one per offer and a Python loop per polled fragment,
+a Python client spent most of its time crossing into C and walking frames, not appending or delivering. The
+extension ``_fastpath`` takes one call per offer (and one per ``offer_many`` of many messages) and calls a
+poll's fragment handler from C. It is optional: without it (not built, or ``ENABLED`` set False before the
+publications and images are made, as the tests do to run both paths) the cffi paths are used; both give the
+same results.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+try:
+    from driver.concurrent.logbuffer import _fastpath
+except ImportError:  # not built (native/README.md): the cffi paths serve
+    _fastpath = None
+
+AVAILABLE = _fastpath is not None
+ENABLED = AVAILABLE
+"""Read when a publication, image or term reader is made; False selects the cffi paths."""
+
+
+def active() -> bool:
+    return ENABLED and AVAILABLE
+
+
+def bind_offers(
+    address: int, closed: int, on_error: Callable[[int, Any], int]
+) -> tuple[Callable[..., int], Callable[..., int]] | None:
+    """``offer(data, reserved_value=0)`` and ``offer_many(messages)`` bound to one native publication struct
+    (``address``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero)."""
+    if not active():
+        return None
+    assert _fastpath is not None
+    return (
+        functools.partial(_fastpath.offer, address, closed, on_error),
+        functools.partial(_fastpath.offer_many, address, closed, on_error),
+    )
+
+
+def poller() -> Callable[..., tuple[int, int]] | None:
+    """``poll(handler, term_buffer, term_address, capacity, offset, limit, header, error_handler)``, or None."""
+    return _fastpath.poll if active() and _fastpath is not None else None
+
+
+def scanner() -> Callable[..., tuple[int, int]] | None:
+    """``scan(term_address, capacity, offset, offsets, lengths, flags)`` for batch polls, or None."""
+    return _fastpath.scan if active() and _fastpath is not None else None

@@ -1,0 +1,233 @@
+"""One side of tools/bench/python_clients.py: a Python publisher or subscriber, ours or pyaeron's.
+
+    python_clients_peer.py pub CLIENT MODE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
+    python_clients_peer.py sub CLIENT MODE AERON_DIR CHANNEL STREAM_ID SECONDS
+
+CLIENT is ``ours`` (this repository's driver.client, run by its venv) or ``pyaeron`` (run by the Python 3.12
+venv of tools/peers; nothing from this repository is imported then). MODE: ``message`` (offer / poll(handler),
+one call per message), ``batch`` (ours: ``offer_many`` / ``poll_batch``), ``asyncio`` (ours: ``offer_async`` /
+``async for ... in subscription.messages()``).
+
+Both print ``READY`` once connected, then, once the first message has gone or arrived, sample
+(monotonic time, messages so far, process CPU seconds) about every 0.1 s for SECONDS, and print one line
+``RESULT {json}`` with the samples. The publisher keeps offering until it is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+BATCH = 64  # messages per offer_many call
+FRAGMENT_LIMIT = 256
+SAMPLE_S = 0.1
+
+
+class Sampler:
+    """Samples (time, count, cpu) when asked at most every SAMPLE_S; cheap to call often."""
+
+    __slots__ = ("end", "next", "samples")
+
+    def __init__(self, seconds: float) -> None:
+        now = time.monotonic()
+        self.samples: list[tuple[float, int, float]] = [(now, 0, time.process_time())]
+        self.next = now + SAMPLE_S
+        self.end = now + seconds
+
+    def sample(self, count: int) -> bool:
+        """Record a sample if one is due; False once SECONDS have passed."""
+        now = time.monotonic()
+        if now < self.next:
+            return True
+        self.samples.append((now, count, time.process_time()))
+        self.next = now + SAMPLE_S
+        return now < self.end
+
+
+def report(role: str, sampler: Sampler) -> None:
+    print("RESULT " + json.dumps({"role": role, "samples": sampler.samples}), flush=True)
+
+
+# --- ours --------------------------------------------------------------------------------------------------
+
+
+def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int) -> None:
+    from driver.client import Aeron
+
+    payload = bytes(length)
+    with Aeron.connect(aeron_dir=aeron_dir) as aeron:
+        publication = aeron.add_publication(channel, stream_id)
+        while not publication.is_connected:
+            time.sleep(0.001)
+        print("READY", flush=True)
+        sent = 0
+        if mode == "message":
+            offer = publication.offer
+            while offer(payload) <= 0:
+                pass
+            sampler = Sampler(seconds)
+            sample = sampler.sample
+            sent = 1
+            while True:
+                for _ in range(256):
+                    if offer(payload) > 0:
+                        sent += 1
+                if not sample(sent):
+                    break
+        elif mode == "batch":
+            offer_many = publication.offer_many
+            messages = [payload] * BATCH
+            while offer_many(messages) <= 0:
+                pass
+            sampler = Sampler(seconds)
+            sample = sampler.sample
+            sent = BATCH
+            while True:
+                for _ in range(16):
+                    went = offer_many(messages)
+                    if went > 0:  # else a code: back pressured, not connected
+                        sent += went
+                if not sample(sent):
+                    break
+        elif mode == "asyncio":
+            import asyncio
+
+            async def run() -> Sampler:
+                offer_async = publication.offer_async
+                await offer_async(payload)
+                sampler = Sampler(seconds)
+                sample = sampler.sample
+                sent = 1
+                while True:
+                    for _ in range(256):
+                        await offer_async(payload)
+                    sent += 256
+                    if not sample(sent):
+                        return sampler
+
+            sampler = asyncio.run(run())
+        else:
+            raise SystemExit(f"unknown mode {mode!r}")
+        report("pub", sampler)
+        time.sleep(3600)  # stopped by the benchmark
+
+
+def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
+    from driver.client import Aeron
+
+    with Aeron.connect(aeron_dir=aeron_dir) as aeron:
+        subscription = aeron.add_subscription(channel, stream_id)
+        print("READY", flush=True)
+        received = 0
+        if mode == "message":
+
+            def on_fragment(buffer, offset, length, header) -> None:
+                pass
+
+            poll = subscription.poll
+            while received == 0:
+                received = poll(on_fragment, FRAGMENT_LIMIT)
+            sampler = Sampler(seconds)
+            sample = sampler.sample
+            while sample(received):
+                received += poll(on_fragment, FRAGMENT_LIMIT)
+        elif mode == "batch":
+            poll_batch = subscription.poll_batch
+            while received == 0:
+                received = len(poll_batch(4096))
+            sampler = Sampler(seconds)
+            sample = sampler.sample
+            while sample(received):
+                received += len(poll_batch(4096))
+        elif mode == "asyncio":
+            import asyncio
+
+            async def run() -> Sampler:
+                count = 0
+                sampler = None
+                async for _message in subscription.messages(FRAGMENT_LIMIT):
+                    count += 1
+                    if sampler is None:
+                        sampler = Sampler(seconds)
+                    elif not sampler.sample(count):
+                        return sampler
+                raise RuntimeError("the subscription closed")
+
+            sampler = asyncio.run(run())
+        else:
+            raise SystemExit(f"unknown mode {mode!r}")
+        report("sub", sampler)
+
+
+# --- pyaeron -----------------------------------------------------------------------------------------------
+
+
+def pyaeron_pub(aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int) -> None:
+    import pyaeron
+
+    payload = bytes(length)
+    with pyaeron.Aeron(dir=aeron_dir) as aeron:
+        publication = aeron.add_publication(channel, stream_id)
+        publication.await_connected(timeout=20)
+        print("READY", flush=True)
+        offer = publication.offer
+        while offer(payload) is not True:
+            pass
+        sampler = Sampler(seconds)
+        sample = sampler.sample
+        sent = 1
+        while True:
+            for _ in range(256):
+                if offer(payload) is True:
+                    sent += 1
+            if not sample(sent):
+                break
+        report("pub", sampler)
+        time.sleep(3600)
+
+
+def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
+    import pyaeron
+
+    def on_fragment(buffer, header) -> None:
+        pass
+
+    with pyaeron.Aeron(dir=aeron_dir) as aeron:
+        subscription = aeron.add_subscription(channel, stream_id)
+        print("READY", flush=True)
+        poll = subscription.poll
+        received = 0
+        while received == 0:
+            received = poll(on_fragment, FRAGMENT_LIMIT)
+        sampler = Sampler(seconds)
+        sample = sampler.sample
+        while sample(received):
+            received += poll(on_fragment, FRAGMENT_LIMIT)
+        report("sub", sampler)
+
+
+def main() -> int:
+    role, client, mode, aeron_dir, channel, stream_id, seconds = sys.argv[1:8]
+    args = (aeron_dir, channel, int(stream_id), float(seconds))
+    if client == "ours":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        if role == "pub":
+            ours_pub(mode, *args, int(sys.argv[8]))
+        else:
+            ours_sub(mode, *args)
+    elif client == "pyaeron":
+        if mode != "message":
+            raise SystemExit(f"pyaeron has no {mode!r} mode here")
+        if role == "pub":
+            pyaeron_pub(*args, int(sys.argv[8]))
+        else:
+            pyaeron_sub(*args)
+    else:
+        raise SystemExit(f"unknown client {client!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
