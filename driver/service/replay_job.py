@@ -93,7 +93,7 @@ class ReplayJob:
     async def _run(self) -> None:
         targets: list[ExclusivePublication] = []
         try:
-            parts = await self._plan()
+            parts = self._parts = await self._plan()
             for part in parts:
                 recording = part.recording
                 channel = self.request.channel or recording.source_channel

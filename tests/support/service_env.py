@@ -83,5 +83,3 @@ def stop_service_env(env: ServiceEnv, archive) -> None:
     finally:
         env.driver.close()
         archive.close()
-
-
