@@ -1,7 +1,11 @@
 """A recording (docs/service.md section 4): the service subscribes to the requested streams, keeps the images its
-filters accept, and republishes their messages, each source into an exclusive IPC publication the archive
-records. The service decides which messages go in, so a count limit is exact and the data set holds exactly the
-matching messages; the archive's recorder stamps their times as they arrive, a few microseconds after the source."""
+filters accept, and republishes each of them into an exclusive IPC publication the archive records. The
+publication is placed where the image is (its term length, initial term id and position), so the image's blocks
+of frames go across whole and unchanged but for the session and stream ids (``block_poll`` then ``offer_block``,
+as the archive's own replay does): the recording holds the source's frames at the source's positions, padding
+included. The service counts the messages (BEGIN frames) of each block and decides where a count limit cuts, so
+a data set holds exactly the matching messages; the recorder stamps their times as they arrive, a few
+microseconds after the source."""
 
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from driver.archive.client import NULL_RECORDING_ID, ArchiveError
 from driver.archive.codecs import SourceLocation
-from driver.client import ExclusivePublication, Image, Subscription
-from driver.service.forwarding import IDLE_S, Budget, Collector, close_quietly, offer_all
+from driver.archive.recording_index import BlockCounter
+from driver.client import CLOSED, MAX_POSITION_EXCEEDED, ExclusivePublication, Image, Subscription
+from driver.concurrent.logbuffer.frame_descriptor import BEGIN_FLAG, FRAME_ALIGNMENT, HDR_TYPE_DATA
+from driver.service.forwarding import IDLE_S, OFFER_TIMEOUT_S, Budget, close_quietly
 from driver.service.models import DataSet, RecordingInfo, RecordRequest, RecordStatus, StreamSpec
 
 if TYPE_CHECKING:
@@ -25,6 +31,33 @@ log = logging.getLogger(__name__)
 
 RECORD_CHANNEL = "aeron:ipc"
 CATCH_UP_TIMEOUT_S = 10.0
+BLOCK_LIMIT = 256 * 1024
+
+
+def placed_channel(image: Image) -> str:
+    """An IPC channel whose exclusive publication starts where ``image`` is, with its term length."""
+    position, term_length = image.position, image.term_length
+    term_id = image.initial_term_id + (position >> image.position_bits_to_shift)
+    term_id = ((term_id + (1 << 31)) & 0xFFFF_FFFF) - (1 << 31)  # an int32 that wraps
+    return (
+        f"{RECORD_CHANNEL}?term-length={term_length}|init-term-id={image.initial_term_id}|term-id={term_id}"
+        f"|term-offset={position & (term_length - 1)}"
+    )
+
+
+def message_starts(view: memoryview, offset: int, length: int) -> list[int]:
+    """Offsets (from ``offset``) of the frames that begin a message (unfragmented or BEGIN_FRAG DATA frames)."""
+    starts = []
+    end = offset + length
+    at = offset
+    while at < end:
+        frame_length = int.from_bytes(view[at : at + 4], "little", signed=True)
+        if frame_length <= 0:
+            break
+        if int.from_bytes(view[at + 6 : at + 8], "little") == HDR_TYPE_DATA and view[at + 5] & BEGIN_FLAG:
+            starts.append(at - offset)
+        at += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT
+    return starts
 
 
 @dataclass
@@ -32,8 +65,14 @@ class _Source:
     spec: StreamSpec
     image: Image
     publication: ExclusivePublication
-    collector: Collector
     start_time_ns: int
+    messages: int = 0
+    bytes: int = 0
+    closed: bool = False
+    """No more of this image goes in: the count limit cut it at a message boundary."""
+
+    def __post_init__(self) -> None:
+        self.pending: list[bytearray] = []
 
 
 class RecordJob:
@@ -75,8 +114,8 @@ class RecordJob:
             running=self.running,
             dataset_id=self.dataset_id,
             name=self.name,
-            messages=sum(s.collector.messages for s in self._sources.values()),
-            bytes=sum(s.collector.bytes for s in self._sources.values()),
+            messages=sum(s.messages for s in self._sources.values()),
+            bytes=sum(s.bytes for s in self._sources.values()),
             duration_s=round(end - self._started, 6),
             error=self.error,
         )
@@ -131,35 +170,61 @@ class RecordJob:
         request = self.request
         deadline = None if request.duration_s is None else self._started + request.duration_s
         ignored: set[tuple[int, int]] = set()
-        discard = Collector(Budget(0))
         aeron = self.service.aeron
-        while not self._cancel.is_set() and not self._budget.exhausted:
-            if deadline is not None and time.monotonic() >= deadline:
+        counter = BlockCounter()
+        budget = self._budget
+        drain_until = None
+        while not self._cancel.is_set():
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 break
+            if budget.exhausted:
+                # Every source stops at its next message start; one cut inside a message gets a moment to end.
+                if all(s.closed for s in self._sources.values()):
+                    break
+                drain_until = drain_until or now + 0.1
+                if now > drain_until:
+                    break
             work = 0
             for index, (spec, subscription) in enumerate(subscriptions):
                 for image in subscription.images:
                     key = (index, image.correlation_id)
                     source = self._sources.get(key)
                     if source is None:
-                        if key not in ignored and request.wants(
+                        if key in ignored or not request.wants(
                             spec.channel, spec.stream_id, image.source_identity
                         ):
-                            publication = await aeron.add_exclusive_publication_async(
-                                RECORD_CHANNEL, stream_id
-                            )
-                            source = _Source(
-                                spec, image, publication, Collector(self._budget), time.time_ns()
-                            )
-                            self._sources[key] = source
-                        else:
                             # Drained, or the publisher would wait on us (IPC flow control follows every subscriber).
                             ignored.add(key)
-                            work += image.poll(discard.assembler, 256)
+                            work += image.block_poll(lambda *_: None, BLOCK_LIMIT)
                             continue
-                    work += image.poll(source.collector.assembler, 256)
-                    if source.collector.pending:
-                        await offer_all(source.publication, source.collector.pending, drop_unconnected=False)
+                        publication = await aeron.add_exclusive_publication_async(
+                            placed_channel(image), stream_id
+                        )
+                        source = _Source(spec, image, publication, time.time_ns())
+                        self._sources[key] = source
+                    if source.closed:
+                        work += image.block_poll(lambda *_: None, BLOCK_LIMIT)
+                        continue
+
+                    def on_block(buffer, offset, length, _session_id, _term_id, source=source) -> None:
+                        count = counter.count(buffer, offset, length)
+                        if (budget.remaining is not None and count > budget.remaining) or budget.exhausted:
+                            starts = message_starts(buffer.view, offset, length)
+                            allowed = budget.remaining or 0
+                            if len(starts) > allowed:
+                                length, count = starts[allowed], allowed
+                                source.closed = True
+                        if budget.remaining is not None:
+                            budget.remaining -= count
+                        source.messages += count
+                        if length:
+                            source.bytes += length
+                            source.pending.append(bytearray(buffer.view[offset : offset + length]))
+
+                    work += image.block_poll(on_block, BLOCK_LIMIT)
+                    if source.pending:
+                        await _offer_blocks(source.publication, source.pending)
             await asyncio.sleep(0 if work else IDLE_S)
 
     async def _finish(self, stream_id: int) -> list[RecordingInfo]:
@@ -202,8 +267,8 @@ class RecordJob:
                     start_position=descriptor.start_position,
                     stop_position=end,
                     start_time_ns=source.start_time_ns,
-                    messages=source.collector.messages,
-                    bytes=source.collector.bytes,
+                    messages=source.messages,
+                    bytes=source.bytes,
                 )
             )
         return infos
@@ -223,3 +288,26 @@ class RecordJob:
                 span_s=round((end_ns - start_ns) / 1e9, 6),
             )
         )
+
+
+async def _offer_blocks(publication: ExclusivePublication, blocks: list[bytearray]) -> None:
+    """Append each block whole, waiting out back pressure (the archive's recorder is the subscriber)."""
+    for block in blocks:
+        deadline = None
+        while block:
+            before = publication.position
+            result = publication.offer_block(block, len(block), len(block))
+            if result in (CLOSED, MAX_POSITION_EXCEEDED):
+                raise RuntimeError(f"the recorded publication {publication.stream_id} closed")
+            if result > before:
+                del block[: result - before]
+                deadline = None
+                continue
+            now = time.monotonic()
+            deadline = deadline or now + OFFER_TIMEOUT_S
+            if now > deadline:
+                raise TimeoutError(
+                    f"the archive took nothing of stream {publication.stream_id} for {OFFER_TIMEOUT_S} s"
+                )
+            await asyncio.sleep(IDLE_S / 4)
+    blocks.clear()
