@@ -10,7 +10,7 @@ import hmac
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driver.service.models import (
@@ -99,9 +99,11 @@ def create_app(
     async def start_record(body: RecordRequest) -> RecordStatus:
         return service.start_record(body)
 
+    # Status is what clients poll: answered with the model's JSON directly (no second validation pass), so
+    # many pollers cost the driver's loop little.
     @app.get(f"{API}/record", response_model=RecordStatus, responses=ERRORS)
-    async def record_status() -> RecordStatus:
-        return service.record_status()
+    async def record_status() -> Response:
+        return Response(service.record_status().model_dump_json(), media_type="application/json")
 
     @app.delete(f"{API}/record", response_model=RecordStatus, responses=ERRORS)
     async def cancel_record() -> RecordStatus:
@@ -112,8 +114,8 @@ def create_app(
         return service.start_replay(body)
 
     @app.get(f"{API}/replay", response_model=ReplayStatus, responses=ERRORS)
-    async def replay_status() -> ReplayStatus:
-        return service.replay_status()
+    async def replay_status() -> Response:
+        return Response(service.replay_status().model_dump_json(), media_type="application/json")
 
     @app.delete(f"{API}/replay", response_model=ReplayStatus, responses=ERRORS)
     async def cancel_replay() -> ReplayStatus:
