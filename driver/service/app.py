@@ -26,7 +26,7 @@ from driver.service.service import RecordReplayService, ServiceError
 
 API = "/api/v1"
 MAX_JSON_BODY = 1 << 20
-ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 409, 413, 422)}
+ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 409, 411, 413, 422)}
 
 
 def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
@@ -38,6 +38,33 @@ def _error(status: int, message: str, detail: list | None = None) -> JSONRespons
 
 def _field(loc: tuple) -> str:
     return ".".join(str(p) for p in loc if p != "body") or "body"
+
+
+class _JsonBodyLimit:
+    """413 for a JSON body announced over ``max_bytes``, 411 for one not announced (chunked): the body is never
+    read past the limit. Imports stream and count their own. A plain ASGI middleware: it costs a status poll next
+    to nothing."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] in ("POST", "PUT", "PATCH")
+            and not scope["path"].endswith("/import")
+        ):
+            length = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+            response = None
+            if length is None or not length.isdigit():
+                response = _error(411, "a JSON body needs a Content-Length")
+            elif int(length) > self.max_bytes:
+                response = _error(413, f"request body over {self.max_bytes} bytes")
+            if response is not None:
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -61,13 +88,7 @@ def create_app(
     )
     app.state.service = service
 
-    @app.middleware("http")
-    async def limit_json_body(request: Request, call_next):
-        if request.method in ("POST", "PUT", "PATCH") and not request.url.path.endswith("/import"):
-            length = request.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > max_json_body:
-                return _error(413, f"request body over {max_json_body} bytes")
-        return await call_next(request)
+    app.add_middleware(_JsonBodyLimit, max_bytes=max_json_body)
 
     @app.exception_handler(ServiceError)
     async def on_service_error(_request: Request, e: ServiceError) -> JSONResponse:

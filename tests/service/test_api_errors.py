@@ -84,6 +84,10 @@ def test_an_oversized_body_is_413(service_env: ServiceEnv) -> None:
         f"{API}/record", content=b" " * (2 << 20), headers={"content-type": "application/json"}
     )
     assert response.status_code == 413 and "request body over" in response.json()["error"]
+    chunked = service_env.client.post(
+        f"{API}/record", content=iter([b'{"streams": []}']), headers={"content-type": "application/json"}
+    )
+    assert chunked.status_code == 411 and "Content-Length" in chunked.json()["error"]
 
 
 def test_deleting_a_data_set_removes_it_and_empties_its_recordings(service_env: ServiceEnv) -> None:
