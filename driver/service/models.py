@@ -3,16 +3,29 @@ field is a 422 naming it, and the same classes make /openapi.json."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from driver.protocol.channel_uri import ChannelUri
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _channel(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            ChannelUri.parse(value)
+        except ValueError as e:
+            raise ValueError(f"not an Aeron channel: {e}") from None
+    return value
+
+
 class StreamSpec(_Strict):
     channel: str = Field(min_length=1, max_length=1024, description="an Aeron channel, e.g. aeron:ipc")
     stream_id: int = Field(ge=-(2**31), lt=2**31)
+
+    _check_channel = field_validator("channel")(_channel)
 
 
 class Filter(_Strict):
@@ -109,6 +122,8 @@ class ReplayRequest(_Strict):
     rate: float = Field(default=1.0, gt=0, le=1000, description="relative to the recorded timing")
     repeat: int = Field(default=1, ge=1, le=1_000_000)
     max_idle_gap_s: float | None = Field(default=None, ge=0)
+
+    _check_channel = field_validator("channel")(_channel)
 
 
 class ReplayStatus(BaseModel):

@@ -36,6 +36,13 @@ STREAMS = [{"channel": "aeron:ipc", "stream_id": 1001}]
             422,
             "include.stream_id",
         ),
+        (
+            "record",
+            {"streams": [{"channel": "aeron:bogus", "stream_id": 1}], "duration_s": 1},
+            422,
+            "streams.0.channel: Value error, not an Aeron channel",
+        ),
+        ("replay", {"dataset_id": "abc", "channel": "udp://x"}, 422, "channel"),
         ("replay", {"dataset_id": "abc", "rate": 0}, 422, "rate"),
         ("replay", {"dataset_id": "abc", "rate": -2}, 422, "rate"),
         ("replay", {"dataset_id": "abc", "repeat": 0}, 422, "repeat"),
