@@ -141,6 +141,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
         time.sleep(1)
         idle_rss, idle_anon = memory_mb(proc.pid)
         result: dict = {
+            "mode": "embedded" if args.embedded else "serve",
             "gib": args.gib,
             "messages": status["messages"],
             "record_s": round(record_s, 1),
