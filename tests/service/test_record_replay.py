@@ -226,3 +226,47 @@ def test_a_second_recording_while_one_runs_is_409_and_the_first_goes_on(service_
     wait_for_state(env, "record")
     ids = {d["id"] for d in env.client.get(f"{API}/datasets").json()["datasets"]}
     assert {first["dataset_id"], third["dataset_id"]} <= ids
+
+
+def test_replay_of_part_of_a_data_set_some_streams_and_a_time_range(service_env: ServiceEnv) -> None:
+    env = service_env
+    count = 40
+    publishers = [Publisher(env, "aeron:ipc", sid, 0.02, count=count) for sid in (1001, 1002)]
+    streams = [{"channel": "aeron:ipc", "stream_id": sid} for sid in (1001, 1002)]
+    env.client.post(f"{API}/record", json={"streams": streams, "max_messages": 2 * count})
+    time.sleep(0.05)
+    for p in publishers:
+        p.start()
+    status = wait_for_state(env, "record")
+    for p in publishers:
+        p.stop()
+    dataset = env.client.get(f"{API}/datasets/{status['dataset_id']}").json()
+
+    # Only stream 1002, into its own stream id.
+    received, _ = replay_payloads(
+        env, {"dataset_id": dataset["id"], "rate": 20, "streams": [streams[1]]}, "aeron:ipc", 1002
+    )
+    assert [p for _, p in received] == publishers[1].sent
+
+    # Stream 1001 between 0.3 s and 0.6 s after the data set's start: the messages recorded then (the index
+    # resolves a time to within one interval, 10 ms, earlier never later; the messages are 20 ms apart).
+    (rec,) = [r for r in dataset["recordings"] if r["source_stream_id"] == 1001]
+    times = recorded_times(env, rec["recording_id"], count)
+    start = dataset["start_time_ns"] / 1e9
+    expected = [m for m, t in zip(publishers[0].sent, times, strict=True) if 0.3 <= t - start < 0.6]
+    received, _ = replay_payloads(
+        env,
+        {
+            "dataset_id": dataset["id"],
+            "rate": 20,
+            "streams": [streams[0]],
+            "stream_id": 2001,
+            "time_range": {"start_s": 0.3, "end_s": 0.6},
+        },
+        "aeron:ipc",
+        2001,
+    )
+    got = [p for _, p in received]
+    assert len(expected) >= 10 and set(expected) <= set(got) and len(got) <= len(expected) + 2
+    first = publishers[0].sent.index(got[0])
+    assert got == publishers[0].sent[first : first + len(got)]
