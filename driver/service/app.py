@@ -21,6 +21,7 @@ from driver.service.models import (
     RecordStatus,
     ReplayRequest,
     ReplayStatus,
+    ServiceStatus,
 )
 from driver.service.service import RecordReplayService, ServiceError
 
@@ -129,6 +130,11 @@ def create_app(
     @app.delete(f"{API}/record", response_model=RecordStatus, responses=ERRORS)
     async def cancel_record() -> RecordStatus:
         return await service.cancel_record()
+
+    @app.get(f"{API}/status", response_model=ServiceStatus, responses=ERRORS)
+    async def status() -> Response:
+        both = ServiceStatus(record=service.record_status(), replay=service.replay_status())
+        return Response(both.model_dump_json(), media_type="application/json")
 
     @app.post(f"{API}/replay", response_model=ReplayStatus, status_code=202, responses=ERRORS)
     async def start_replay(body: ReplayRequest) -> ReplayStatus:

@@ -171,6 +171,13 @@ class DataSetList(BaseModel):
     datasets: list[DataSet]
 
 
+class ServiceStatus(BaseModel):
+    """Both jobs in one answer, for pages and dashboards that poll."""
+
+    record: RecordStatus
+    replay: ReplayStatus
+
+
 class ErrorBody(BaseModel):
     error: str
     detail: list[dict] | None = None

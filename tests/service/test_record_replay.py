@@ -196,6 +196,9 @@ def test_cancel_stops_a_replay_within_100_ms_and_status_follows(service_env: Ser
         wait_for(lambda: len(receiver.received) > 50, 10, "the replay to be under way")
         status = env.client.get(f"{API}/replay").json()
         assert status["running"] and status["state"] == "running" and status["messages"] >= 50
+        both = env.client.get(f"{API}/status").json()
+        assert both["replay"]["running"] and not both["record"]["running"]
+        assert both["record"]["state"] == "done" and both["record"]["dataset_id"] == dataset_id
         asked = time.monotonic()
         response = env.client.delete(f"{API}/replay")
         answered = time.monotonic()
