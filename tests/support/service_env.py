@@ -21,7 +21,7 @@ from tests.support.embedded import EmbeddedDriver, new_aeron_dir
 from tests.support.ports import free_port
 from tests.support.wait import wait_for
 
-TERM_LENGTH = 256 * 1024
+TERM_LENGTH = 2 * 1024 * 1024
 
 
 @dataclass
