@@ -76,6 +76,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda s, _f: early_signals.append(s))  # replaced by the loop's handlers below
     archive_ctx = None
+    if args.http_port is not None and not args.archive:
+        return _fail("--http needs --archive (the service records and replays through the archive)", EXIT_USAGE)
     if args.archive:
         archive_ctx, error = _archive_context(args, properties, aeron_dir=ctx.aeron_dir)
         if error is not None:
@@ -117,8 +119,18 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
+        http = None
+
+        def request_stop() -> None:
+            # The service goes first (it is a client of the driver), then the driver.
+            if http is None or http.task is None or http.task.done():
+                driver.request_stop()
+                return
+            http.stop()
+            http.task.add_done_callback(lambda _t: driver.request_stop())
+
         for sig in STOP_SIGNALS:
-            loop.add_signal_handler(sig, driver.request_stop)
+            loop.add_signal_handler(sig, request_stop)
         print(
             f"mediadriver: running on {ctx.aeron_dir} (pid {os.getpid()}, CnC v15); Ctrl-C stops it",
             flush=True,
@@ -127,7 +139,14 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         await asyncio.sleep(0)
         if early_signals:
             driver.request_stop()
+        elif args.http_port is not None and archive_ctx is not None:
+            http = await _start_service(args, ctx.aeron_dir, archive_ctx)
+            if http is None:
+                driver.request_stop()
         await run
+        if http is not None and http.task is not None and not http.task.done():
+            http.stop()
+            await asyncio.wait_for(http.task, 10)
 
     try:
         _run_loop(main)
@@ -142,6 +161,25 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         driver.close()
     print("mediadriver: stopped", flush=True)
     return 0
+
+
+async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx):
+    """The record & replay HTTP API on this loop (docs/service.md), or None after saying why it cannot start."""
+    from driver.service.command import announce, control_settings, http_settings
+    from driver.service.server import start_http
+
+    try:
+        http = await start_http(
+            aeron_dir,
+            archive_ctx.archive_dir,
+            http_settings(args),
+            **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
+        )
+    except Exception as e:
+        print(f"mediadriver: cannot start the HTTP API: {e}", file=sys.stderr)
+        return None
+    announce(http)
+    return http
 
 
 # --- stat / errors ---------------------------------------------------------------------------------
@@ -375,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--archive", action="store_true", help="also run the archive (recording and replay)")
     run.add_argument("--archive-dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
+    from driver.service.command import add_http_options, add_serve_parser
+
+    add_http_options(run, port_flag="--http", default_port=None)
     run.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + settings
     run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.set_defaults(handler=cmd_run)
@@ -407,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     from driver.views.archive_commands import add_tool_parsers
 
     add_tool_parsers(add_archive_server_parser(sub))
+
+    add_serve_parser(sub)
 
     from driver.analysis.command import add_parser as add_analyze_loss_parser
 

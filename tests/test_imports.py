@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.reports",
     ),
     ("driver.client", "driver.archive"),
+    ("driver.service",),  # the record & replay service: on the clients, below the commands that run it
     (
         "driver",
         "driver.__main__",

@@ -30,6 +30,13 @@ What is here, and when to use which:
     running") or embedded (read through its driver's log); ``errors()`` in the Java launcher's form. Import
     from ``tests.support.our_archive``; tests/archive/conftest.py's ``archive_server`` fixture runs the real
     archive and ours.
+``start_service_env``, ``stop_service_env``, ``ServiceEnv``, ``Publisher``, ``Receiver`` (service_env.py)
+    Our driver and archive (SHARED, real clocks) with the record & replay HTTP service on the driver's loop, an
+    httpx client of it and an Aeron client; threads that publish and receive; ``record``, ``wait_for_state``,
+    ``replay_payloads`` drive the API to a job's end. Import from ``tests.support.service_env``; tests/service's
+    ``service_env`` fixture wraps it. ``python -m tests.support.fast_publisher`` (a publisher as fast as the stream
+    takes it) and ``python -m tests.support.status_pollers`` (many concurrent HTTP pollers) run in processes of
+    their own, for load tests.
 ``LogWriter`` (log_writer.py)
     Messages into a publication log (three contiguous terms + metadata) through the package's real
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns

@@ -1,0 +1,166 @@
+"""The HTTP API (docs/service.md section 2) as a FastAPI application over a RecordReplayService.
+
+Every error is JSON ``{"error": "...", "detail": [...]}``: 422 names the bad field, 400 a body that is not JSON,
+401 a missing or wrong bearer token, 404 an unknown data set, 409 a job already running, 413 a body too large.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from driver.service.models import (
+    DataSet,
+    DataSetList,
+    ErrorBody,
+    RecordRequest,
+    RecordStatus,
+    ReplayRequest,
+    ReplayStatus,
+    ServiceStatus,
+)
+from driver.service.service import RecordReplayService, ServiceError
+
+API = "/api/v1"
+MAX_JSON_BODY = 1 << 20
+ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 409, 411, 413, 422)}
+
+
+def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
+    body: dict = {"error": message}
+    if detail is not None:
+        body["detail"] = detail
+    return JSONResponse(body, status_code=status)
+
+
+def _field(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc if p != "body") or "body"
+
+
+class _JsonBodyLimit:
+    """413 for a JSON body announced over ``max_bytes``, 411 for one not announced (chunked): the body is never
+    read past the limit. Imports stream and count their own. A plain ASGI middleware: it costs a status poll next
+    to nothing."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] in ("POST", "PUT", "PATCH")
+            and not scope["path"].endswith("/import")
+        ):
+            length = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+            response = None
+            if length is None or not length.isdigit():
+                response = _error(411, "a JSON body needs a Content-Length")
+            elif int(length) > self.max_bytes:
+                response = _error(413, f"request body over {self.max_bytes} bytes")
+            if response is not None:
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    service: RecordReplayService, *, token: str | None = None, max_json_body: int = MAX_JSON_BODY
+) -> FastAPI:
+    """The application; ``token`` (when given) is required as ``Authorization: Bearer <token>`` on every API
+    route; JSON bodies over ``max_json_body`` bytes are refused with 413."""
+
+    def check_token(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise ServiceError(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
+
+    app = FastAPI(
+        title="aio-media-driver record & replay",
+        version="1",
+        description="Record streams into data sets, replay them at any rate, export and import them.",
+        dependencies=[Depends(check_token)],
+    )
+    app.state.service = service
+
+    app.add_middleware(_JsonBodyLimit, max_bytes=max_json_body)
+
+    @app.exception_handler(ServiceError)
+    async def on_service_error(_request: Request, e: ServiceError) -> JSONResponse:
+        return _error(e.status, e.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_request: Request, e: RequestValidationError) -> JSONResponse:
+        errors = e.errors()
+        detail = [
+            {
+                "field": _field(tuple(err.get("loc", ()))),
+                "message": err.get("msg", ""),
+                "type": err.get("type", ""),
+            }
+            for err in errors
+        ]
+        if any(err.get("type") == "json_invalid" for err in errors):
+            return _error(
+                400, f"malformed JSON: {errors[0].get('ctx', {}).get('error', 'cannot parse')}", detail
+            )
+        message = "; ".join(f"{d['field']}: {d['message']}" for d in detail)
+        return _error(422, message, detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(_request: Request, e: StarletteHTTPException) -> JSONResponse:
+        return _error(e.status_code, str(e.detail))
+
+    @app.post(f"{API}/record", response_model=RecordStatus, status_code=202, responses=ERRORS)
+    async def start_record(body: RecordRequest) -> RecordStatus:
+        return service.start_record(body)
+
+    # Status is what clients poll: answered with the model's JSON directly (no second validation pass), so
+    # many pollers cost the driver's loop little.
+    @app.get(f"{API}/record", response_model=RecordStatus, responses=ERRORS)
+    async def record_status() -> Response:
+        return Response(service.record_status().model_dump_json(), media_type="application/json")
+
+    @app.delete(f"{API}/record", response_model=RecordStatus, responses=ERRORS)
+    async def cancel_record() -> RecordStatus:
+        return await service.cancel_record()
+
+    @app.get(f"{API}/status", response_model=ServiceStatus, responses=ERRORS)
+    async def status() -> Response:
+        both = ServiceStatus(record=service.record_status(), replay=service.replay_status())
+        return Response(both.model_dump_json(), media_type="application/json")
+
+    @app.post(f"{API}/replay", response_model=ReplayStatus, status_code=202, responses=ERRORS)
+    async def start_replay(body: ReplayRequest) -> ReplayStatus:
+        return service.start_replay(body)
+
+    @app.get(f"{API}/replay", response_model=ReplayStatus, responses=ERRORS)
+    async def replay_status() -> Response:
+        return Response(service.replay_status().model_dump_json(), media_type="application/json")
+
+    @app.delete(f"{API}/replay", response_model=ReplayStatus, responses=ERRORS)
+    async def cancel_replay() -> ReplayStatus:
+        return await service.cancel_replay()
+
+    @app.get(f"{API}/datasets", response_model=DataSetList, responses=ERRORS)
+    async def list_datasets() -> DataSetList:
+        return DataSetList(datasets=service.store.list())
+
+    @app.get(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
+    async def get_dataset(dataset_id: str) -> DataSet:
+        return service.get_dataset(dataset_id)
+
+    @app.delete(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
+    async def delete_dataset(dataset_id: str) -> DataSet:
+        return await service.delete_dataset(dataset_id)
+
+    from driver.service.transfer import add_transfer_routes
+
+    add_transfer_routes(app, service)
+    return app

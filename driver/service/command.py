@@ -1,0 +1,119 @@
+"""``mediadriver serve`` and the ``--http`` options of ``mediadriver run --archive`` (docs/service.md section 1).
+
+``serve`` is a client of a running driver and archive on this host (the archive dir holds the data sets, so it
+must be local); ``run --archive --http PORT`` embeds all three on the driver's loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+from typing import Any
+
+TOKEN_ENV = "MEDIADRIVER_HTTP_TOKEN"
+
+
+def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default_port: int | None) -> None:
+    parser.add_argument(
+        port_flag,
+        dest="http_port",
+        type=int,
+        default=default_port,
+        help="serve the record & replay HTTP API on this port (0: any free port)",
+    )
+    parser.add_argument(
+        "--http-host",
+        default="127.0.0.1",
+        help="address for the HTTP API (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--http-token-file",
+        help=f"require 'Authorization: Bearer <token>', the token read from this file (or ${TOKEN_ENV})",
+    )
+
+
+def http_settings(args: argparse.Namespace):
+    from driver.service.server import HttpSettings
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if args.http_token_file:
+        with open(args.http_token_file) as f:
+            token = f.read().strip() or None
+    return HttpSettings(host=args.http_host, port=args.http_port, token=token)
+
+
+def control_settings(local_control_channel: str, local_control_stream_id: int) -> dict[str, Any]:
+    """The service talks to the archive over IPC (it is on the archive's host), with its own response stream."""
+    return {
+        "control_request_channel": local_control_channel,
+        "control_request_stream_id": local_control_stream_id,
+        "control_response_channel": "aeron:ipc",
+        "control_response_stream_id": 0x7E5D_0000 + secrets.randbelow(0xFFFF),
+    }
+
+
+def announce(http) -> None:
+    auth = " (bearer token required)" if http.settings.token else ""
+    print(f"mediadriver: record & replay API on {http.url}/api/v1, docs {http.url}/docs{auth}", flush=True)
+
+
+def add_serve_parser(sub) -> argparse.ArgumentParser:
+    serve = sub.add_parser(
+        "serve",
+        help="run the record & replay HTTP API as a client of a running driver and archive on this host",
+    )
+    serve.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")
+    serve.add_argument(
+        "--archive-dir", help="the archive's dir (default -Daeron.archive.dir or ./aeron-archive)"
+    )
+    add_http_options(serve, port_flag="--port", default_port=8080)
+    serve.set_defaults(handler=cmd_serve)
+    return serve
+
+
+def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    from driver.archive.archive_context import ArchiveContext
+    from driver.context import ConfigurationError, default_aeron_dir
+
+    try:
+        archive_ctx = ArchiveContext.from_sources({"archive_dir": args.archive_dir}, properties)
+    except ConfigurationError as e:
+        print(f"mediadriver: {e}", file=sys.stderr)
+        return 2
+    aeron_dir = (
+        args.aeron_dir or properties.get("aeron.dir") or os.environ.get("AERON_DIR") or default_aeron_dir()
+    )
+    try:
+        settings = http_settings(args)
+    except OSError as e:
+        print(f"mediadriver: cannot read the token file: {e}", file=sys.stderr)
+        return 2
+    import signal
+
+    import uvloop
+
+    from driver.service.server import start_http
+
+    async def main() -> int:
+        try:
+            http = await start_http(
+                aeron_dir,
+                archive_ctx.archive_dir,
+                settings,
+                **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
+            )
+        except Exception as e:
+            print(f"mediadriver: cannot start the service: {e}", file=sys.stderr)
+            return 1
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, http.stop)
+        announce(http)
+        await http.task
+        return 0
+
+    code = uvloop.run(main())
+    print("mediadriver: service stopped", flush=True)
+    return code

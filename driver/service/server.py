@@ -1,0 +1,99 @@
+"""uvicorn serving the API as a coroutine on the running loop (the driver's, when embedded): no thread and no
+loop of its own, and no signal handlers (the driver's handle the signals and stop it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from driver.service.app import create_app
+from driver.service.service import RecordReplayService
+
+
+@dataclass
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token: str | None = None
+
+
+class _Server(uvicorn.Server):
+    def capture_signals(self):  # the embedding program owns the signals
+        return contextlib.nullcontext()
+
+
+class HttpService:
+    """The service and its server; ``url`` once ``started`` is set; ``stop()`` ends both."""
+
+    def __init__(self, service: RecordReplayService, settings: HttpSettings) -> None:
+        self.service = service
+        self.settings = settings
+        self.app = create_app(service, token=settings.token)
+        config = uvicorn.Config(
+            self.app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            loop="none",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+        self.server = _Server(config)
+        self.task: asyncio.Future | None = None
+
+    @property
+    def url(self) -> str:
+        servers = self.server.servers
+        if servers and servers[0].sockets:
+            host, port = servers[0].sockets[0].getsockname()[:2]
+            return f"http://{host}:{port}"
+        return f"http://{self.settings.host}:{self.settings.port}"
+
+    @property
+    def started(self) -> bool:
+        return self.server.started
+
+    async def run(self) -> None:
+        try:
+            await self.server.serve()
+        finally:
+            await self.service.close()
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+
+
+async def start_http(
+    aeron_dir: str | os.PathLike[str],
+    archive_dir: str | os.PathLike[str],
+    settings: HttpSettings,
+    **archive_settings: Any,
+) -> HttpService:
+    """Connect the service to the driver and archive and start serving; returns once the port is bound (the
+    server runs on as ``http.task`` until ``http.stop()``). ``archive_settings`` are ArchiveClientContext
+    fields (the archive's control channel, ...)."""
+    service = await RecordReplayService.connect(aeron_dir, archive_dir, **archive_settings)
+    http = HttpService(service, settings)
+    http.task = asyncio.ensure_future(http.run())
+    while not http.started and not http.task.done():
+        await asyncio.sleep(0.005)
+    if http.task.done():
+        http.task.result()  # the bind failed: raise why
+    return http
+
+
+async def serve_http(
+    aeron_dir: str | os.PathLike[str],
+    archive_dir: str | os.PathLike[str],
+    settings: HttpSettings,
+    **archive_settings: Any,
+) -> None:
+    """``start_http`` then serve until stopped."""
+    http = await start_http(aeron_dir, archive_dir, settings, **archive_settings)
+    await http.task

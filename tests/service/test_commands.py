@@ -1,0 +1,110 @@
+"""``mediadriver run --archive --http PORT`` and ``mediadriver serve`` as users start them (docs/service.md
+section 1): the API answers on loopback, the OpenAPI description is served, SIGTERM stops everything cleanly."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support import wait_for
+from tests.support.ports import free_port
+
+URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
+
+
+def _url(proc: subprocess.Popen, timeout_s: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if match := URL.search(line):
+            return match.group(1)
+    raise AssertionError(f"no API URL printed:\n{''.join(lines)}{proc.stderr.read() if proc.poll() else ''}")
+
+
+def _check_api(url: str) -> None:
+    with httpx.Client(base_url=url, timeout=10) as client:
+        spec = client.get("/openapi.json").json()
+        assert {
+            "/api/v1/record",
+            "/api/v1/replay",
+            "/api/v1/datasets",
+            "/api/v1/datasets/{dataset_id}",
+        } <= set(spec["paths"])
+        assert client.get("/api/v1/datasets").json() == {"datasets": []}
+        assert client.get("/api/v1/record").json()["state"] == "idle"
+
+
+def test_run_with_archive_and_http_serves_on_loopback_and_stops_on_sigterm(
+    driver_process, tmp_path: Path
+) -> None:
+    driver = driver_process(
+        "--archive",
+        "--archive-dir",
+        str(tmp_path / "archive"),
+        "--http",
+        "0",
+        f"-Daeron.archive.control.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
+        f"-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
+    )
+    url = _url(driver.proc)
+    assert url.startswith("http://127.0.0.1:")
+    _check_api(url)
+    assert driver.stop(10) == 0
+
+
+def test_http_without_archive_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "driver", "run", "--dir", str(tmp_path / "d"), "--http", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--http needs --archive" in done.stderr
+
+
+def test_serve_is_a_client_of_a_running_driver_and_archive(driver_process, tmp_path: Path) -> None:
+    archive_dir = tmp_path / "archive"
+    props = [
+        f"-Daeron.archive.control.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
+        f"-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
+    ]
+    driver = driver_process("--archive", "--archive-dir", str(archive_dir), *props)
+    wait_for(lambda: (archive_dir / "archive.catalog").exists(), 30, "the archive's catalog")
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "driver",
+            "serve",
+            "--aeron-dir",
+            str(driver.aeron_dir),
+            "--archive-dir",
+            str(archive_dir),
+            "--port",
+            "0",
+            *props,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _check_api(_url(serve))
+        serve.terminate()
+        assert serve.wait(10) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+        serve.wait()
+        serve.stdout.close()
+        serve.stderr.close()
+    assert driver.stop(10) == 0

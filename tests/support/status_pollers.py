@@ -1,0 +1,48 @@
+"""Concurrent HTTP clients in a process of their own: ``python -m tests.support.status_pollers URL PATH CLIENTS
+INTERVAL_S`` runs CLIENTS clients that each GET URL+PATH every INTERVAL_S until the answer says
+``"running": false``; prints "polling" once every client has had an answer, and at the end one JSON line: {"requests": n, "statuses": {code: n}, "failures": [...]}."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+
+import httpx
+
+
+async def main(url: str, path: str, clients: int, interval_s: float) -> dict:
+    statuses: Counter[int] = Counter()
+    failures: list[str] = []
+
+    answered: set[int] = set()
+
+    async def poll(client: httpx.AsyncClient, n: int) -> None:
+        while True:
+            try:
+                response = await client.get(path)
+                statuses[response.status_code] += 1
+                if n not in answered:
+                    answered.add(n)
+                    if len(answered) == clients:
+                        print("polling", flush=True)
+                if response.status_code != 200:
+                    failures.append(response.text[:200])
+                elif not response.json()["running"]:
+                    return
+            except httpx.HTTPError as e:
+                failures.append(repr(e))
+                if len(failures) > 100:
+                    return
+            await asyncio.sleep(interval_s)
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+        await asyncio.gather(*(poll(client, n) for n in range(clients)))
+    return {"requests": sum(statuses.values()), "statuses": dict(statuses), "failures": failures[:5]}
+
+
+if __name__ == "__main__":
+    url, path, clients, interval = sys.argv[1:5]
+    print(json.dumps(asyncio.run(main(url, path, int(clients), float(interval)))), flush=True)
