@@ -50,6 +50,7 @@ from driver.protocol import control_protocol as cp
 from driver.protocol import frames
 from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
+from driver.protocol.nak_policy import UnicastNakPolicy
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.publication_params import (
     ExistingPublication,
@@ -1379,6 +1380,9 @@ class DriverConductor:
             self._system_counters,
             self._nano_clock(),
             self._epoch_clock_ms,
+            # Unicast: repeats and keys the sender acts on (docs/wire.md section 7.6); multicast NAKs stay
+            # Aeron's randomised, suppressible ones.
+            nak_policy=None if endpoint.is_multicast else UnicastNakPolicy(NAK_UNICAST_DELAY_NS),
         )
         for link, position in zip(links, positions, strict=True):
             link.link(image, position)
