@@ -50,8 +50,8 @@ from driver.protocol import control_protocol as cp
 from driver.protocol import frames
 from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
-from driver.protocol.nak_policy import UnicastNakPolicy
 from driver.protocol.flow_control import FLOW_CONTROLS
+from driver.protocol.nak_policy import UnicastNakPolicy
 from driver.protocol.publication_params import (
     ExistingPublication,
     PublicationParams,

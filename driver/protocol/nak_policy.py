@@ -35,7 +35,15 @@ MAX_BOUNDARIES = 64
 class UnicastNakPolicy:
     """Per image: the NAK keys recently asked for, known frame boundaries, and the repair time estimate."""
 
-    __slots__ = ("_boundaries", "_boundary_term", "_max_renak_ns", "_repair_ns", "_sent", "budget", "linger_ns")
+    __slots__ = (
+        "_boundaries",
+        "_boundary_term",
+        "_max_renak_ns",
+        "_repair_ns",
+        "_sent",
+        "budget",
+        "linger_ns",
+    )
 
     def __init__(
         self,

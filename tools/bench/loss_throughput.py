@@ -126,7 +126,9 @@ def main() -> int:
     parser.add_argument("--skip", type=float, default=3.0, help="seconds of data dropped first (default 3)")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds (default 10)")
     parser.add_argument("--only", choices=("ours", "java"), help="measure one driver (no ratio)")
-    parser.add_argument("--goal", type=float, default=None, help="ratio goal (default 5 at >= 5 %%, else 1.5)")
+    parser.add_argument(
+        "--goal", type=float, default=None, help="ratio goal (default 5 at >= 5 %%, else 1.5)"
+    )
     args = parser.parse_args()
     if not 0 <= args.loss < 1:
         parser.error("--loss must be in [0, 1)")
@@ -166,8 +168,12 @@ def main() -> int:
         "goal": f">= {goal:g}",
         "ours_error": first_error(results["ours"]),
         "java_error": first_error(results["java"]),
-        "ours_runs": [{k: rounded(v, 0) for k, v in r.items()} if "error" not in r else r for r in results["ours"]],
-        "java_runs": [{k: rounded(v, 0) for k, v in r.items()} if "error" not in r else r for r in results["java"]],
+        "ours_runs": [
+            {k: rounded(v, 0) for k, v in r.items()} if "error" not in r else r for r in results["ours"]
+        ],
+        "java_runs": [
+            {k: rounded(v, 0) for k, v in r.items()} if "error" not in r else r for r in results["java"]
+        ],
         **host,
     }
     emit(result)
