@@ -178,7 +178,13 @@ class LossDetector:
         assert policy is not None
         flat = self._batch.pairs(count)
         gaps = [(flat[i], flat[i + 1]) for i in range(0, 2 * count, 2)]
-        self._sample_repairs(gaps, now_ns)
+        if self._sample_repairs(gaps, now_ns):
+            # A repair was measured: NAKs sent before it (the first ones wait Aeron's delay) are repeated
+            # by the new estimate.
+            renak_ns = policy.renak_delay_ns()
+            for offset, nak_ns in self._nak_times.items():
+                if offset in self._deadlines and self._deadlines[offset] - (nak_ns + renak_ns) > 0:
+                    self._deadlines[offset] = nak_ns + renak_ns
         policy.add_boundary(term_id, rebuild_offset)
         old_deadlines = self._deadlines
         old_lengths = self._lengths
@@ -234,12 +240,13 @@ class LossDetector:
             self._nak_times[gap_offset] = now_ns
         return 1
 
-    def _sample_repairs(self, gaps: list[tuple[int, int]] | tuple[()], now_ns: int) -> None:
-        """Every NAKed gap no new gap overlaps was repaired: one repair time sample each. Gaps beyond the
-        scan's reach (it stops after ``max_gaps``) are not judged."""
+    def _sample_repairs(self, gaps: list[tuple[int, int]] | tuple[()], now_ns: int) -> bool:
+        """Every NAKed gap no new gap overlaps was repaired: one repair time sample each (returns whether
+        there was one). Gaps beyond the scan's reach (it stops after ``max_gaps``) are not judged."""
         nak_times = self._nak_times
         if not nak_times:
-            return
+            return False
+        sampled = False
         policy = self._policy
         assert policy is not None
         reach = gaps[-1][0] + gaps[-1][1] if len(gaps) >= self._max_gaps else None
@@ -257,7 +264,9 @@ class LossDetector:
                             remaining.setdefault(o, nak_ns)
             else:
                 policy.on_repaired(nak_ns, now_ns)
+                sampled = True
         self._nak_times = remaining
+        return sampled
 
     def _forget(self) -> None:
         self._deadlines = {}

@@ -28,7 +28,7 @@ LINGER_MARGIN_NS = 5_000_000
 """The sender's linger starts when the NAK arrives and ends on its next timeout check: allow for both."""
 DEFAULT_BUDGET = SENDER_MAX_RETRANSMITS - 4
 MIN_RENAK_NS = 2_000_000
-RENAK_FACTOR = 4
+RENAK_FACTOR = 3
 MAX_BOUNDARIES = 64
 
 
