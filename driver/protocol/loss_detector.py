@@ -211,7 +211,9 @@ class LossDetector:
             lengths[offset] = length
         self._deadlines = deadlines
         self._lengths = lengths
-        if due:
+        if due and (due[0][0] == gaps[0][0] or policy.keys_held(now_ns) < policy.budget // 2):
+            # With keys scarce, gaps behind the first wait for it: it blocks the subscriber, and one NAK
+            # then covers them all.
             work_count += self._nak_due(term_id, due, now_ns)
         return work_count
 

@@ -376,18 +376,29 @@ def test_a_repeat_inside_the_senders_linger_takes_another_key_or_waits_for_its_o
 
 
 def test_a_spent_key_budget_postpones_naks_until_a_key_frees(term: AtomicBuffer) -> None:
-    r = Receiver(term, budget=2)
+    r = Receiver(term, budget=1)
     r.receive(0, 128)
     assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
     r.advance_ns(1 * MS)
+    r.receive(64, 256)  # repaired, and a new gap [192, 256)
+    assert r.scan() == []  # the one key is held: a NAK now would be ignored by a sender short of actions
+    r.advance_ns(r.policy.linger_ns - 1 * MS)
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]  # the key freed: NAKed
+
+
+def test_with_keys_scarce_gaps_behind_the_first_wait_and_share_its_nak(term: AtomicBuffer) -> None:
+    r = Receiver(term, budget=4)
+    r.receive(0, 128)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
+    r.advance_ns(2 * MS)
+    r.receive(64)  # repaired after 2 ms: repeats now come 6 ms after a NAK
     r.receive(256)
-    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]
-    r.advance_ns(1 * MS)
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]  # one key held of 4: NAKed at once
     r.receive(384)
-    assert r.scan() == []  # two keys held: a third NAK would be ignored by a sender short of actions
-    r.advance_ns(r.policy.linger_ns - 2 * MS)
-    naks = r.scan()
-    assert naks and naks[0][0] == INITIAL_TERM_ID and len(naks) == 1  # the oldest key freed: NAK again
+    assert r.scan() == []  # two held: [320, 384) waits for the first gap
+    r.advance_ns(RENAK_FACTOR * 2 * MS)
+    # The first gap is due again: one NAK from a free boundary before it to the end of the last gap.
+    assert r.scan() == [(INITIAL_TERM_ID, 128, 384 - 128)]
 
 
 def test_the_nak_of_a_new_gap_never_waits_for_a_repair_estimate(term: AtomicBuffer) -> None:
