@@ -1380,8 +1380,8 @@ class DriverConductor:
             self._system_counters,
             self._nano_clock(),
             self._epoch_clock_ms,
-            # Unicast: repeats and keys the sender acts on (docs/wire.md section 7.6); multicast NAKs stay
-            # Aeron's randomised, suppressible ones.
+            # Unicast: repeats and keys the sender acts on (docs/wire.md section 7, "Unicast NAK policy");
+            # multicast NAKs stay Aeron's randomised, suppressible ones.
             nak_policy=None if endpoint.is_multicast else UnicastNakPolicy(NAK_UNICAST_DELAY_NS),
         )
         for link, position in zip(links, positions, strict=True):

@@ -17,7 +17,7 @@ Gaps no longer found (filled) are forgotten. Sans-IO: time comes in as ``now_ns`
 
 With a :class:`~driver.protocol.nak_policy.UnicastNakPolicy` (unicast images), repeats follow the measured
 repair time, keys the sender still holds are avoided and NAKs per linger period are budgeted (docs/wire.md
-section 7.6); the detector tells the policy the frame boundaries and repairs it sees.
+section 7, "Unicast NAK policy"); the detector tells the policy the frame boundaries and repairs it sees.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """UnicastNakPolicy: when and how a unicast receiver repeats NAKs so that any 1.15.1 sender acts on them
-(docs/wire.md section 7.6). Sans-IO: time comes in as ``now_ns``.
+(docs/wire.md section 7, "Unicast NAK policy"). Sans-IO: time comes in as ``now_ns``.
 
 A 1.15.1 sender (Java's ``RetransmitHandler`` and ours) keeps each NAK's (term id, term offset) for a linger of
 60 ms after retransmitting and ignores a NAK with the same key meanwhile; it also ignores every NAK while 16

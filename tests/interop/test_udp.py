@@ -323,8 +323,8 @@ LOSS_COUNT = 1_000
 @pytest.mark.parametrize("direction", ["java-to-ours", "ours-to-java"])
 def test_across_drivers_under_receive_loss(direction, drivers, spawn_java, cnc):
     """5 % of the data datagrams the receiving driver gets are dropped (each driver's own loss generator):
-    our receiver's NAKs (docs/wire.md section 7.6) get a 1.15.1 Java sender to repair every gap, and our
-    sender repairs a Java receiver's; every message arrives, exact and in order."""
+    our receiver's NAKs (docs/wire.md section 7, "Unicast NAK policy") get a 1.15.1 Java sender to repair
+    every gap, and our sender repairs a Java receiver's; every message arrives, exact and in order."""
     pub_kind, sub_kind = ("java", "ours") if direction == "java-to-ours" else ("ours", "java")
     pub_driver = drivers.start(pub_kind, JAVA_PROPS if pub_kind == "java" else OUR_PROPS)
     sub_driver = drivers.start(sub_kind, LOSS_PROPS[sub_kind])

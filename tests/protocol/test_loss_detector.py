@@ -1,9 +1,9 @@
 """LossDetector (docs/logbuffer.md section 7, wire.md section 7.5): rebuild position exactly as Aeron moves it;
 new gaps NAKed at once (unicast) or after a random delay (multicast), again every 60 ms while they persist,
 never once filled; and beyond Aeron, every gap of the scan window NAKed in the same scan. Then with the
-UnicastNakPolicy (docs/wire.md section 7.6): repeats follow the measured repair time, a repeat inside a 1.15.1
-sender's linger uses a key it will act on, gaps due together share one NAK, and a spent key budget postpones
-NAKs rather than sending ones the sender would ignore; time is a ManualClock."""
+UnicastNakPolicy (docs/wire.md section 7, "Unicast NAK policy"): repeats follow the measured repair time, a
+repeat inside a 1.15.1 sender's linger uses a key it will act on, gaps due together share one NAK, and a spent
+key budget postpones NAKs rather than sending ones the sender would ignore; time is a ManualClock."""
 
 from __future__ import annotations
 
