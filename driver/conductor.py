@@ -1381,8 +1381,11 @@ class DriverConductor:
             self._nano_clock(),
             self._epoch_clock_ms,
             # Unicast: repeats and keys the sender acts on (docs/wire.md section 7, "Unicast NAK policy");
-            # multicast NAKs stay Aeron's randomised, suppressible ones.
-            nak_policy=None if endpoint.is_multicast else UnicastNakPolicy(NAK_UNICAST_DELAY_NS),
+            # multicast NAKs stay Aeron's randomised, suppressible ones. Unreliable images fill each gap
+            # with padding, which needs the gap itself, not a range around it.
+            nak_policy=(
+                UnicastNakPolicy(NAK_UNICAST_DELAY_NS) if is_reliable and not endpoint.is_multicast else None
+            ),
         )
         for link, position in zip(links, positions, strict=True):
             link.link(image, position)
