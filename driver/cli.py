@@ -12,7 +12,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from driver.context import ConfigurationError, DriverContext, default_aeron_dir, parse_property_args
+from driver.context import (
+    PROFILES,
+    ConfigurationError,
+    DriverContext,
+    default_aeron_dir,
+    parse_property_args,
+)
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -59,6 +65,9 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         "client_liveness_timeout_ns": args.client_liveness_timeout,
         "dir_delete_on_start": True if args.delete_dir_on_start else None,
     }
+    if args.profile is not None:
+        # The profile's properties sit below -D ones: a property given explicitly still wins.
+        properties = {**PROFILES[args.profile], **properties}
     try:
         ctx = DriverContext.from_sources(explicit, properties)
     except ConfigurationError as e:
@@ -389,7 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2")
+    run = sub.add_parser(
+        "run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2"
+    )
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
     run.add_argument(
         "--threading-mode",
@@ -398,6 +409,12 @@ def build_parser() -> argparse.ArgumentParser:
         "no runner, the embedding program calls MediaDriver.invoker; `run` refuses it)",
     )
     run.add_argument("--client-liveness-timeout", help="e.g. 5s, 500ms (default 5s)")
+    run.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        help="a set of settings: low-latency = every agent idles with the yield strategy (no parks; a core "
+        "while running); -D properties still override it",
+    )
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"
     )

@@ -51,6 +51,7 @@ from driver.protocol import frames
 from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
+from driver.protocol.nak_policy import UnicastNakPolicy
 from driver.protocol.publication_params import (
     ExistingPublication,
     PublicationParams,
@@ -1380,6 +1381,12 @@ class DriverConductor:
             self._system_counters,
             self._nano_clock(),
             self._epoch_clock_ms,
+            # Unicast: repeats and keys the sender acts on (docs/wire.md section 7, "Unicast NAK policy");
+            # multicast NAKs stay Aeron's randomised, suppressible ones. Unreliable images fill each gap
+            # with padding, which needs the gap itself, not a range around it.
+            nak_policy=(
+                UnicastNakPolicy(NAK_UNICAST_DELAY_NS) if is_reliable and not endpoint.is_multicast else None
+            ),
         )
         for link, position in zip(links, positions, strict=True):
             link.link(image, position)

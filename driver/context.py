@@ -38,6 +38,32 @@ def parse_threading_mode(name: str, text: str) -> str:
     return mode
 
 
+def parse_idle_strategy(name: str, text: str) -> str:
+    """An ``aeron.*.idle.strategy`` value: a short name or the Agrona class name Aeron takes."""
+    from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
+
+    value = idle_strategy_name(text)
+    if value is None:
+        raise ConfigurationError(
+            f"{name}={text!r}: expected one of {', '.join(IDLE_STRATEGY_NAMES)} "
+            "(or org.agrona.concurrent.BackoffIdleStrategy, BusySpinIdleStrategy, YieldingIdleStrategy, "
+            "NoOpIdleStrategy, SleepingIdleStrategy)"
+        )
+    return value
+
+
+PROFILES: dict[str, dict[str, str]] = {
+    # Round trips first: no agent ever parks; an idle cycle offers the CPU to the clients (sched_yield)
+    # instead of sleeping, so a datagram or an offer is seen within one duty cycle. Costs a core while
+    # running (README, "Low-latency profile").
+    "low-latency": {
+        f"aeron.{agent}.idle.strategy": "yield"
+        for agent in ("conductor", "sender", "receiver", "sharednetwork", "shared")
+    },
+}
+"""``mediadriver run --profile NAME``: properties applied below any given explicitly."""
+
+
 # 1.15.1 names FlowControl classes; we take those (or their simple names) and keep a short key.
 FLOW_CONTROL_STRATEGIES = {
     "io.aeron.driver.UnicastFlowControl": "unicast",
@@ -67,6 +93,7 @@ def default_aeron_dir() -> str:
 
 
 _setting = setting
+_IDLE_DOC = "idle strategy: backoff, busy-spin, yield, noop or sleeping"
 
 
 MIB = 1024 * 1024
@@ -307,6 +334,25 @@ class DriverContext:
         10_000_000,
         "ns",
         "park of a driver with no clients and no resources (0 = always aeron.idle.max.park)",
+    )
+    conductor_idle_strategy: str = _setting(
+        "aeron.conductor.idle.strategy", parse_idle_strategy, "backoff", "name", _IDLE_DOC + " (DEDICATED)"
+    )
+    sender_idle_strategy: str = _setting(
+        "aeron.sender.idle.strategy", parse_idle_strategy, "backoff", "name", _IDLE_DOC + " (DEDICATED)"
+    )
+    receiver_idle_strategy: str = _setting(
+        "aeron.receiver.idle.strategy", parse_idle_strategy, "backoff", "name", _IDLE_DOC + " (DEDICATED)"
+    )
+    shared_network_idle_strategy: str = _setting(
+        "aeron.sharednetwork.idle.strategy",
+        parse_idle_strategy,
+        "backoff",
+        "name",
+        _IDLE_DOC + " (sender and receiver in SHARED_NETWORK)",
+    )
+    shared_idle_strategy: str = _setting(
+        "aeron.shared.idle.strategy", parse_idle_strategy, "backoff", "name", _IDLE_DOC + " (SHARED)"
     )
     # -D properties given in the aeron.* namespace that no setting knows (reported, not fatal, as in Java).
     unknown_properties: list[str] = field(default_factory=list)

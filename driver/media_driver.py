@@ -18,7 +18,13 @@ from typing import Any
 
 from driver.agent.agent_invoker import AgentInvoker
 from driver.agent.command_queue import CommandQueue
-from driver.agent.idle_strategy import BackoffIdleStrategy
+from driver.agent.idle_strategy import (
+    BackoffIdleStrategy,
+    BusySpinIdleStrategy,
+    IdleStrategy,
+    SleepingIdleStrategy,
+    YieldingIdleStrategy,
+)
 from driver.agent.runner import AgentRunner, CompositeAgent
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
@@ -271,17 +277,50 @@ class MediaDriver:
     def _all_agents(self) -> list[Any]:
         return [self.conductor, self.sender, self.receiver]
 
-    def _agents(self) -> list[Any]:
-        """What each runner runs: DEDICATED, one runner per agent; SHARED (default), one over all of
-        them; SHARED_NETWORK, the conductor alone and one over the sender and receiver."""
-        mode = self.ctx.threading_mode
-        own = [agent for agent, share in self._extra_agents if not share or mode != "SHARED"]
+    def _agents(self) -> list[tuple[Any, str]]:
+        """What each runner runs, with its idle strategy's name (Aeron's aeron.*.idle.strategy settings):
+        DEDICATED, one runner per agent; SHARED (default), one over all of them; SHARED_NETWORK, the
+        conductor alone and one over the sender and receiver. Added agents back off."""
+        ctx = self.ctx
+        mode = ctx.threading_mode
+        own = [(agent, "backoff") for agent, share in self._extra_agents if not share or mode != "SHARED"]
         if mode == "DEDICATED":
-            return [*self._all_agents(), *own]
+            return [
+                (self.conductor, ctx.conductor_idle_strategy),
+                (self.sender, ctx.sender_idle_strategy),
+                (self.receiver, ctx.receiver_idle_strategy),
+                *own,
+            ]
         if mode == "SHARED_NETWORK":
-            return [self.conductor, CompositeAgent([self.sender, self.receiver]), *own]
+            return [
+                (self.conductor, ctx.conductor_idle_strategy),
+                (CompositeAgent([self.sender, self.receiver]), ctx.shared_network_idle_strategy),
+                *own,
+            ]
         shared = [agent for agent, share in self._extra_agents if share]
-        return [CompositeAgent([*self._all_agents(), *shared]), *own]
+        return [(CompositeAgent([*self._all_agents(), *shared]), ctx.shared_idle_strategy), *own]
+
+    def _idle_strategy(self, name: str) -> IdleStrategy:
+        max_park_ns = self.ctx.idle_max_park_ns
+        if name == "busy-spin" or name == "noop":
+            return BusySpinIdleStrategy()
+        if name == "yield":
+            return YieldingIdleStrategy()
+        if name == "sleeping":
+            return SleepingIdleStrategy(max_park_ns)
+        return BackoffIdleStrategy(
+            # A Python duty cycle costs ~20 us and a spin or yield keeps the CPU, so back off to
+            # short (timerfd-precise) parks soon: on a small machine the clients the driver waits
+            # for then get the CPU (tools/bench/udp_throughput.py: ~0.4 -> ~0.7 M msgs/s, 32 B).
+            max_spins=IDLE_MAX_SPINS,
+            max_yields=IDLE_MAX_YIELDS,
+            min_park_ns=min(IDLE_MIN_PARK_NS, max_park_ns),
+            max_park_ns=max_park_ns,
+            # A driver nobody uses parks longer; a client's first command then waits <= this
+            # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
+            dormant_park_ns=self.ctx.idle_dormant_park_ns,
+            is_dormant=self.is_dormant,
+        )
 
     async def run(self) -> None:
         """Run every agent until ``request_stop()`` (also when that came first); then shut down in two
@@ -295,26 +334,8 @@ class MediaDriver:
         self._stop_event = asyncio.Event()
         if self._stop_requested:
             self._stop_event.set()
-        max_park_ns = self.ctx.idle_max_park_ns
         self._runners = [
-            AgentRunner(
-                agent,
-                BackoffIdleStrategy(
-                    # A Python duty cycle costs ~20 us and a spin or yield keeps the CPU, so back off to
-                    # short (timerfd-precise) parks soon: on a small machine the clients the driver waits
-                    # for then get the CPU (tools/bench/udp_throughput.py: ~0.4 -> ~0.7 M msgs/s, 32 B).
-                    max_spins=IDLE_MAX_SPINS,
-                    max_yields=IDLE_MAX_YIELDS,
-                    min_park_ns=min(IDLE_MIN_PARK_NS, max_park_ns),
-                    max_park_ns=max_park_ns,
-                    # A driver nobody uses parks longer; a client's first command then waits <= this
-                    # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
-                    dormant_park_ns=self.ctx.idle_dormant_park_ns,
-                    is_dormant=self.is_dormant,
-                ),
-                self.on_error,
-            )
-            for agent in self._agents()
+            AgentRunner(agent, self._idle_strategy(name), self.on_error) for agent, name in self._agents()
         ]
         # Socket readiness wakes the runner that polls the socket (sender: control, receiver: data).
         for runner in self._runners:

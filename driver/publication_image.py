@@ -17,6 +17,7 @@ from driver.concurrent.logbuffer.term_gap_filler import try_fill_gap
 from driver.concurrent.logbuffer.term_rebuilder import insert
 from driver.protocol import frames
 from driver.protocol.loss_detector import LossDetector
+from driver.protocol.nak_policy import UnicastNakPolicy
 from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -67,6 +68,7 @@ class PublicationImage:
         system_counters: SystemCounters,
         now_ns: int,
         epoch_clock_ms,
+        nak_policy: UnicastNakPolicy | None = None,
     ) -> None:
         self.correlation_id = correlation_id
         self.channel_endpoint = channel_endpoint
@@ -95,7 +97,7 @@ class PublicationImage:
         self._over_runs = system_counters.get(SC.FLOW_CONTROL_OVER_RUNS)
         self._loss_gap_fills = system_counters.get(SC.LOSS_GAP_FILLS)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
-        self.loss_detector = LossDetector(delay_generator, self._on_gap_detected)
+        self.loss_detector = LossDetector(delay_generator, self._on_gap_detected, policy=nak_policy)
         self.connections: dict[int, ImageConnection] = {
             transport_index: ImageConnection(control_address, now_ns)
         }

@@ -54,6 +54,8 @@ class Receiver:
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self._loss_generator = loss_generator
+        # Indexes of the current batch the loss generator dropped (the batch rebuild path), else None.
+        self._dropped: set[int] | None = None
         # Per endpoint: (dispatcher version, native table, its images) for the batch rebuild of data.
         self._rebuild_tables: dict[
             ReceiveChannelEndpoint, tuple[int, RebuildBatch, list[PublicationImage]]
@@ -218,8 +220,13 @@ class Receiver:
             received = transport.receive_batch(batch)
             while received:
                 total += received
-                if self._loss_generator is None and isinstance(batch, ReceiveBatch):
-                    self._rebuild(endpoint, dispatcher, batch, received, transport_index, now_ns)
+                if isinstance(batch, ReceiveBatch):
+                    if self._loss_generator is not None:
+                        self._drop_lost(batch, received)
+                    try:
+                        self._rebuild(endpoint, dispatcher, batch, received, transport_index, now_ns)
+                    finally:
+                        self._dropped = None
                 else:
                     for i in range(received):
                         self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
@@ -279,6 +286,20 @@ class Receiver:
             for i in table.unhandled(unhandled):
                 self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
 
+    def _drop_lost(self, batch: ReceiveBatch, received: int) -> None:
+        """The loss generator's draws for a batch, in arrival order as datagram by datagram: a dropped
+        datagram's type is overwritten (the batch is scratch) so the native rebuild leaves it to
+        :meth:`_on_datagram`, which skips it. Keeps the rebuild's speed under loss (tools/bench)."""
+        generator = self._loss_generator
+        assert generator is not None
+        dropped = set()
+        for i in range(received):
+            packet = batch.data(i)
+            if frames.validate_frame(len(packet), packet) is None and generator.should_drop(packet):
+                packet[frames.TYPE_OFFSET : frames.TYPE_OFFSET + 2] = b"\xfe\xff"
+                dropped.add(i)
+        self._dropped = dropped
+
     def _on_datagram(
         self,
         endpoint: ReceiveChannelEndpoint,
@@ -288,12 +309,18 @@ class Receiver:
         transport_index: int,
         now_ns: int,
     ) -> None:
+        if self._dropped is not None and i in self._dropped:
+            return
         packet = batch.data(i)
         length = len(packet)
         if frames.validate_frame(length, packet) is not None:
             self._invalid_packets.increment()
             return
-        if self._loss_generator is not None and self._loss_generator.should_drop(packet):
+        if (
+            self._dropped is None
+            and self._loss_generator is not None
+            and self._loss_generator.should_drop(packet)
+        ):
             return
         frame_type = frames.frame_type(packet)
         if frame_type in (frames.HDR_TYPE_DATA, frames.HDR_TYPE_PAD):

@@ -80,3 +80,17 @@ def test_run_help_lists_every_setting() -> None:
         "aeron.timer.interval",
     ):
         assert prop in result.stdout
+
+
+def test_low_latency_profile_runs_and_a_property_still_overrides_it(driver_process, tmp_path: Path) -> None:
+    driver = driver_process("--profile", "low-latency")
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+        assert aeron.add_counter(1001, "served").id >= 0
+    bad = mediadriver(
+        "run", "--dir", str(tmp_path / "a"), "--profile", "low-latency", "-Daeron.shared.idle.strategy=spinny"
+    )
+    assert bad.returncode == 2
+    assert "aeron.shared.idle.strategy='spinny'" in bad.stderr
+    unknown = mediadriver("run", "--dir", str(tmp_path / "b"), "--profile", "fastest")
+    assert unknown.returncode == 2
+    assert "low-latency" in unknown.stderr

@@ -316,7 +316,7 @@ def test_bad_environment_value_is_not_read_when_a_property_overrides_it() -> Non
 def test_unknown_aeron_properties_are_reported_not_fatal() -> None:
     ctx = make(
         properties={
-            "aeron.sender.idle.strategy": "noop",
+            "aeron.sender.idle.strategy": "noop",  # a setting now (idle strategies)
             "aeron.dir": "/tmp/a",
             "aeron.bogus": "1",
             "java.io.tmpdir": "/tmp",
@@ -324,7 +324,7 @@ def test_unknown_aeron_properties_are_reported_not_fatal() -> None:
             "aeron.archive.control.channel": "aeron:ipc",  # the archive's: it reports its own unknown ones
         }
     )
-    assert ctx.unknown_properties == ["aeron.bogus", "aeron.sender.idle.strategy"]
+    assert ctx.unknown_properties == ["aeron.bogus"]
     assert ctx.aeron_dir == "/tmp/a"
 
 
@@ -438,3 +438,43 @@ def test_parse_property_args_then_from_sources() -> None:
     ctx = make(properties=properties)
     assert ctx.client_liveness_timeout_ns == 2_000_000_000
     assert ctx.unknown_properties == ["aeron.unknown.thing"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("busy-spin", "busy-spin"),
+        ("BUSY_SPIN", "busy-spin"),
+        ("org.agrona.concurrent.BusySpinIdleStrategy", "busy-spin"),
+        ("yield", "yield"),
+        ("org.agrona.concurrent.YieldingIdleStrategy", "yield"),
+        (" backoff ", "backoff"),
+        ("org.agrona.concurrent.BackoffIdleStrategy", "backoff"),
+        ("noop", "noop"),
+        ("org.agrona.concurrent.NoOpIdleStrategy", "noop"),
+        ("sleeping", "sleeping"),
+        ("org.agrona.concurrent.SleepingMillisIdleStrategy", "sleeping"),
+    ],
+)
+def test_idle_strategies_by_short_or_agrona_class_name(text: str, name: str) -> None:
+    props = {
+        f"aeron.{agent}.idle.strategy": text
+        for agent in ("conductor", "sender", "receiver", "sharednetwork", "shared")
+    }
+    ctx = make(properties=props)
+    assert (
+        ctx.conductor_idle_strategy,
+        ctx.sender_idle_strategy,
+        ctx.receiver_idle_strategy,
+        ctx.shared_network_idle_strategy,
+        ctx.shared_idle_strategy,
+    ) == (name,) * 5
+    assert make().shared_idle_strategy == "backoff"
+
+
+@pytest.mark.parametrize("text", ["spinning", "org.agrona.concurrent.ControllableIdleStrategy", ""])
+def test_bad_idle_strategy_is_refused_by_name(text: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"aeron\.receiver\.idle\.strategy=.*busy-spin"):
+        make(properties={"aeron.receiver.idle.strategy": text})
+    with pytest.raises(ConfigurationError, match="AERON_SHARED_IDLE_STRATEGY"):
+        make(environ={"AERON_SHARED_IDLE_STRATEGY": text})

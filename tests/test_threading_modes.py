@@ -83,6 +83,55 @@ def test_runners_of_each_mode(aeron_dir: Path, mode: str, expected: list[list[st
         assert driver.invoker is None
 
 
+@pytest.mark.parametrize(
+    ("mode", "settings", "expected"),
+    [
+        (
+            "DEDICATED",
+            {
+                "conductor_idle_strategy": "sleeping",
+                "sender_idle_strategy": "busy-spin",
+                "receiver_idle_strategy": "yield",
+            },
+            ["SleepingIdleStrategy", "BusySpinIdleStrategy", "YieldingIdleStrategy"],
+        ),
+        ("SHARED", {"shared_idle_strategy": "noop"}, ["BusySpinIdleStrategy"]),
+        (
+            "SHARED_NETWORK",
+            {"shared_network_idle_strategy": "yield"},
+            ["BackoffIdleStrategy", "YieldingIdleStrategy"],
+        ),
+    ],
+)
+def test_each_runner_idles_as_its_setting_says(
+    aeron_dir: Path, mode: str, settings: dict[str, str], expected: list[str]
+) -> None:
+    ctx = DriverContext(aeron_dir=str(aeron_dir), threading_mode=mode, **settings)
+    with MediaDriver(ctx) as driver:
+
+        async def main() -> list[str]:
+            task = asyncio.ensure_future(driver.run())
+            await asyncio.sleep(0.05)
+            names = [type(r.idle_strategy).__name__ for r in driver._runners]
+            driver.request_stop()
+            await asyncio.wait_for(task, 5)
+            return names
+
+        assert asyncio.run(main()) == expected
+
+
+@pytest.mark.parametrize("strategy", ["busy-spin", "yield"])
+def test_udp_exchange_with_agents_that_never_park(embedded_driver, strategy: str) -> None:
+    driver = embedded_driver(
+        threading_mode="DEDICATED",
+        conductor_idle_strategy=strategy,
+        sender_idle_strategy=strategy,
+        receiver_idle_strategy=strategy,
+    )
+    with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
+        exchange(client, f"aeron:udp?endpoint=127.0.0.1:{free_port()}|term-length=64k", 3)
+
+
 def test_request_stop_before_run_returns_after_a_clean_start_and_stop(aeron_dir: Path) -> None:
     with MediaDriver(DriverContext(aeron_dir=str(aeron_dir))) as driver:
         driver.request_stop()

@@ -9,9 +9,14 @@ a coroutine awaiting a future on every park, which is what keeps an idle driver 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 SPIN = -1
 YIELD = 0
+OS_YIELD = -2
+"""Give the CPU to another thread or process (``sched_yield``), then run the next cycle after the loop's turn."""
+SPINS_PER_LOOP_TURN = 16
+"""Busy spinning still hands the loop a turn this often: other runners and the stop request need it."""
 
 
 class Waker:
@@ -28,6 +33,14 @@ class Waker:
     def wake(self) -> None:
         if self._callback is not None:
             self._callback()
+
+
+class IdleStrategy(Protocol):
+    waker: Waker
+
+    def reset(self) -> None: ...
+
+    def next_delay_ns(self, work_count: int) -> int: ...
 
 
 class BackoffIdleStrategy:
@@ -92,3 +105,67 @@ class SleepingIdleStrategy:
 
     def next_delay_ns(self, work_count: int) -> int:
         return YIELD if work_count > 0 else self.park_ns
+
+
+class BusySpinIdleStrategy:
+    """Never park: run the duty cycle again at once, giving the loop a turn every ``SPINS_PER_LOOP_TURN``
+    idle cycles (Agrona's ``BusySpinIdleStrategy``; ``NoOpIdleStrategy`` behaves the same here). The lowest
+    latency and a whole core."""
+
+    def __init__(self) -> None:
+        self.waker = Waker()
+        self._spins = 0
+
+    def reset(self) -> None:
+        self._spins = 0
+
+    def next_delay_ns(self, work_count: int) -> int:
+        if work_count > 0:
+            self._spins = 0
+            return YIELD
+        self._spins += 1
+        if self._spins < SPINS_PER_LOOP_TURN:
+            return SPIN
+        self._spins = 0
+        return YIELD
+
+
+class YieldingIdleStrategy:
+    """Never park, but offer the CPU to others (``sched_yield``) after each idle cycle (Agrona's
+    ``YieldingIdleStrategy``): near busy-spin latency, and a client spinning on the same core still runs."""
+
+    def __init__(self) -> None:
+        self.waker = Waker()
+
+    def reset(self) -> None:
+        pass
+
+    def next_delay_ns(self, work_count: int) -> int:
+        return YIELD if work_count > 0 else OS_YIELD
+
+
+IDLE_STRATEGY_NAMES = ("backoff", "busy-spin", "yield", "noop", "sleeping")
+_IDLE_STRATEGY_ALIASES = {
+    "backoff": "backoff",
+    "org.agrona.concurrent.backoffidlestrategy": "backoff",
+    "busy-spin": "busy-spin",
+    "busy_spin": "busy-spin",
+    "busyspin": "busy-spin",
+    "org.agrona.concurrent.busyspinidlestrategy": "busy-spin",
+    "yield": "yield",
+    "yielding": "yield",
+    "org.agrona.concurrent.yieldingidlestrategy": "yield",
+    "noop": "noop",
+    "no-op": "noop",
+    "org.agrona.concurrent.noopidlestrategy": "noop",
+    "sleeping": "sleeping",
+    "sleep": "sleeping",
+    "org.agrona.concurrent.sleepingidlestrategy": "sleeping",
+    "org.agrona.concurrent.sleepingmillisidlestrategy": "sleeping",
+}
+
+
+def idle_strategy_name(text: str) -> str | None:
+    """The canonical name (one of ``IDLE_STRATEGY_NAMES``) for a value of an ``aeron.*.idle.strategy``
+    setting: a short name or the Agrona class name Aeron takes; None when it is neither."""
+    return _IDLE_STRATEGY_ALIASES.get(text.strip().lower())

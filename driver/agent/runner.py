@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
+from driver.agent.idle_strategy import OS_YIELD, SPIN, YIELD, BackoffIdleStrategy, IdleStrategy, Waker
 from driver.agent.park_timer import ParkTimer
 
 log = logging.getLogger(__name__)
@@ -63,11 +64,11 @@ class AgentRunner:
     def __init__(
         self,
         agent: Agent,
-        idle_strategy: BackoffIdleStrategy | SleepingIdleStrategy | None = None,
+        idle_strategy: IdleStrategy | None = None,
         error_handler: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.agent = agent
-        self.idle_strategy = idle_strategy or BackoffIdleStrategy()
+        self.idle_strategy: IdleStrategy = idle_strategy or BackoffIdleStrategy()
         self.error_handler = error_handler or (
             lambda e: log.error("agent %s failed", agent.role_name, exc_info=e)
         )
@@ -135,6 +136,9 @@ class AgentRunner:
             if delay_ns != SPIN:
                 break
         if delay_ns == YIELD:
+            self._handle = loop.call_soon(self._tick)
+        elif delay_ns == OS_YIELD:
+            os.sched_yield()
             self._handle = loop.call_soon(self._tick)
         else:
             self._parked = True

@@ -5,16 +5,27 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from driver.agent.idle_strategy import SPIN, YIELD, BackoffIdleStrategy, SleepingIdleStrategy, Waker
+from driver.agent.idle_strategy import (
+    OS_YIELD,
+    SPIN,
+    SPINS_PER_LOOP_TURN,
+    YIELD,
+    BackoffIdleStrategy,
+    BusySpinIdleStrategy,
+    SleepingIdleStrategy,
+    Waker,
+    YieldingIdleStrategy,
+)
 from driver.agent.runner import AgentRunner
 
 
-def decisions(strategy: BackoffIdleStrategy | SleepingIdleStrategy, work_counts: list[int]) -> list[int]:
+def decisions(strategy: Any, work_counts: list[int]) -> list[int]:
     return [strategy.next_delay_ns(work) for work in work_counts]
 
 
@@ -263,3 +274,19 @@ def test_a_dormant_agent_parks_longer_and_wakes_back_to_short_parks() -> None:
     assert idle.next_delay_ns(0) == 1_000_000  # a client arrived: parks are <= 1 ms again
     disabled = BackoffIdleStrategy(max_spins=0, max_yields=0, dormant_park_ns=0, is_dormant=lambda: True)
     assert max(disabled.next_delay_ns(0) for _ in range(5)) == 1_000_000
+
+
+# --- never parking: busy-spin (and noop) and yield -------------------------------------------------------
+
+
+def test_busy_spin_never_parks_and_hands_the_loop_a_turn_every_so_many_idle_cycles() -> None:
+    strategy = BusySpinIdleStrategy()
+    idle = decisions(strategy, [0] * (3 * SPINS_PER_LOOP_TURN))
+    assert all(d in (SPIN, YIELD) for d in idle)
+    assert idle.count(YIELD) == 3
+    assert idle[SPINS_PER_LOOP_TURN - 1] == YIELD
+    assert decisions(strategy, [1, 0]) == [YIELD, SPIN]  # work starts the count again
+
+
+def test_yield_offers_the_cpu_after_every_idle_cycle_and_never_parks() -> None:
+    assert decisions(YieldingIdleStrategy(), [0, 0, 1, 0]) == [OS_YIELD, OS_YIELD, YIELD, OS_YIELD]

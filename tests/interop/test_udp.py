@@ -4,6 +4,7 @@ Python client and our driver.
 - Java MessageSource -> Java MessageSink, both on our driver (one driver carries the publication and the image).
 - Across drivers, both ways (Java driver's publisher -> our subscriber, ours -> Java's), with Java clients on both
   sides and with our Python client on our driver's side: 20,000 messages of mixed sizes, exact.
+- Across drivers under 5 % receive loss (each receiving driver's loss generator), both ways: every gap repaired.
 - Java StreamingPublisher -> RateSubscriber across the two drivers, 1,000,000 messages of 32 B, both ways.
 - The stream counters our driver allocates have the Java driver's label formats (each driver doing the same
   roles), and the system counters for bytes, status messages and heartbeats move.
@@ -304,6 +305,41 @@ def test_across_drivers(direction, our_client, drivers, spawn_java):
         source = spawn_source(spawn_java, pub_driver, pub_channel, stream, MIXED_SIZES, len(lengths))
         session_id, final_position = check_source(source, lengths)
     check_sink(sink, lengths, session_id, final_position)
+
+
+LOSS = 0.05
+LOSS_PROPS = {
+    "ours": {**OUR_PROPS, "aeron.debug.receive.data.loss.rate": LOSS},
+    # 1.15.1's debug endpoint drops received data frames as our loss generator does.
+    "java": {
+        **JAVA_PROPS,
+        "aeron.ReceiveChannelEndpoint.supplier": "io.aeron.driver.ext.DebugReceiveChannelEndpointSupplier",
+        "aeron.debug.receive.data.loss.rate": LOSS,
+    },
+}
+LOSS_COUNT = 1_000
+
+
+@pytest.mark.parametrize("direction", ["java-to-ours", "ours-to-java"])
+def test_across_drivers_under_receive_loss(direction, drivers, spawn_java, cnc):
+    """5 % of the data datagrams the receiving driver gets are dropped (each driver's own loss generator):
+    our receiver's NAKs (docs/wire.md section 7, "Unicast NAK policy") get a 1.15.1 Java sender to repair
+    every gap, and our sender repairs a Java receiver's; every message arrives, exact and in order."""
+    pub_kind, sub_kind = ("java", "ours") if direction == "java-to-ours" else ("ours", "java")
+    pub_driver = drivers.start(pub_kind, JAVA_PROPS if pub_kind == "java" else OUR_PROPS)
+    sub_driver = drivers.start(sub_kind, LOSS_PROPS[sub_kind])
+    channel = udp_channel(free_port())
+    stream = 2005
+    lengths = cycle(MIXED_BASE, LOSS_COUNT)
+    sink = spawn_sink(spawn_java, sub_driver, channel, stream, len(lengths))
+    source = spawn_source(
+        spawn_java, pub_driver, f"{channel}|term-length=1m", stream, MIXED_BASE, len(lengths)
+    )
+    session_id, final_position = check_source(source, lengths)
+    check_sink(sink, lengths, session_id, final_position)
+    naks_sent = cnc.counters(sub_driver.aeron_dir)[5].value
+    retransmits = cnc.counters(pub_driver.aeron_dir)[11].value
+    assert naks_sent > 0 and retransmits > 0, (naks_sent, retransmits)
 
 
 @pytest.mark.parametrize("kind", ["ours", "java"])

@@ -1,6 +1,9 @@
 """LossDetector (docs/logbuffer.md section 7, wire.md section 7.5): rebuild position exactly as Aeron moves it;
 new gaps NAKed at once (unicast) or after a random delay (multicast), again every 60 ms while they persist,
-never once filled; and beyond Aeron, every gap of the scan window NAKed in the same scan."""
+never once filled; and beyond Aeron, every gap of the scan window NAKed in the same scan. Then with the
+UnicastNakPolicy (docs/wire.md section 7, "Unicast NAK policy"): repeats follow the measured repair time, a
+repeat inside a 1.15.1 sender's linger uses a key it will act on, gaps due together share one NAK, and a spent
+key budget postpones NAKs rather than sending ones the sender would ignore; time is a ManualClock."""
 
 from __future__ import annotations
 
@@ -15,7 +18,10 @@ from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_rebuilder
 from driver.protocol import frames as f
 from driver.protocol.loss_detector import LossDetector, OptimalMulticastDelayGenerator, StaticDelayGenerator
+from driver.protocol.nak_policy import MIN_RENAK_NS, RENAK_FACTOR, SENDER_LINGER_NS, UnicastNakPolicy
+from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.util.bit_util import align
+from tests.support import ManualClock
 
 T = 64 * 1024
 MASK = T - 1
@@ -270,3 +276,183 @@ def test_nak_repair_loop_always_completes(count: int, lost: set[int], seed: int)
     assert rebuild == hwm == count * 64
     assert not missing
     term.close()
+
+
+# --- UnicastNakPolicy ------------------------------------------------------------------------------------
+
+NAK_DELAY_NS = 60 * MS
+
+
+class Receiver:
+    """A LossDetector with the policy, scanning a term on a manual clock."""
+
+    def __init__(self, term: AtomicBuffer, budget: int = 12) -> None:
+        self.term = term
+        self.clock = ManualClock()
+        self.naks = Naks()
+        self.policy = UnicastNakPolicy(NAK_DELAY_NS, budget=budget)
+        self.detector = LossDetector(
+            StaticDelayGenerator(NAK_DELAY_NS, immediate_first=True), self.naks, policy=self.policy
+        )
+        self.rebuild = 0
+        self.hwm = 0
+
+    def receive(self, *offsets: int) -> None:
+        for offset in offsets:
+            self.hwm = max(self.hwm, insert(self.term, offset))
+
+    def scan(self) -> list[tuple[int, int, int]]:
+        _, self.rebuild = self.detector.scan(
+            self.term, self.rebuild, self.hwm, self.clock.nanos, MASK, BITS, INITIAL_TERM_ID
+        )
+        return self.naks.take()
+
+    def advance_ns(self, ns: int) -> None:
+        self.clock.nanos += ns
+
+
+def test_gaps_due_together_are_asked_for_with_one_nak(term: AtomicBuffer) -> None:
+    r = Receiver(term)
+    r.receive(0, 128, 512, 1024)  # gaps [64, 128), [192, 512), [576, 1024)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 1024 - 64)]
+    assert r.rebuild == 64
+
+
+def test_a_repair_time_sample_sets_when_an_unanswered_nak_is_repeated(term: AtomicBuffer) -> None:
+    r = Receiver(term)
+    r.receive(0, 128)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
+    assert r.policy.renak_delay_ns() == NAK_DELAY_NS  # nothing measured yet: Aeron's delay
+    r.advance_ns(3 * MS)
+    r.receive(64)  # repaired 3 ms after the NAK
+    assert r.scan() == []
+    assert r.policy.repair_ns == 3 * MS
+    assert r.policy.renak_delay_ns() == RENAK_FACTOR * 3 * MS
+
+    r.receive(256)  # a new gap [192, 256): NAKed at once; its repair is lost
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]
+    r.advance_ns(RENAK_FACTOR * 3 * MS - 1)
+    assert r.scan() == []
+    r.advance_ns(1)
+    # Asked again long before Aeron's 60 ms, and with another key: the sender still lingers on (192),
+    # so the NAK starts at the frame boundary before it (where the last repair ended) and covers the gap.
+    assert r.scan() == [(INITIAL_TERM_ID, 128, 128)]
+
+
+def test_repeats_never_come_faster_than_the_floor_nor_slower_than_aerons_delay() -> None:
+    policy = UnicastNakPolicy(NAK_DELAY_NS)
+    policy.on_repaired(0, 10_000)  # 10 us on loopback
+    assert policy.renak_delay_ns() == MIN_RENAK_NS
+    slow = UnicastNakPolicy(NAK_DELAY_NS)
+    slow.on_repaired(0, 500 * MS)
+    assert slow.renak_delay_ns() == NAK_DELAY_NS
+    for _ in range(40):  # the estimate follows the samples down, smoothed
+        slow.on_repaired(0, 1 * MS)
+    assert slow.repair_ns is not None and slow.repair_ns < 5 * MS
+
+
+def test_a_repeat_inside_the_senders_linger_takes_another_key_or_waits_for_its_own(
+    term: AtomicBuffer,
+) -> None:
+    r = Receiver(term)
+    r.receive(0, 128)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
+    r.advance_ns(NAK_DELAY_NS)
+    # At 60 ms the sender's linger may not have ended (it started when the NAK arrived): another key.
+    assert r.scan() == [(INITIAL_TERM_ID, 0, 128)]
+    r.advance_ns(NAK_DELAY_NS)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]  # the gap's own key is free again
+
+    first = Receiver(AtomicBuffer(bytearray(T)))
+    try:
+        first.receive(128)  # the stream's first frames are the gap: no earlier boundary is known
+        assert first.scan() == [(INITIAL_TERM_ID, 0, 128)]
+        first.advance_ns(NAK_DELAY_NS)
+        assert first.scan() == []  # its key is held and no other covers it: wait rather than be ignored
+        first.advance_ns(first.policy.linger_ns - NAK_DELAY_NS)
+        assert first.scan() == [(INITIAL_TERM_ID, 0, 128)]
+    finally:
+        first.term.close()
+
+
+def test_a_spent_key_budget_postpones_naks_until_a_key_frees(term: AtomicBuffer) -> None:
+    r = Receiver(term, budget=1)
+    r.receive(0, 128)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
+    r.advance_ns(1 * MS)
+    r.receive(64, 256)  # repaired, and a new gap [192, 256)
+    assert r.scan() == []  # the one key is held: a NAK now would be ignored by a sender short of actions
+    r.advance_ns(r.policy.linger_ns - 1 * MS)
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]  # the key freed: NAKed
+
+
+def test_with_keys_scarce_gaps_behind_the_first_wait_and_share_its_nak(term: AtomicBuffer) -> None:
+    r = Receiver(term, budget=4)
+    r.receive(0, 128)
+    assert r.scan() == [(INITIAL_TERM_ID, 64, 64)]
+    r.advance_ns(2 * MS)
+    r.receive(64)  # repaired after 2 ms: repeats now come 6 ms after a NAK
+    r.receive(256)
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]  # one key held of 4: NAKed at once
+    r.receive(384)
+    assert r.scan() == []  # two held: [320, 384) waits for the first gap
+    r.advance_ns(RENAK_FACTOR * 2 * MS)
+    # The first gap is due again: one NAK from a free boundary before it to the end of the last gap.
+    assert r.scan() == [(INITIAL_TERM_ID, 128, 384 - 128)]
+
+
+def test_the_nak_of_a_new_gap_never_waits_for_a_repair_estimate(term: AtomicBuffer) -> None:
+    r = Receiver(term)
+    r.receive(0, 128)
+    r.scan()
+    r.advance_ns(40 * MS)
+    r.receive(64, 256)
+    assert r.scan() == [(INITIAL_TERM_ID, 192, 64)]  # NAKed at once, as Aeron does
+
+
+def repair_ms(seed: int, with_policy: bool) -> int:
+    """A window of 256 frames, each lost with probability 0.2, repaired through a RetransmitHandler as 1.15.1
+    has it (16 actions, 60 ms linger); retransmitted frames are lost with the same probability and a round
+    trip takes 1 ms. Returns the time until the rebuild position reaches the end."""
+    rng = random.Random(seed)
+    term = AtomicBuffer(bytearray(T))
+    try:
+        r = Receiver(term)
+        if not with_policy:
+            r.detector = LossDetector(StaticDelayGenerator(NAK_DELAY_NS, immediate_first=True), r.naks)
+        handler = RetransmitHandler()
+        frames = 256
+        r.receive(*(i * 64 for i in range(frames) if i == frames - 1 or rng.random() > 0.2))
+        resent: list[int] = []
+
+        def retransmit(_term_id: int, offset: int, length: int) -> None:
+            resent.extend(range(offset, offset + length, 64))
+
+        start = r.clock.nanos
+        while r.rebuild < frames * 64:
+            assert r.clock.nanos - start < 5_000 * MS, "not repaired within 5 s"
+            for _term_id, offset, length in r.scan():
+                handler.on_nak(INITIAL_TERM_ID, offset, length, T, r.clock.nanos, retransmit)
+            handler.process_timeouts(r.clock.nanos, retransmit)
+            r.advance_ns(1 * MS)
+            arrived = [o for o in resent if rng.random() > 0.2]
+            resent.clear()
+            for offset in arrived:
+                if term.get_int32(offset) == 0:
+                    r.receive(offset)
+        return (r.clock.nanos - start) // MS
+    finally:
+        term.close()
+
+
+def test_with_a_lossy_link_and_a_1_15_1_sender_repairs_take_round_trips_not_60_ms_waits() -> None:
+    with_policy = sorted(repair_ms(seed, True) for seed in range(9))
+    fixed = sorted(repair_ms(seed, False) for seed in range(9))
+    assert with_policy[4] * 10 < fixed[4]  # medians: ~10 ms against ~400 ms
+    assert with_policy[4] < 30
+
+
+def test_the_linger_it_assumes_is_the_senders_plus_a_margin() -> None:
+    assert UnicastNakPolicy(NAK_DELAY_NS).linger_ns > SENDER_LINGER_NS
+    with pytest.raises(ValueError, match="budget"):
+        UnicastNakPolicy(NAK_DELAY_NS, budget=0)
