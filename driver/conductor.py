@@ -1385,7 +1385,7 @@ class DriverConductor:
             # multicast NAKs stay Aeron's randomised, suppressible ones. Unreliable images fill each gap
             # with padding, which needs the gap itself, not a range around it.
             nak_policy=(
-                UnicastNakPolicy(NAK_UNICAST_DELAY_NS) if is_reliable and not endpoint.is_multicast else None
+                UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
         )
         for link, position in zip(links, positions, strict=True):
