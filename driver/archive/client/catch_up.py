@@ -4,13 +4,15 @@
 Where the live stream is reachable without the network (IPC, or a spy on a UDP publication), no MDS merge is
 needed: the live subscription is made first and its image's join position ``J`` is where live begins. The
 archive replays ``[from_position, J)`` (a bounded replay, which follows a live recording until ``J``) on a
-replay stream of its own, while every live fragment from ``J`` on is copied into a bounded buffer with its
-position. Once the replay image reaches ``J`` the buffer is delivered, then live: every byte once, in order.
-When ``from_position >= J`` no history is needed and live fragments that end at or before ``from_position``
-are skipped.
+replay stream of its own, while what live commits from ``J`` on is copied, a block of whole frames at a time,
+into a bounded buffer. Once the replay image reaches ``J`` the copies are delivered, then live: every byte once,
+in order. When ``from_position >= J`` no history is needed and live fragments that end at or before
+``from_position`` are skipped.
 
 ``poll(on_message, fragment_limit)`` does one non-blocking step of the state table and delivers whole messages
-(``driver.client.aio.Message``: fragments reassembled across the switch, the live session id on replayed ones).
+(``driver.client.aio.Message``: fragments reassembled across the switch, the live session id on replayed ones);
+``poll_fragments(handler, fragment_limit)`` hands the fragments to a fragment handler instead, the replay's
+straight from its image.
 """
 
 from __future__ import annotations
