@@ -130,6 +130,17 @@ def archive_server(
     yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
 
 
+@pytest.fixture(scope="module", params=["java", "ours-embedded"])
+def java_or_our_archive(
+    request: pytest.FixtureRequest,
+    interop_harness: ModuleType,
+    archive_java: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[JavaArchiveOnDriver]:
+    """The real 1.15.1 archive on the Java driver, then ours embedded in our driver."""
+    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
+
+
 @pytest.fixture
 def driver_pool(interop_harness: ModuleType) -> Iterator[Any]:
     """Driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped at teardown."""

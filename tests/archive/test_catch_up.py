@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,5 +290,35 @@ def test_a_stream_never_recorded_has_only_live_from_its_join(env: Env) -> None:
     assert [m.position for m in received] == [start + (i + 1) * FRAME for i in range(10)]
     catch_up.close()
     later.close()
+    live.close()
+    publication.close()
+
+
+def test_fragments_history_held_live_then_live_each_once_at_its_stream_position(env: Env) -> None:
+    stream_id = 4005
+    publication, _ = recorded(env, "aeron:ipc", stream_id)
+    publish(publication, 0, 1000)
+    live = live_joined_at(env, stream_id, publication.position)
+    catch_up = CatchUp(
+        live, PolledArchive(env.archive), env.aeron.add_subscription, 0, channel_fragment="aeron:ipc"
+    )
+    received: list[tuple[int, int]] = []
+
+    def on_fragment(buffer: Any, offset: int, length: int, header: Any) -> None:
+        received.append((int.from_bytes(buffer.get_bytes(offset, length), "little"), header.position))
+
+    wait_for(
+        lambda: catch_up.poll_fragments(on_fragment) >= 0 and catch_up.live_image is not None, 10, "live"
+    )
+    publish(publication, 1000, 200)  # live from the join on, copied while the history replays
+    wait_for(
+        lambda: catch_up.poll_fragments(on_fragment) >= 0 and len(received) == 1200, 10, "history, copies"
+    )
+    assert catch_up.state is CatchUpState.LIVE and catch_up.max_buffered_seen > 0
+    publish(publication, 1200, 10)
+    wait_for(lambda: catch_up.poll_fragments(on_fragment) >= 0 and len(received) == 1210, 10, "live")
+    assert received == [(i, (i + 1) * FRAME) for i in range(1210)]
+    assert catch_up.position == 1210 * FRAME and catch_up.buffered_bytes == 0
+    catch_up.close()
     live.close()
     publication.close()

@@ -88,8 +88,14 @@ class FakeImage:
     stream_id: int = STREAM_ID
     is_closed: bool = False
     is_end_of_stream: bool = False
+    initial_term_id: int = 0
+    position_bits_to_shift: int = 16
+    term_length: int = TERM_LENGTH
 
     def poll(self, handler: Any, fragment_limit: int) -> int:
+        return 0
+
+    def block_poll(self, handler: Any, block_length_limit: int) -> int:
         return 0
 
 

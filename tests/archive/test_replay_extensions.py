@@ -358,9 +358,8 @@ def test_a_1_15_1_client_alongside_an_extension_user_sees_nothing_unexpected(
         props={
             "aeron.dir": str(env.driver.aeron_dir),
             "aeron.archive.control.channel": ctx.control_request_channel,
-            # Its own response stream: sharing ours, the bystander now and then times out awaiting an answer
-            # (a TimeoutException, never an unexpected message), with 1.15.1 requests alone too (docs/archive.md
-            # section 16).
+            # Its own response stream, as a 1.15.1 client beside other sessions needs: sharing one, its poller
+            # loses answers (docs/archive.md section 12; tests/archive/test_shared_response_stream.py).
             "aeron.archive.control.response.channel": f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
             "aeron.archive.control.response.stream.id": ctx.control_response_stream_id,
             "bystander.duration.ms": 6000,

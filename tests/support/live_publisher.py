@@ -11,11 +11,15 @@ unfragmented DATA frames. Its driver paces multi-destination publications by the
 control): with the default max, a consumer that falls more than the publisher's term buffer behind the fastest
 receiver (the archive) loses data for good, which no merge can mend.
 
-    python -m tests.support.live_publisher AERON_DIR CHANNEL STREAM_ID RATE COUNT [TERM_LENGTH [TAIL_RATE]]
+    python -m tests.support.live_publisher AERON_DIR CHANNEL STREAM_ID RATE COUNT [TERM_LENGTH [TAIL_RATE]] [NAME=INT ...]
+
+``NAME=INT`` arguments are integer settings of its driver (DriverContext field names, e.g.
+``retransmit_unicast_linger_ns=2000000``).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -102,7 +106,12 @@ def publish(publisher: BlockPublisher, first: int, count: int, rate: int, stop: 
     return sent
 
 
+_SETTING = re.compile(r"([a-z_]+)=(-?\d+)")
+
+
 def main(argv: list[str]) -> int:
+    settings = {m[1]: int(m[2]) for arg in argv if (m := _SETTING.fullmatch(arg))}
+    argv = [arg for arg in argv if not _SETTING.fullmatch(arg)]
     aeron_dir, channel, stream_id, rate, count = argv[:5]
     term_length = int(argv[5]) if len(argv) > 5 else 64 * 1024
     tail_rate = int(argv[6]) if len(argv) > 6 else 0
@@ -113,6 +122,7 @@ def main(argv: list[str]) -> int:
         dir_delete_on_start=True,
         term_buffer_length=term_length,
         multicast_flow_control="min",
+        **settings,
     )
     try:
         with Aeron.connect(aeron_dir) as aeron:

@@ -3,12 +3,14 @@
 plain replay of the same recording, in the same run, on our driver with its archive (``mediadriver run
 --archive`` in a process of its own), and the time a consumer three terms behind takes to be on live.
 
-A Python publication on ``aeron:ipc`` (64 KiB terms) is recorded (``--messages`` messages of 32 bytes) and stays open. Then, each
-``--runs`` times: a plain replay of the whole recording (``archive.replay``, polled until every message arrived)
-and a catch-up from position 0 (polled until every message arrived), both timed from the request to the last
-message; and a catch-up from three terms before the end, timed until its state is LIVE. Prints one JSON line with
-the medians; the goal is catch-up throughput at least 0.8 of the plain replay's (exit 0; 1 if missed, 2 if the
-run failed).
+A Python publication on ``aeron:ipc`` (64 KiB terms) is recorded (``--messages`` messages of 32 bytes) and
+stays open. Then, each ``--runs`` times, like against like: a plain replay of the whole recording
+(``archive.replay``) against a catch-up from position 0, both as fragments (a counting fragment handler;
+``CatchUp.poll_fragments``) and as messages (the plain replay through a FragmentAssembler making
+``driver.client.aio.Message``s as ``aio.messages`` does; ``CatchUp.poll``), each timed from the request to the
+last message; and a catch-up from three terms before the end, timed until its state is LIVE. Prints one JSON
+line with the medians and both ratios; the goal is catch-up at least 0.8 of the plain replay's, both ways (exit
+0; 1 if missed, 2 if the run failed).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -33,8 +37,10 @@ from harness import emit, free_udp_port, host_info, progress  # noqa: E402
 STREAM_ID = 1001
 REPLAY_STREAM_ID = 1101
 LENGTH = 32
+FRAME = 64
 TERM_LENGTH = 64 * 1024
 GOAL = 0.8
+KINDS = ("plain_fragments", "catch_up_fragments", "plain_messages", "catch_up_messages")
 
 
 def wait(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
@@ -50,7 +56,8 @@ def measure(aeron_dir: Path, control: str, messages: int, runs: int) -> dict[str
     from driver.archive.client import AeronArchive, CatchUp, CatchUpState, channel_fragment
     from driver.archive.client.archive_requests import PolledArchive
     from driver.archive.codecs import SourceLocation
-    from driver.client import Aeron
+    from driver.client import Aeron, FragmentAssembler
+    from driver.client.aio import Message
 
     with Aeron.connect(str(aeron_dir)) as aeron:
         archive = AeronArchive.connect(
@@ -78,61 +85,95 @@ def measure(aeron_dir: Path, control: str, messages: int, runs: int) -> dict[str
         def on_fragment(*_args: object) -> None:
             count[0] += 1
 
-        plain, catch_up_rates, to_live_ms = [], [], []
-        for run in range(runs):
+        def on_message(_message: object) -> None:
+            count[0] += 1
+
+        # A plain replay as messages: what ``driver.client.aio.messages`` does for each fragment.
+        def on_replayed(buffer: Any, offset: int, length: int, header: Any) -> None:
+            on_message(
+                Message(
+                    buffer.get_bytes(offset, length),
+                    header.session_id,
+                    header.stream_id,
+                    header.position,
+                    header.reserved_value,
+                )
+            )
+
+        replayed_messages = FragmentAssembler(on_replayed)
+        rates: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        to_live_ms: list[float] = []
+        stream_ids = iter(range(REPLAY_STREAM_ID, REPLAY_STREAM_ID + 10 * runs))
+
+        def plain(handler: Any) -> float:
             count[0] = 0
             started = time.monotonic()
-            replay = archive.replay(recording.recording_id, 0, end, "aeron:ipc", REPLAY_STREAM_ID + run)
+            replay = archive.replay(recording.recording_id, 0, end, "aeron:ipc", next(stream_ids))
             while count[0] < messages:
-                if replay.poll(on_fragment, 1024) == 0:
+                if replay.poll(handler, 1024) == 0:
                     time.sleep(0)
-            plain.append(messages / (time.monotonic() - started))
+            elapsed = time.monotonic() - started
             replay.close()
+            return messages / elapsed
 
-            for from_position, rates in ((0, catch_up_rates), (end - 3 * term_length, None)):
-                count[0] = 0
-                live = aeron.add_subscription("aeron:ipc", STREAM_ID)
-                started = time.monotonic()
-                catch_up = CatchUp(
-                    live,
-                    PolledArchive(archive),
-                    aeron.add_subscription,
-                    max(0, from_position),
-                    channel_fragment=channel_fragment("aeron:ipc"),
-                    replay_stream_id=REPLAY_STREAM_ID + 100 + run,
-                )
-                if rates is None:
-                    while catch_up.state is not CatchUpState.LIVE:
-                        if catch_up.poll(on_fragment, 1024) == 0:
-                            time.sleep(0)
-                    to_live_ms.append((time.monotonic() - started) * 1000)
-                else:
-                    # The publication is idle: what lies before the join is replayed, the rest (the IPC join
-                    # may lag the end) comes from the live image.
-                    while count[0] < messages:
-                        if catch_up.poll(on_fragment, 1024) == 0:
-                            time.sleep(0)
-                    rates.append(count[0] / (time.monotonic() - started))
-                catch_up.close()
-                live.close()
+        def catch_up_from(from_position: int, poll: Callable[[CatchUp], int]) -> tuple[float, float]:
+            """(msgs/s until every message arrived, ms until LIVE)"""
+            count[0] = 0
+            live = aeron.add_subscription("aeron:ipc", STREAM_ID)
+            started = time.monotonic()
+            catch_up = CatchUp(
+                live,
+                PolledArchive(archive),
+                aeron.add_subscription,
+                from_position,
+                channel_fragment=channel_fragment("aeron:ipc"),
+                replay_stream_id=next(stream_ids),
+            )
+            # The publication is idle: what lies before the join is replayed, the rest (the IPC join may
+            # lag the end) comes from the live image.
+            wanted = (end - from_position) // FRAME
+            live_at = None
+            while count[0] < wanted or live_at is None:
+                if poll(catch_up) == 0:
+                    time.sleep(0)
+                if live_at is None and catch_up.state is CatchUpState.LIVE:
+                    live_at = time.monotonic()
+            elapsed = time.monotonic() - started
+            catch_up.close()
+            live.close()
+            return count[0] / elapsed, (live_at - started) * 1000
+
+        for run in range(runs):
+            rates["plain_fragments"].append(plain(on_fragment))
+            rates["catch_up_fragments"].append(
+                catch_up_from(0, lambda c: c.poll_fragments(on_fragment, 1024))[0]
+            )
+            rates["plain_messages"].append(plain(replayed_messages))
+            rates["catch_up_messages"].append(catch_up_from(0, lambda c: c.poll(on_message, 1024))[0])
+            to_live_ms.append(
+                catch_up_from(max(0, end - 3 * term_length), lambda c: c.poll(on_message, 1024))[1]
+            )
             progress(
-                f"run {run + 1}: plain {plain[-1]:,.0f} msgs/s, catch-up {catch_up_rates[-1]:,.0f} msgs/s, "
-                f"3 terms behind to live {to_live_ms[-1]:.1f} ms"
+                f"run {run + 1}: "
+                + ", ".join(f"{kind} {values[-1]:,.0f} msgs/s" for kind, values in rates.items())
+                + f", 3 terms behind to live {to_live_ms[-1]:.1f} ms"
             )
         publication.close()
         archive.close()
-    plain_rate, catch_up_rate = statistics.median(plain), statistics.median(catch_up_rates)
+    median = {kind: statistics.median(values) for kind, values in rates.items()}
+    fragments_ratio = median["catch_up_fragments"] / median["plain_fragments"]
+    messages_ratio = median["catch_up_messages"] / median["plain_messages"]
     return {
         "bench": "replay_merge",
         "messages": messages,
         "length": LENGTH,
-        "plain_replay_msgs_per_s": round(plain_rate),
-        "catch_up_msgs_per_s": round(catch_up_rate),
-        "ratio": round(catch_up_rate / plain_rate, 3),
+        **{f"{kind}_msgs_per_s": round(rate) for kind, rate in median.items()},
+        "fragments_ratio": round(fragments_ratio, 3),
+        "messages_ratio": round(messages_ratio, 3),
+        "ratio": round(min(fragments_ratio, messages_ratio), 3),
         "three_terms_to_live_ms": round(statistics.median(to_live_ms), 1),
-        "plain_runs": [round(r) for r in plain],
-        "catch_up_runs": [round(r) for r in catch_up_rates],
-        "goal": f"catch-up >= {GOAL} x plain replay",
+        "runs": {kind: [round(r) for r in values] for kind, values in rates.items()},
+        "goal": f"catch-up >= {GOAL} x plain replay, as fragments and as messages",
         "host": host_info(),
     }
 

@@ -4,20 +4,24 @@
 Where the live stream is reachable without the network (IPC, or a spy on a UDP publication), no MDS merge is
 needed: the live subscription is made first and its image's join position ``J`` is where live begins. The
 archive replays ``[from_position, J)`` (a bounded replay, which follows a live recording until ``J``) on a
-replay stream of its own, while every live fragment from ``J`` on is copied into a bounded buffer with its
-position. Once the replay image reaches ``J`` the buffer is delivered, then live: every byte once, in order.
-When ``from_position >= J`` no history is needed and live fragments that end at or before ``from_position``
-are skipped.
+replay stream of its own, while what live commits from ``J`` on is copied, a block of whole frames at a time,
+into a bounded buffer. Once the replay image reaches ``J`` the copies are delivered, then live: every byte once,
+in order. When ``from_position >= J`` no history is needed and live fragments that end at or before
+``from_position`` are skipped.
 
 ``poll(on_message, fragment_limit)`` does one non-blocking step of the state table and delivers whole messages
-(``driver.client.aio.Message``: fragments reassembled across the switch, the live session id on replayed ones).
+(``driver.client.aio.Message``: fragments reassembled across the switch, the live session id on replayed ones);
+``poll_fragments(handler, fragment_limit)`` hands the fragments to a fragment handler instead, the replay's
+straight from its image.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import struct
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,7 +29,20 @@ from typing import TYPE_CHECKING, Any
 from driver.archive.client.aeron_archive import NULL_POSITION, NULL_RECORDING_ID
 from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode
 from driver.client.aio import IDLE_S, Message
-from driver.concurrent.logbuffer.frame_descriptor import BEGIN_FLAG, END_FLAG
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer import term_reader
+from driver.concurrent.logbuffer.frame_descriptor import (
+    BEGIN_FLAG,
+    END_FLAG,
+    FLAGS_OFFSET,
+    FRAME_ALIGNMENT,
+    HEADER_LENGTH,
+    RESERVED_VALUE_OFFSET,
+    TERM_ID_OFFSET,
+    UNFRAGMENTED,
+)
+from driver.concurrent.logbuffer.header import Header
+from driver.concurrent.logbuffer.term_reader import FragmentHandler
 from driver.protocol.channel_uri import ChannelUri
 from driver.util.bit_util import to_int32
 
@@ -33,7 +50,6 @@ if TYPE_CHECKING:
     from driver.archive.client.aeron_archive import AeronArchive
     from driver.archive.client.archive_requests import ArchiveRequests, PendingRequest
     from driver.client import Image, Subscription
-    from driver.concurrent.logbuffer.header import Header
 
 MAX_BUFFERED_BYTES = 64 * 1024 * 1024
 """Default bound of the live data held while the history is replayed."""
@@ -77,6 +93,47 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.FAILED: frozenset(),
     State.CLOSED: frozenset(),
 }
+
+
+_FIELDS = struct.Struct(f"<i{FLAGS_OFFSET - 4}xB{TERM_ID_OFFSET - FLAGS_OFFSET - 1}xiq")
+"""frame length, flags, term id, reserved value: the DATA header fields ``poll`` needs, in one unpack."""
+_FRAME_LENGTH_AND_TERM_ID = struct.Struct(f"<i{TERM_ID_OFFSET - 4}xi")
+_ALIGNMENT_MASK = ~(FRAME_ALIGNMENT - 1)
+assert _FIELDS.size == HEADER_LENGTH and RESERVED_VALUE_OFFSET == TERM_ID_OFFSET + 4
+
+
+class _Held:
+    """A block of live frames copied as they lay in their term from ``term_offset``; ``offset`` is how far
+    into ``data`` delivery got."""
+
+    __slots__ = ("buffer", "data", "offset", "term_offset")
+
+    def __init__(self, term_offset: int, data: bytes) -> None:
+        self.term_offset = term_offset
+        self.data = data
+        self.offset = 0
+        self.buffer: AtomicBuffer | None = None
+
+
+class _CopiedHeader(Header):
+    """A Header over a held copy: the frame sits at ``offset`` in the copy, ``term_base + offset`` in its
+    term, which is what its term offset and position are made of."""
+
+    __slots__ = ("term_base",)
+
+    def __init__(self, initial_term_id: int, position_bits_to_shift: int, context: Any = None) -> None:
+        super().__init__(initial_term_id, position_bits_to_shift, context)
+        self.term_base = 0
+
+    @property
+    def term_offset(self) -> int:
+        return self.term_base + self.offset
+
+    @property
+    def position(self) -> int:
+        frame_length, term_id = _FRAME_LENGTH_AND_TERM_ID.unpack_from(self.buffer.view, self.offset)  # type: ignore[union-attr]
+        end_offset = (self.term_base + self.offset + frame_length + FRAME_ALIGNMENT - 1) & _ALIGNMENT_MASK
+        return (to_int32(term_id - self.initial_term_id) << self.position_bits_to_shift) + end_offset
 
 
 class CatchUpError(ArchiveError):
@@ -167,11 +224,16 @@ class CatchUp:
         self.replay: Subscription | None = None
         self._replay_requested_ns = 0
         self._pending: PendingRequest | None = None
-        self._buffer: list[tuple[bytes, int, int, int]] = []
+        self._held: deque[_Held] = deque()
+        self._held_header: _CopiedHeader | None = None
         self.buffered_bytes = 0
+        """Bytes of live frames (headers and padding included) copied and not yet delivered."""
         self.max_buffered_seen = 0
         self._parts: list[bytes] | None = None
         self._on_message: MessageHandler | None = None
+        # The live stream's identity and the geometry for positions (set once its image is found).
+        self._session_id = self._stream_id = self._initial_term_id = self._shift = 0
+        self._term_base = 0
         self.position = NULL_POSITION
         """The end position of the last fragment taken into the stream (delivered or part of a message)."""
         self._record(State.AWAIT_LIVE, "enter")
@@ -200,55 +262,101 @@ class CatchUp:
 
     # -- the stream of fragments -----------------------------------------------------------------------------
 
-    def _take(self, data: bytes, flags: int, position: int, reserved_value: int) -> None:
-        """One fragment, in stream order: reassembled into messages (a message may span the switch)."""
+    def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        """``poll``'s fragment handler, for every source: one unpack of the frame's header, fragments
+        reassembled into messages in stream order (a message may span the switch)."""
+        frame = header.offset
+        view = buffer.view
+        frame_length, flags, term_id, reserved_value = _FIELDS.unpack_from(view, frame)
+        term_count = term_id - self._initial_term_id
+        if not -0x8000_0000 <= term_count <= 0x7FFF_FFFF:
+            term_count = to_int32(term_count)
+        position = (term_count << self._shift) + (
+            (self._term_base + frame + frame_length + FRAME_ALIGNMENT - 1) & _ALIGNMENT_MASK
+        )
+        if position <= self.from_position:
+            return  # live from before from_position (no history was needed)
         self.position = position
+        if flags & UNFRAGMENTED == UNFRAGMENTED:
+            self._on_message(  # type: ignore[misc]
+                Message(
+                    bytes(view[offset : offset + length]),
+                    self._session_id,
+                    self._stream_id,
+                    position,
+                    reserved_value,
+                )
+            )
+            return
         if flags & BEGIN_FLAG:
-            if flags & END_FLAG:
-                self._emit(data, position, reserved_value)
-                return
-            self._parts = [data]
+            self._parts = [bytes(view[offset : offset + length])]
             return
         if self._parts is None:
             return  # the middle of a message whose beginning is before from_position
-        self._parts.append(data)
+        self._parts.append(bytes(view[offset : offset + length]))
         if flags & END_FLAG:
             whole = b"".join(self._parts)
             self._parts = None
-            self._emit(whole, position, reserved_value)
+            self._on_message(  # type: ignore[misc]
+                Message(whole, self._session_id, self._stream_id, position, reserved_value)
+            )
 
-    def _emit(self, data: bytes, position: int, reserved_value: int) -> None:
-        assert self._on_message is not None and self.live_image is not None
-        image = self.live_image
-        self._on_message(Message(data, image.session_id, image.stream_id, position, reserved_value))
-
-    def _on_replay(self, buffer: Any, offset: int, length: int, header: Header) -> None:
-        self._take(buffer.get_bytes(offset, length), header.flags, header.position, header.reserved_value)
-
-    def _on_live(self, buffer: Any, offset: int, length: int, header: Header) -> None:
-        position = header.position
-        if position <= self.from_position:
-            return
-        self._take(buffer.get_bytes(offset, length), header.flags, position, header.reserved_value)
-
-    def _hold_live(self, buffer: Any, offset: int, length: int, header: Header) -> None:
-        self._buffer.append(
-            (buffer.get_bytes(offset, length), header.flags, header.position, header.reserved_value)
-        )
+    def _hold_block(
+        self, term_buffer: AtomicBuffer, term_offset: int, length: int, session_id: int, term_id: int
+    ) -> None:
+        self._held.append(_Held(term_offset, bytes(term_buffer.view[term_offset : term_offset + length])))
         self.buffered_bytes += length
         if self.buffered_bytes > self.max_buffered_seen:
             self.max_buffered_seen = self.buffered_bytes
 
+    def _deliver_held(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """Up to ``fragment_limit`` fragments of the held copy of live, through the same term reader as an
+        image (the header of a copy knows where in its term the copy began)."""
+        header = self._held_header
+        fragments = 0
+        try:
+            while self._held and fragments < fragment_limit:
+                held = self._held[0]
+                if held.buffer is None:
+                    held.buffer = AtomicBuffer(held.data)
+                header.term_base = self._term_base = held.term_offset
+                read, held.offset = term_reader.read(
+                    held.buffer, held.offset, handler, fragment_limit - fragments, header
+                )
+                fragments += read
+                if held.offset < len(held.data):
+                    break
+                self._held.popleft()
+                held.buffer.close()
+                self.buffered_bytes -= len(held.data)
+        finally:
+            self._term_base = 0
+        if self.live_image is not None and not self._held:
+            self.position = self.live_image.position
+        return fragments
+
     # -- the duty cycle --------------------------------------------------------------------------------------
 
     def poll(self, on_message: MessageHandler, fragment_limit: int = 64) -> int:
-        """One step of the state table and the delivery it allows; raises ``CatchUpError`` once FAILED."""
+        """One step of the state table and the delivery it allows, as whole ``Message``s (the live session
+        and stream ids on replayed ones too); the fragments read. Raises ``CatchUpError`` once FAILED."""
+        self._on_message = on_message
+        return self._poll(self._on_fragment, fragment_limit)
+
+    def poll_fragments(self, handler: FragmentHandler, fragment_limit: int = 64) -> int:
+        """``poll`` for fragment handlers (``handler(buffer, offset, length, header)`` as ``Image.poll``):
+        replayed fragments go from the replay image to ``handler`` untouched, so this costs what polling a
+        plain replay does. ``header.position`` is the stream position throughout; ``header.session_id`` is
+        the replay's on replayed fragments, so a message split across the join arrives as fragments of two
+        sessions: reassemble in order (``poll`` does), not per session."""
+        return self._poll(handler, fragment_limit)
+
+    def _poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         if self.state is State.FAILED:
             assert self.error is not None
             raise self.error
-        self._on_message = on_message
         try:
-            work = self._step(fragment_limit)
+            work = self._step(handler, fragment_limit)
         except CatchUpError as e:
             self._fail(e)
         except ArchiveError as e:
@@ -265,23 +373,25 @@ class CatchUp:
             return pending
         return None
 
-    def _step(self, fragment_limit: int) -> int:
+    def _step(self, handler: FragmentHandler, fragment_limit: int) -> int:
         state = self.state
         if state is State.LIVE:
-            assert self.live_image is not None
-            return self.live_image.poll(self._on_live, fragment_limit)
+            return self._live_step(handler, fragment_limit)
         if state is State.REPLAY:
-            return self._replay_step(fragment_limit)
+            return self._replay_step(handler, fragment_limit)
         # Until the replay runs, live is held from its join on (the first step finds the image).
         work = 0
         if self.live_image is not None:
-            work += self._hold(fragment_limit)
+            work += self._hold()
         if state is State.AWAIT_LIVE:
             images = self.live.images
             if not images:
                 return 0
             image = self.live_image = images[0]
             self.join_position = image.join_position
+            self._session_id, self._stream_id = image.session_id, image.stream_id
+            self._initial_term_id, self._shift = image.initial_term_id, image.position_bits_to_shift
+            self._held_header = _CopiedHeader(image.initial_term_id, image.position_bits_to_shift, image)
             self._record(state, "live_joined")
             if self.from_position >= self.join_position:
                 self._to(State.LIVE)
@@ -348,9 +458,12 @@ class CatchUp:
             return 1
         return work
 
-    def _hold(self, fragment_limit: int) -> int:
-        assert self.live_image is not None
-        fragments = self.live_image.poll(self._hold_live, fragment_limit)
+    def _hold(self) -> int:
+        """Copy what live has committed, a block at a time (never more than the rest of its term), so the
+        live publication is not held back while the history replays; raises once over the bound."""
+        image = self.live_image
+        assert image is not None
+        length = image.block_poll(self._hold_block, image.term_length)
         if self.buffered_bytes > self.max_buffered_bytes:
             raise LiveBufferOverflow(
                 f"{self.buffered_bytes} bytes of live data held while replaying up to {self.join_position} "
@@ -358,11 +471,11 @@ class CatchUp:
                 self.state,
                 self.max_buffered_bytes,
             )
-        return fragments
+        return 1 if length else 0
 
-    def _replay_step(self, fragment_limit: int) -> int:
+    def _replay_step(self, handler: FragmentHandler, fragment_limit: int) -> int:
         assert self.replay is not None
-        work = self._hold(fragment_limit)
+        work = self._hold()
         images = self.replay.images
         if not images:
             if self._nano_clock() - self._replay_requested_ns > REPLAY_IMAGE_TIMEOUT_NS:
@@ -370,21 +483,38 @@ class CatchUp:
             return work
         image = images[0]
         if image.position < self.join_position:
-            work += image.poll(self._on_replay, fragment_limit)
+            # The bounded replay ends at the join: its image holds nothing past it.
+            work += image.poll(handler, fragment_limit)
+            self.position = image.position
         if image.position >= self.join_position:
             self._close_replay()
             self._to(State.LIVE)
-            buffered, self._buffer = self._buffer, []
-            for data, flags, position, reserved_value in buffered:
-                self._take(data, flags, position, reserved_value)
-            self.buffered_bytes = 0
-            return work + 1
+            return work + 1 + self._deliver_held(handler, fragment_limit)
         if image.is_end_of_stream or image.is_closed:
             raise self._error(
                 f"the replay of recording {self.recording_id} ended at {image.position}, before the live "
                 f"join position {self.join_position} (the recording stopped)"
             )
         return work
+
+    def _live_step(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        image = self.live_image
+        assert image is not None
+        if self._held:
+            # Live is still copied while the copy is delivered: the consumer is behind by the copy.
+            return self._hold() + self._deliver_held(handler, fragment_limit)
+        if image.position < self.from_position and handler != self._on_fragment:
+            from_position = self.from_position
+
+            def skipping(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+                if header.position > from_position:
+                    handler(buffer, offset, length, header)
+
+            fragments = image.poll(skipping, fragment_limit)
+        else:
+            fragments = image.poll(handler, fragment_limit)
+        self.position = image.position
+        return fragments
 
     def _close_replay(self) -> None:
         if self.replay is not None:
@@ -394,7 +524,11 @@ class CatchUp:
     def close(self) -> None:
         """Close the replay subscription (a bounded replay ends on its own); the live one is the caller's."""
         self._close_replay()
-        self._buffer = []
+        while self._held:
+            held = self._held.popleft()
+            if held.buffer is not None:
+                held.buffer.close()
+        self.buffered_bytes = 0
         self.state = State.CLOSED
 
 
