@@ -31,12 +31,15 @@ peers: $(STAMP)
 	  echo "javac not found: installing a JDK from Debian"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
 
-# System packages some tests need (a real Prometheus server; a Java runtime for Spark), from Debian.
+# System packages some tests need (a real Prometheus server; a Java runtime for Spark; a headless chromium and
+# its chromedriver for the service's web page), from Debian.
 system-deps:
 	@missing=""; \
 	command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing from Debian:$$missing"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \

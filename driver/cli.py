@@ -467,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_tool_parsers(add_archive_server_parser(sub))
 
     add_serve_parser(sub)
+    from driver.views.service_client import add_parsers as add_service_client_parsers
+
+    add_service_client_parsers(sub)  # record, replay, datasets
 
     from driver.analysis.command import add_parser as add_analyze_loss_parser
 

@@ -20,6 +20,7 @@ Metric mapping (one series per allocated counter, plus derived and liveness gaug
                                                        labels type, type_id, label, counter_id
 ``aeron_receive_gap_bytes`` etc.                       derived: receive gap, subscriber lag, sender backlog,
                                                        publisher headroom (see driver.status.driver_snapshot)
+``aeron_service_job_*`` etc.                           the record & replay service's jobs (see service_metrics.py)
 ``aeron_up``, ``aeron_driver_*``                       liveness: 1 while cnc.dat is ready and its heartbeat fresh;
                                                        heartbeat age, pid, start time
 =====================================================  =============================================================
@@ -46,6 +47,7 @@ from driver.concurrent.counter_types import (
     SYSTEM_COUNTER_TYPE_ID,
     CounterInfo,
 )
+from driver.exporter.service_metrics import service_metrics
 from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, derived_positions, read_snapshot
 from driver.status.system_counters import SystemCounterDescriptor
 
@@ -222,6 +224,7 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             [str(d.registration_id), str(d.session_id), str(d.stream_id), d.channel], d.value
         )
     yield from derived.values()
+    yield from service_metrics(snapshot.counters)
 
 
 class CncCollector(Collector):

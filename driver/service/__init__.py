@@ -6,9 +6,28 @@ and imports them.
 FastAPI application over it; ``serve_http`` (server.py) runs it with uvicorn on the running loop.
 """
 
-from driver.service.app import create_app
-from driver.service.server import HttpService, HttpSettings, serve_http, start_http
-from driver.service.service import RecordReplayService, ServiceError
+from typing import Any
+
+# Imported on first use (PEP 562): the CLI registers `serve` from driver.service.command on every run, and must
+# neither pay for FastAPI nor need the `service` extra for that.
+_EXPORTS = {
+    "create_app": "driver.service.app",
+    "HttpService": "driver.service.server",
+    "HttpSettings": "driver.service.server",
+    "serve_http": "driver.service.server",
+    "start_http": "driver.service.server",
+    "RecordReplayService": "driver.service.service",
+    "ServiceError": "driver.service.service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
 
 __all__ = [
     "HttpService",

@@ -163,4 +163,7 @@ def create_app(
     from driver.service.transfer import add_transfer_routes
 
     add_transfer_routes(app, service)
+    from driver.service.page import add_page_routes
+
+    add_page_routes(app)
     return app

@@ -60,9 +60,13 @@ class HttpService:
         return self.server.started
 
     async def run(self) -> None:
+        from driver.service.metrics import ServiceMetrics
+
+        metrics = await ServiceMetrics.start(self.service)  # the jobs as counters in cnc.dat
         try:
             await self.server.serve()
         finally:
+            await metrics.close()
             await self.service.close()
 
     def stop(self) -> None:

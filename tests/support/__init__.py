@@ -37,6 +37,10 @@ What is here, and when to use which:
     ``service_env`` fixture wraps it. ``python -m tests.support.fast_publisher`` (a publisher as fast as the stream
     takes it) and ``python -m tests.support.status_pollers`` (many concurrent HTTP pollers) run in processes of
     their own, for load tests.
+``Browser``, ``unavailable`` (browser.py)
+    Debian's headless chromium driven through chromedriver (W3C WebDriver over httpx), for tests of the
+    service's web page: ``open``, ``click``, ``type_into``, ``text``, ``wait_text``, ``run`` (a script).
+    Import from ``tests.support.browser``; ``unavailable()`` is the reason to skip when chromium is missing.
 ``LogWriter`` (log_writer.py)
     Messages into a publication log (three contiguous terms + metadata) through the package's real
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns

@@ -6,6 +6,7 @@ loopback with a 1 s scrape interval built from tools/prometheus/prometheus.yml) 
 - PromQL over Prometheus' HTTP API returns the expected series and positive byte rates;
 - every PromQL expression of the Grafana dashboard returns data (a Python client adds a ``rec-pos`` counter of
   type 100 for the stream, with 1.15.1's key and label, and moves it like a recording would);
+- the record & replay service's counters (added the same way) feed the dashboard's service row;
 - with the driver and its client frozen (SIGSTOP, so no value moves), the exporter, ``mediadriver stat --once``
   and the Java ``AeronStat`` agree on every counter, and ``mediadriver streams`` matches the Java ``StreamStat``.
 
@@ -18,7 +19,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +37,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driver.client import Aeron
 from driver.exporter.collector import SYSTEM_METRIC_NAMES
+from driver.status.service_counters import FIELDS, SERVICE_JOB_TYPE_ID, Field, key, label
 from tests.support import free_port, wait_for
+from tests.support.prometheus import http_get
+from tests.support.prometheus import start_prometheus as _start_prometheus
+from tests.support.prometheus import stop as _stop
 from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -65,11 +69,6 @@ def _load_interop_harness() -> Any:
 harness = _load_interop_harness()
 
 
-def http_get(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode()
-
-
 @dataclass
 class Live:
     driver: Any  # harness.DriverProcess (Java)
@@ -91,60 +90,6 @@ class Live:
 
     def wait_for(self, promql: str, timeout: float = 20.0) -> list[dict[str, Any]]:
         return wait_for(lambda: self.query(promql), timeout, f"data for {promql}", interval=0.25)
-
-
-def _start_prometheus(tmp: Path, exporter_address: str) -> tuple[subprocess.Popen[bytes], str, Path]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.fail(
-            "prometheus not found: `make system-deps` installs Debian's prometheus package", pytrace=False
-        )
-    config = (
-        PROMETHEUS_YML.read_text()
-        .replace("scrape_interval: 5s", "scrape_interval: 1s")
-        .replace("evaluation_interval: 5s", "evaluation_interval: 1s")
-        .replace("localhost:9300", exporter_address)
-    )
-    assert exporter_address in config and "scrape_interval: 1s" in config
-    (tmp / "prometheus.yml").write_text(config)
-    port = free_port("tcp")
-    log = tmp / "prometheus.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            if "Ready" in http_get(f"{url}/-/ready", timeout=1):
-                return proc, url, log
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            pytest.fail(f"prometheus did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class RecordingCounter:
@@ -193,6 +138,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         session_id = int(next(line.split()[1] for line in lines if line.startswith("CONNECTED ")))
         aeron = Aeron.connect(aeron_dir=driver.aeron_dir)
         recording = RecordingCounter(aeron, session_id, channel)
+        # The record & replay service's counters (docs/service.md section 9), as a running recording has them.
+        for job, fields in FIELDS.items():
+            for field in fields:
+                aeron.add_counter(SERVICE_JOB_TYPE_ID, label(job, field), key(job, field)).set(
+                    1 if field in (Field.STATE, Field.REPEAT) else 1000
+                )
         exporter = subprocess.Popen(
             [sys.executable, "-m", "driver", "exporter", "--dir", str(driver.aeron_dir), "--port", "0"],
             stdout=subprocess.PIPE,

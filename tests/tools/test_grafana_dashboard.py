@@ -65,7 +65,16 @@ def exporter_metric_names() -> set[str]:
 def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
     data = json.loads(DASHBOARD.read_text())
     rows = [p["title"] for p in data["panels"] if p["type"] == "row"]
-    assert rows == ["Liveness", "Throughput", "NAKs and loss", "Lag", "Back pressure", "Recordings", "Errors"]
+    assert rows == [
+        "Liveness",
+        "Throughput",
+        "NAKs and loss",
+        "Lag",
+        "Back pressure",
+        "Recordings",
+        "Record & replay",
+        "Errors",
+    ]
     exprs = dashboard_exprs(data)
     used = {name for expr in exprs for name in re.findall(r"\baeron_[a-z_]+", expr)}
     assert used <= exporter_metric_names(), used - exporter_metric_names()
@@ -90,6 +99,10 @@ def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
         "aeron_up",
         "aeron_recording_position_bytes",
         "aeron_recordings_active",
+        "aeron_service_job_state",
+        "aeron_service_job_messages",
+        "aeron_service_job_progress_ratio",
+        "aeron_service_replay_repeats_done",
     ):
         assert needed in used, needed
     assert all('instance=~"$instance"' in expr for expr in exprs)

@@ -19,6 +19,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.common import (
     BigValueColorMode,
     BigValueGraphMode,
+    BigValueTextMode,
     GraphDrawStyle,
     LegendDisplayMode,
     LegendPlacement,
@@ -327,6 +328,56 @@ def build() -> dashboard.Dashboard:
                 "{{instance}}",
                 [Threshold(value=None, color="blue")],
                 4,
+            )
+        )
+        # --- record & replay service (docs/service.md section 9) -----------------------------------
+        .with_row(dashboard.Row("Record & replay"))
+        .with_panel(
+            single(
+                "Record & replay jobs",
+                "The record and replay jobs of the record & replay service: their current (else last) state.",
+                "none",
+                f"aeron_service_job_state{{{SEL}}} == 1",
+                "{{operation}}: {{state}}",
+                [Threshold(value=None, color="blue")],
+                4,
+            ).text_mode(BigValueTextMode.NAME)
+        )
+        .with_panel(
+            graph(
+                "Messages recorded and replayed",
+                "Messages per second the recording takes in and the replay forwards.",
+                "ops",
+                [(rate("aeron_service_job_messages"), "{{instance}} {{operation}}")],
+                10,
+            )
+        )
+        .with_panel(
+            graph(
+                "Job progress",
+                "How far each job is: a recording of its count or duration, a replay of all its rounds.",
+                "percentunit",
+                [(f"aeron_service_job_progress_ratio{{{SEL}}}", "{{instance}} {{operation}}")],
+                10,
+            )
+        )
+        .with_panel(
+            graph(
+                "Replay rounds",
+                "Rounds of the replay done, of the rounds asked for.",
+                "none",
+                [
+                    (f"aeron_service_replay_repeats_done{{{SEL}}}", "{{instance}} done"),
+                    (f"aeron_service_replay_repeat{{{SEL}}}", "{{instance}} asked"),
+                ],
+            )
+        )
+        .with_panel(
+            graph(
+                "Bytes recorded and replayed",
+                "Bytes per second the recording takes in and the replay forwards.",
+                "Bps",
+                [(rate("aeron_service_job_bytes"), "{{instance}} {{operation}}")],
             )
         )
         # --- errors ---------------------------------------------------------------------------------
