@@ -962,7 +962,10 @@ class DriverConductor:
 
     def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
         return UdpTransport.open_receive(
-            udp_channel, so_rcvbuf=self._ctx.socket_so_rcvbuf, so_sndbuf=self._ctx.socket_so_sndbuf
+            udp_channel,
+            so_rcvbuf=self._ctx.socket_so_rcvbuf,
+            so_sndbuf=self._ctx.socket_so_sndbuf,
+            gro=self._ctx.socket_gro,
         )
 
     def _manual_mds_endpoint(self, registration_id: int) -> ReceiveChannelEndpoint:
@@ -1019,6 +1022,7 @@ class DriverConductor:
                     so_sndbuf=self._ctx.socket_so_sndbuf,
                     so_rcvbuf=self._ctx.socket_so_rcvbuf,
                     ttl=self._ctx.socket_multicast_ttl,
+                    gso=self._ctx.socket_gso,
                 )
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)

@@ -255,6 +255,20 @@ class DriverContext:
     )
     socket_so_rcvbuf: int = _setting("aeron.socket.so_rcvbuf", parse_size, 128 * 1024, "bytes", "SO_RCVBUF")
     socket_so_sndbuf: int = _setting("aeron.socket.so_sndbuf", parse_size, 0, "bytes", "SO_SNDBUF (0 = OS)")
+    socket_gso: bool = _setting(
+        "aeron.socket.gso",
+        parse_bool,
+        True,
+        "bool",
+        "send bursts with UDP segmentation offload (same datagrams on the wire; docs/wire.md section 9)",
+    )
+    socket_gro: bool = _setting(
+        "aeron.socket.gro",
+        parse_bool,
+        True,
+        "bool",
+        "let the kernel coalesce received datagrams (UDP_GRO), split again by the receiver",
+    )
     socket_multicast_ttl: int = _setting(
         "aeron.socket.multicast.ttl", lambda n, v: int(v), 0, "hops", "multicast TTL (0 = OS default)"
     )
