@@ -260,7 +260,7 @@ class DriverContext:
         parse_bool,
         True,
         "bool",
-        "send bursts with UDP segmentation offload (same datagrams on the wire; docs/wire.md section 9)",
+        "send bursts with UDP segmentation offload (same datagrams on the wire; docs/wire.md section 10)",
     )
     socket_gro: bool = _setting(
         "aeron.socket.gro",

@@ -1,6 +1,6 @@
 """Batched UDP I/O over ``driver._native`` (recvmmsg / sendmmsg; native/include/amd_udp.h).
 
-Offloads (docs/wire.md section 9): a ``ReceiveBatch(gro=True)`` splits the coalesced buffers a socket with
+Offloads (docs/wire.md section 10): a ``ReceiveBatch(gro=True)`` splits the coalesced buffers a socket with
 UDP_GRO on may return back into their datagrams, and ``TermBurst.send(..., gso=True)`` hands runs of
 equal-length datagrams to the kernel as one UDP_SEGMENT send. Either way the datagrams on the wire are the
 ones a plain send would carry.

@@ -20,7 +20,7 @@ socket) is ignored on receive and counted as a short send on send, as Java ignor
 Reading is batched (:class:`driver.media.udp_batch.ReceiveBatch`, one recvmmsg); the event loop only
 wakes the agent that owns the transport (:meth:`UdpTransport.register_reader`, design.md section 6 rule 3).
 
-Offloads (docs/wire.md section 9), both on unless the driver's settings turn them off: a send transport
+Offloads (docs/wire.md section 10), both on unless the driver's settings turn them off: a send transport
 hands bursts to the kernel as UDP_SEGMENT sends (the same datagrams on the wire; falls back to plain
 sendmmsg for good if the socket cannot), and a receive transport turns UDP_GRO on the first time a batch
 that can split coalesced buffers reads it.

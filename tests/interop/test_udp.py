@@ -319,7 +319,7 @@ def offload_props(on: bool) -> dict:
 def test_java_receiver_gets_plain_datagrams_whatever_our_offloads(offloads, drivers, spawn_java):
     """Our sender hands bursts to the kernel as segmented sends when offloads are on (the default): the Java
     1.15.1 driver, which reads datagram by datagram, still rebuilds every message of mixed sizes (fragmented
-    ones included) exactly and in order (docs/wire.md section 9)."""
+    ones included) exactly and in order (docs/wire.md section 10)."""
     pub_driver = drivers.start("ours", offload_props(offloads == "on"))
     sub_driver = drivers.start("java", JAVA_PROPS)
     channel = udp_channel(free_port())

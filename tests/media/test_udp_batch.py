@@ -218,7 +218,7 @@ def test_term_burst_to_an_address_and_errors_as_negative_errno(udp_pair) -> None
         term.close()
 
 
-# --- Offloads: UDP_SEGMENT bursts and UDP_GRO receives (docs/wire.md section 9) ----------------------------
+# --- Offloads: UDP_SEGMENT bursts and UDP_GRO receives (docs/wire.md section 10) ----------------------------
 
 SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
 
