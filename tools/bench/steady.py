@@ -15,7 +15,7 @@ message. One measurement (:func:`measure_steady`):
   core and as CPU seconds per million messages.
 
 Setups (``--setups``): ``ours`` and ``java`` (SHARED) / ``java-dedicated`` are one driver that both clients
-use. ``ours>java``, ``java>ours`` and ``java>java`` are two drivers (UDP only): the publisher's driver, then
+use; ``ours-plain`` is ours with the UDP offloads off (docs/wire.md section 10). ``ours>java``, ``java>ours`` and ``java>java`` are two drivers (UDP only): the publisher's driver, then
 the subscriber's (Java always SHARED unless ``--java-prop`` says otherwise); their CPU is the sum of both.
 
 Runs alternate: run i takes the setups in order rotated by i, so each setup goes first as often as any
@@ -52,6 +52,7 @@ from harness import (
 ENDLESS = 1 << 62
 ORDERS = ("sub-first", "together")
 SINGLE_SETUPS = ("ours", "java", "java-dedicated")
+OTHER_SETUPS = ("ours-plain",)  # ours with the UDP offloads off (docs/wire.md section 10): what they bring
 PEER_SETUPS = ("ours>ours", "ours>java", "java>ours", "java>java")
 
 
@@ -64,11 +65,13 @@ def setup_drivers(setup: str) -> tuple[str, str | None]:
 def driver_kind_props(name: str, props: dict[str, dict[str, str]]) -> tuple[str, dict[str, str]]:
     if name == "ours":
         return "ours", dict(props["ours"])
+    if name == "ours-plain":
+        return "ours", {**props["ours"], "aeron.socket.gso": "false", "aeron.socket.gro": "false"}
     if name == "java":
         return "java", dict(props["java"])
     if name == "java-dedicated":
         return "java", {**props["java"], "aeron.threading.mode": "DEDICATED"}
-    raise BenchError(f"unknown driver {name!r} (ours, java, java-dedicated)")
+    raise BenchError(f"unknown driver {name!r} (ours, ours-plain, java, java-dedicated)")
 
 
 def steady_rates(samples: Sequence[tuple[float, int]], warmup: int, seconds: int) -> dict[str, Any] | None:
@@ -224,7 +227,7 @@ def _split(text: str, allowed: Sequence[str] | None = None) -> list[str]:
     return items
 
 
-REFERENCES = {"ours": "java", "ours>java": "java>java", "java>ours": "java>java", "ours>ours": "java>java"}
+REFERENCES = {"ours": "java", "ours-plain": "java", "ours>java": "java>java", "java>ours": "java>java", "ours>ours": "java>java"}
 
 
 def steady_main(
@@ -243,7 +246,7 @@ def steady_main(
     args = parser.parse_args()
     if args.seconds < 1 or args.warmup < 0:
         raise SystemExit("--seconds must be >= 1 and --warmup >= 0")
-    chosen = _split(args.setups, (*SINGLE_SETUPS, *PEER_SETUPS))
+    chosen = _split(args.setups, (*SINGLE_SETUPS, *OTHER_SETUPS, *PEER_SETUPS))
     orders = _split(args.orders, ORDERS)
     props = {
         "ours": parse_props(args.ours_prop),
