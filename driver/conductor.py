@@ -1360,6 +1360,12 @@ class DriverConductor:
             if endpoint.is_multicast
             else StaticDelayGenerator(NAK_UNICAST_DELAY_NS, immediate_first=True)
         )
+        # The window is capped by what the socket can buffer (a host whose net.core.rmem_max is below the
+        # configured SO_RCVBUF gets a smaller window rather than loss on every full burst).
+        window_cap = endpoint.receiver_window_cap(transport_index)
+        initial_window = ctx.initial_window_length
+        if window_cap is not None:
+            initial_window = max(min(initial_window, window_cap), setup.mtu_length)
         image = PublicationImage(
             registration_id,
             ctx.image_liveness_timeout_ns,
@@ -1377,7 +1383,7 @@ class DriverConductor:
             hwm,
             rebuild,
             source,
-            ctx.initial_window_length,
+            initial_window,
             self._loss_report,
             is_reliable,
             self._system_counters,

@@ -43,7 +43,8 @@ from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import Address, UdpChannel
 
 DEFAULT_SO_RCVBUF = 128 * 1024
-"""``aeron.socket.so_rcvbuf`` default; ``aeron.socket.so_sndbuf`` defaults to 0 (= the OS default)."""
+"""SO_RCVBUF when a caller gives none (Java's ``aeron.socket.so_rcvbuf`` default; the driver's own default is
+larger, see driver/context.py); ``so_sndbuf`` defaults to 0 (= the OS default)."""
 
 SOL_UDP = 17
 UDP_GRO = 104
@@ -351,6 +352,14 @@ class UdpTransport:
     def local_address(self) -> Address:
         """The bound (host, port) of the socket that reads, e.g. to learn the port of a ``:0`` bind."""
         return self._recv_sock.getsockname()[:2]
+
+    @property
+    def receive_buffer_length(self) -> int:
+        """SO_RCVBUF as the kernel granted it (capped by net.core.rmem_max, then doubled for its own
+        bookkeeping); 0 once closed."""
+        if self._recv_sock is None:
+            return 0
+        return self._recv_sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
     @property
     def send_local_address(self) -> Address:
