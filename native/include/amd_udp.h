@@ -76,9 +76,10 @@ int32_t amd_udp_send_term_burst(
  * its datagrams (each gso_size bytes, the last one shorter). Buffer i lands at buffers + i * slot_length as
  * before; datagram k of the result is lengths[k] bytes at buffers + offsets[k], from the source address of
  * buffer sources[k] (addrs + sources[k] * AMD_UDP_ADDRESS_SLOT_LENGTH, addr_lengths[sources[k]] long).
- * A buffer without the control message is one datagram; one whose segment size is below
- * AMD_UDP_MIN_SEGMENT (no Aeron datagram is that short) or that was truncated stays one datagram (its
- * length negated when truncated) for the caller to reject. At most max_datagrams are reported (the caller
+ * A buffer without the control message is one datagram; one whose segment size is not a multiple of
+ * AMD_UDP_MIN_SEGMENT (our senders' datagrams are whole 32-byte aligned frames, so their segments always
+ * are) or that was truncated stays one datagram (its length negated when truncated) for the caller to
+ * reject. Every datagram therefore starts 32-byte aligned. At most max_datagrams are reported (the caller
  * sizes them max_messages * slot_length / AMD_UDP_MIN_SEGMENT: nothing is then dropped).
  * *buffers_received = how many buffers recvmmsg filled (== max_messages: more may be waiting).
  * Returns the datagram count (0 when nothing is waiting) or -errno. */

@@ -305,7 +305,7 @@ int32_t amd_udp_recv_batch_gro(
             {
                 int gso_size;
                 memcpy(&gso_size, CMSG_DATA(cmsg), sizeof(gso_size));
-                if (gso_size >= AMD_UDP_MIN_SEGMENT && gso_size < length)
+                if (gso_size >= AMD_UDP_MIN_SEGMENT && 0 == gso_size % AMD_UDP_MIN_SEGMENT && gso_size < length)
                 {
                     segment = gso_size;
                 }

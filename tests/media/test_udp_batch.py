@@ -283,3 +283,18 @@ def test_gro_batch_splits_what_the_kernel_coalesced(udp_pair) -> None:
     finally:
         other.close()
         term.close()
+
+
+def test_gro_batch_keeps_a_run_of_unaligned_segments_whole(udp_pair) -> None:
+    """Segments that are not whole 32-byte multiples never come from an Aeron sender: the coalesced buffer
+    stays one datagram, which the receiver's checks then reject, rather than splitting at odd offsets."""
+    sender, receiver = udp_pair
+    receiver.setsockopt(SOL_UDP, UDP_GRO, 1)
+    data = bytes(range(100)) * 5
+    sender.sendmsg([data], [(SOL_UDP, UDP_SEGMENT, (100).to_bytes(2, "little"))])
+    with ReceiveBatch(max_messages=4, slot_length=65536, gro=True) as batch:
+        deadline = time.monotonic() + 1.0
+        while batch.receive(receiver.fileno()) == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert batch.count == 1
+        assert bytes(batch.data(0)) == data
