@@ -962,7 +962,10 @@ class DriverConductor:
 
     def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
         return UdpTransport.open_receive(
-            udp_channel, so_rcvbuf=self._ctx.socket_so_rcvbuf, so_sndbuf=self._ctx.socket_so_sndbuf
+            udp_channel,
+            so_rcvbuf=self._ctx.socket_so_rcvbuf,
+            so_sndbuf=self._ctx.socket_so_sndbuf,
+            gro=self._ctx.socket_gro,
         )
 
     def _manual_mds_endpoint(self, registration_id: int) -> ReceiveChannelEndpoint:
@@ -1019,6 +1022,7 @@ class DriverConductor:
                     so_sndbuf=self._ctx.socket_so_sndbuf,
                     so_rcvbuf=self._ctx.socket_so_rcvbuf,
                     ttl=self._ctx.socket_multicast_ttl,
+                    gso=self._ctx.socket_gso,
                 )
             except Exception as e:
                 status.set(CHANNEL_STATUS_ERRORED)
@@ -1358,6 +1362,12 @@ class DriverConductor:
             if endpoint.is_multicast
             else StaticDelayGenerator(ctx.nak_unicast_delay_ns, immediate_first=True)
         )
+        # The window is capped by what the socket can buffer (a host whose net.core.rmem_max is below the
+        # configured SO_RCVBUF gets a smaller window rather than loss on every full burst).
+        window_cap = endpoint.receiver_window_cap(transport_index)
+        initial_window = ctx.initial_window_length
+        if window_cap is not None:
+            initial_window = max(min(initial_window, window_cap), setup.mtu_length)
         image = PublicationImage(
             registration_id,
             ctx.image_liveness_timeout_ns,
@@ -1375,7 +1385,7 @@ class DriverConductor:
             hwm,
             rebuild,
             source,
-            ctx.initial_window_length,
+            initial_window,
             self._loss_report,
             is_reliable,
             self._system_counters,

@@ -249,9 +249,9 @@ class DriverContext:
     initial_window_length: int = _setting(
         "aeron.rcv.initial.window.length",
         parse_size,
-        128 * 1024,
+        MIB,
         "bytes",
-        "receiver window (min with term/2)",
+        "receiver window (min with term/2 and half the granted SO_RCVBUF; Java: 128 KiB)",
     )
     image_liveness_timeout_ns: int = _setting(
         "aeron.image.liveness.timeout", parse_duration_ns, 10_000_000_000, "ns", "a silent image is retired"
@@ -297,8 +297,30 @@ class DriverContext:
         "class",
         "flow control of multicast and MDC publications (min: the slowest receiver sets the pace)",
     )
-    socket_so_rcvbuf: int = _setting("aeron.socket.so_rcvbuf", parse_size, 128 * 1024, "bytes", "SO_RCVBUF")
+    # Larger than Java's 128 KiB / 128 KiB: each status message round trip then carries 1 MiB, which is what
+    # bounds a stream's rate once the kernel trips are batched (README "Performance").
+    socket_so_rcvbuf: int = _setting(
+        "aeron.socket.so_rcvbuf",
+        parse_size,
+        2 * MIB,
+        "bytes",
+        "SO_RCVBUF (Java: 128 KiB; capped by rmem_max)",
+    )
     socket_so_sndbuf: int = _setting("aeron.socket.so_sndbuf", parse_size, 0, "bytes", "SO_SNDBUF (0 = OS)")
+    socket_gso: bool = _setting(
+        "aeron.socket.gso",
+        parse_bool,
+        True,
+        "bool",
+        "send bursts with UDP segmentation offload (same datagrams on the wire; docs/wire.md section 10)",
+    )
+    socket_gro: bool = _setting(
+        "aeron.socket.gro",
+        parse_bool,
+        True,
+        "bool",
+        "let the kernel coalesce received datagrams (UDP_GRO), split again by the receiver",
+    )
     socket_multicast_ttl: int = _setting(
         "aeron.socket.multicast.ttl", lambda n, v: int(v), 0, "hops", "multicast TTL (0 = OS default)"
     )

@@ -103,7 +103,8 @@ class NetworkPublication:
         self.is_end_of_stream = False
         self.has_sender_released = False
         self.should_send_setup_frame = True
-        self.send_burst = SEND_BURST
+        # With segmentation offload a burst costs the kernel one trip per run of datagrams, not per datagram.
+        self.send_burst = getattr(channel_endpoint, "send_burst", None) or SEND_BURST
         self._track_sender_limits = False
         self._time_of_last_setup_ns = now_ns - PUBLICATION_SETUP_TIMEOUT_NS - 1
         self._time_of_last_send_or_heartbeat_ns = now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1

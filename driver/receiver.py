@@ -45,7 +45,7 @@ class Receiver:
         )
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
-        self._batch = ReceiveBatch()
+        self._batch = ReceiveBatch(gro=True)  # splits what a socket with UDP_GRO coalesced
         self._endpoints: list[tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = []
         self._dispatchers: dict[ReceiveChannelEndpoint, DataPacketDispatcher] = {}
         self._images: list[PublicationImage] = []
@@ -230,7 +230,7 @@ class Receiver:
                 else:
                     for i in range(received):
                         self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
-                if received < batch.capacity:
+                if batch.drained:
                     break
                 received = transport.receive_batch(batch)
         return total

@@ -58,7 +58,7 @@ class NativeBatch(ReceiveBatch):
             self.slot_buffer.view[offset : offset + len(kept)] = kept
             self.lengths_pointer[i] = len(kept) if len(kept) == len(packet) else -len(kept)
         self.sources = [source for _, source in items]
-        self.count = len(items)
+        self.count = self._received[0] = len(items)
 
     def address(self, i: int) -> tuple[str, int]:
         return self.sources[i]

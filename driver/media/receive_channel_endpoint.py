@@ -45,6 +45,14 @@ class ReceiveChannelEndpoint:
     def has_destination_control(self) -> bool:
         return self.udp_channel.is_manual_control_mode
 
+    def receiver_window_cap(self, transport_index: int) -> int | None:
+        """The largest receiver window the socket of ``transport_index`` can hold: half what the kernel
+        granted for SO_RCVBUF (it counts its own overhead per datagram in that), None when unknown. A window
+        larger than the socket buffer would turn every full burst into loss and NAKs."""
+        transport = self.transports[transport_index] if transport_index < len(self.transports) else None
+        granted = getattr(transport, "receive_buffer_length", 0) if transport is not None else 0
+        return granted // 2 if granted else None
+
     def add_destination(self, udp_channel: UdpChannel, transport: UdpTransport) -> int:
         self.transports.append(transport)
         self.destination_channels.append(udp_channel)

@@ -40,6 +40,12 @@ class SendChannelEndpoint:
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
+    def send_burst(self) -> int | None:
+        """Datagrams a publication may send per duty cycle through :meth:`send_term_burst` when the
+        transport sets it (segmentation offload), else None (the publication's default)."""
+        return None if self._term_burst is None else getattr(self.transport, "send_burst", None)
+
+    @property
     def multicast_ttl(self) -> int:
         return self.udp_channel.multicast_ttl if self.udp_channel.is_multicast else 0
 

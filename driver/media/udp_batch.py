@@ -1,5 +1,10 @@
 """Batched UDP I/O over ``driver._native`` (recvmmsg / sendmmsg; native/include/amd_udp.h).
 
+Offloads (docs/wire.md section 10): a ``ReceiveBatch(gro=True)`` splits the coalesced buffers a socket with
+UDP_GRO on may return back into their datagrams, and ``TermBurst.send(..., gso=True)`` hands runs of
+equal-length datagrams to the kernel as one UDP_SEGMENT send. Either way the datagrams on the wire are the
+ones a plain send would carry.
+
 The one owner of the native ``amd_udp_*`` functions (docs/design.md section 2). These take a file
 descriptor that ``driver/media/udp_transport.py`` owns. Linux only, as recvmmsg is.
 
@@ -13,6 +18,7 @@ someone asks: :meth:`ReceiveBatch.address` decodes, :meth:`ReceiveBatch.raw_addr
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import mmap
 import os
@@ -23,6 +29,12 @@ from driver.concurrent.atomic_buffer import AtomicBuffer
 
 MAX_BATCH = lib.AMD_UDP_MAX_BATCH
 """Datagrams per system call at most (the C side keeps its message headers on the stack)."""
+MAX_GSO_DATAGRAMS = lib.AMD_UDP_MAX_GSO_MESSAGES * lib.AMD_UDP_MAX_GSO_SEGMENTS
+"""Datagrams one offloaded burst (``TermBurst.send(..., gso=True)``) may carry."""
+MIN_SEGMENT = lib.AMD_UDP_MIN_SEGMENT
+"""A coalesced receive is split only into segments at least this long (no Aeron datagram is shorter)."""
+GSO_UNSUPPORTED_ERRNOS = frozenset({5, 22, 92, 95})
+"""EIO, EINVAL, ENOPROTOOPT, EOPNOTSUPP: the socket or its route cannot segment; send plain datagrams."""
 ADDRESS_SLOT_LENGTH = lib.AMD_UDP_ADDRESS_SLOT_LENGTH
 """sizeof(struct sockaddr_storage)."""
 SLOT_ALIGNMENT = 32
@@ -82,6 +94,10 @@ class ReceiveBatch:
 
     ``slot_length`` 65536 holds any UDP datagram Aeron sends (at most 65504 bytes); a longer datagram is
     truncated to the slot and reported by :meth:`is_truncated` (count it as invalid and drop it).
+
+    With ``gro`` the socket may coalesce (UDP_GRO, ``UdpTransport.receive_batch`` turns it on for such a
+    batch): a slot then holds several datagrams of one source and :attr:`count` counts datagrams, which
+    can exceed ``max_messages``; :attr:`drained` says whether the socket may hold more.
     """
 
     __slots__ = (
@@ -94,20 +110,29 @@ class ReceiveBatch:
         "_lengths",
         "_lengths_view",
         "_memory",
+        "_offsets",
+        "_offsets_view",
         "_ptr",
+        "_received",
+        "_sources",
+        "_sources_view",
+        "_table",
         "_view",
         "count",
+        "gro",
+        "max_datagrams",
         "max_messages",
         "slot_length",
     )
 
-    def __init__(self, max_messages: int = 64, slot_length: int = 65536) -> None:
+    def __init__(self, max_messages: int = 64, slot_length: int = 65536, gro: bool = False) -> None:
         if not 1 <= max_messages <= MAX_BATCH:
             raise ValueError(f"max_messages={max_messages}: expected 1..{MAX_BATCH}")
         if slot_length < SLOT_ALIGNMENT or slot_length % SLOT_ALIGNMENT:
             raise ValueError(f"slot_length={slot_length}: expected a positive multiple of {SLOT_ALIGNMENT}")
         self.max_messages = max_messages
         self.slot_length = slot_length
+        self.gro = gro
         self.count = 0
         self._address_cache: dict[bytes, Address] = {}
         # An anonymous mapping: page aligned, and only the pages datagrams touch are ever committed.
@@ -115,11 +140,26 @@ class ReceiveBatch:
         self._buffer = AtomicBuffer(self._memory)
         self._ptr = self._buffer.address(0)
         self._view = self._buffer.view
-        self._lengths = ffi.new("int32_t[]", max_messages)
+        # Per datagram: where it starts, its length, and which slot's source address it has. Without GRO
+        # datagram i is slot i; with it a slot splits into at most slot_length / MIN_SEGMENT datagrams.
+        # The table is an anonymous mapping too: only the entries a receive writes are ever committed.
+        self.max_datagrams = max_messages * slot_length // MIN_SEGMENT if gro else max_messages
+        self._table = mmap.mmap(-1, self.max_datagrams * 16)
+        self._offsets = ffi.from_buffer("int64_t[]", self._table)
+        self._lengths = ffi.cast("int32_t *", self._offsets + self.max_datagrams)
+        self._sources = self._lengths + self.max_datagrams
+        self._received = ffi.new("int32_t[1]")
         self._addrs = ffi.new("uint8_t[]", max_messages * ADDRESS_SLOT_LENGTH)
         self._addr_lengths = ffi.new("int32_t[]", max_messages)
         # memoryviews read faster from Python than indexing the cffi arrays
-        self._lengths_view = memoryview(ffi.buffer(self._lengths)).cast("i")
+        table = memoryview(self._table)
+        self._offsets_view = table[: self.max_datagrams * 8].cast("q")
+        self._lengths_view = table[self.max_datagrams * 8 : self.max_datagrams * 12].cast("i")
+        self._sources_view = table[self.max_datagrams * 12 :].cast("i")
+        if not gro:
+            for i in range(max_messages):
+                self._offsets_view[i] = i * slot_length
+                self._sources_view[i] = i
         self._addrs_view = memoryview(ffi.buffer(self._addrs))
         self._addr_lengths_view = memoryview(ffi.buffer(self._addr_lengths)).cast("i")
 
@@ -127,10 +167,33 @@ class ReceiveBatch:
         """Drain up to ``max_messages`` datagrams from non-blocking socket ``fd``; 0 when none is waiting.
 
         Earlier slots are overwritten. Raises OSError for a socket error (e.g. ECONNREFUSED after an ICMP
-        port unreachable on a connected socket; the error is consumed, the next call reads on)."""
-        result = lib.amd_udp_recv_batch(
-            fd, self._ptr, self.slot_length, self.max_messages, self._lengths, self._addrs, self._addr_lengths
-        )
+        port unreachable on a connected socket; the error is consumed, the next call reads on). With
+        ``gro`` the result counts datagrams (coalesced buffers split)."""
+        if self.gro:
+            result = lib.amd_udp_recv_batch_gro(
+                fd,
+                self._ptr,
+                self.slot_length,
+                self.max_messages,
+                self._offsets,
+                self._lengths,
+                self._sources,
+                self.max_datagrams,
+                self._addrs,
+                self._addr_lengths,
+                self._received,
+            )
+        else:
+            result = lib.amd_udp_recv_batch(
+                fd,
+                self._ptr,
+                self.slot_length,
+                self.max_messages,
+                self._lengths,
+                self._addrs,
+                self._addr_lengths,
+            )
+            self._received[0] = max(result, 0)
         if result < 0:
             self.count = 0
             _raise_errno(result)
@@ -138,8 +201,14 @@ class ReceiveBatch:
         return result
 
     @property
+    def drained(self) -> bool:
+        """The last receive filled fewer than ``max_messages`` slots: the socket had nothing more waiting."""
+        return self._received[0] < self.max_messages
+
+    @property
     def capacity(self) -> int:
-        """Alias of ``max_messages``: a receive that returns this many may have left more waiting."""
+        """Alias of ``max_messages``: a receive that filled this many slots may have left more waiting
+        (:attr:`drained` says so for either kind of batch)."""
         return self.max_messages
 
     # --- one datagram (valid for i < count, until the next receive) ---
@@ -157,22 +226,24 @@ class ReceiveBatch:
         return self._lengths_view[0 : self.count].tolist()
 
     def slot_offset(self, i: int) -> int:
-        """Where slot ``i`` starts in :attr:`slot_buffer` (32-byte aligned)."""
-        return i * self.slot_length
+        """Where datagram ``i`` starts in :attr:`slot_buffer` (32-byte aligned: a slot's start, or a multiple
+        of the segment size, itself a multiple of 32 for our senders, past it)."""
+        return self._offsets_view[i]
 
     def data(self, i: int) -> memoryview:
         """A zero-copy view of datagram ``i``; invalid after the next receive (copy what you keep)."""
         length = self._lengths_view[i]
         if length < 0:
             length = -length
-        offset = i * self.slot_length
+        offset = self._offsets_view[i]
         return self._view[offset : offset + length]
 
     def address(self, i: int) -> Address:
         """The source of datagram ``i`` as (host, port). Decoded once per distinct source (a small cache
         keyed by the raw sockaddr); :meth:`raw_address` is cheaper still when bytes will do."""
-        offset = i * ADDRESS_SLOT_LENGTH
-        raw = self._addrs_view[offset : offset + self._addr_lengths_view[i]].tobytes()
+        slot = self._sources_view[i]
+        offset = slot * ADDRESS_SLOT_LENGTH
+        raw = self._addrs_view[offset : offset + self._addr_lengths_view[slot]].tobytes()
         cache = self._address_cache
         address = cache.get(raw)
         if address is None:
@@ -184,13 +255,19 @@ class ReceiveBatch:
     def raw_address(self, i: int) -> bytes:
         """The source of datagram ``i`` as its ``struct sockaddr`` bytes: hashable, and what :func:`sendto`
         and ``UdpTransport.send_to`` take to reply without decoding."""
-        offset = i * ADDRESS_SLOT_LENGTH
-        return self._addrs_view[offset : offset + self._addr_lengths_view[i]].tobytes()
+        slot = self._sources_view[i]
+        offset = slot * ADDRESS_SLOT_LENGTH
+        return self._addrs_view[offset : offset + self._addr_lengths_view[slot]].tobytes()
 
     @property
     def lengths_pointer(self) -> Any:
-        """The native ``int32_t[max_messages]`` of lengths (for native batch consumers in this package)."""
+        """The native ``int32_t[max_datagrams]`` of lengths (for native batch consumers)."""
         return self._lengths
+
+    @property
+    def offsets_pointer(self) -> Any:
+        """The native ``int64_t[max_datagrams]`` of where each datagram starts in :attr:`slot_buffer`."""
+        return self._offsets
 
     @property
     def slot_buffer(self) -> AtomicBuffer:
@@ -202,6 +279,9 @@ class ReceiveBatch:
         self.count = 0
         if self._buffer is not None:
             self._lengths_view.release()
+            self._offsets_view.release()
+            self._sources_view.release()
+            self._offsets = self._lengths = self._sources = None
             self._addrs_view.release()
             self._addr_lengths_view.release()
             self._buffer.close()
@@ -209,6 +289,9 @@ class ReceiveBatch:
             self._view = None  # type: ignore[assignment]
             self._ptr = None
             self._memory.close()
+            # the cffi buffer over the table holds an export until collected: drop it, then close
+            with contextlib.suppress(BufferError):
+                self._table.close()
 
     def __enter__(self) -> ReceiveBatch:
         return self
@@ -294,11 +377,16 @@ class TermBurst:
         mtu_length: int,
         max_datagrams: int,
         address: bytes | None = None,
+        gso: bool = False,
     ) -> tuple[int, int, int, int]:
         """(datagrams sent, bytes sent, sender position advance, datagrams scanned) for the burst to
         ``address`` (raw sockaddr) or the connected peer. Datagrams sent is -errno when not even the first
         went (then nothing moves); fewer sent than scanned is a short send. The scan stops at the term's
-        end, at the first uncommitted frame, after a PAD frame, or when ``window`` bytes are used."""
+        end, at the first uncommitted frame, after a PAD frame, or when ``window`` bytes are used.
+
+        ``gso``: the same datagrams, runs of equal length handed to the kernel as one UDP_SEGMENT send each
+        (up to :data:`MAX_GSO_DATAGRAMS` per call); -errno in :data:`GSO_UNSUPPORTED_ERRNOS` means this
+        socket cannot, and nothing went."""
         term_length = len(term_buffer)
         if (
             not 0 <= term_offset <= term_length
@@ -310,7 +398,8 @@ class TermBurst:
             )
         result = self._result
         addr, addr_length = (ffi.NULL, 0) if address is None else (address, len(address))
-        sent = lib.amd_udp_send_term_burst(
+        send = lib.amd_udp_send_term_burst_gso if gso else lib.amd_udp_send_term_burst
+        sent = send(
             fd,
             term_buffer.address(0),
             term_length,

@@ -19,6 +19,11 @@ socket) is ignored on receive and counted as a short send on send, as Java ignor
 
 Reading is batched (:class:`driver.media.udp_batch.ReceiveBatch`, one recvmmsg); the event loop only
 wakes the agent that owns the transport (:meth:`UdpTransport.register_reader`, design.md section 6 rule 3).
+
+Offloads (docs/wire.md section 10), both on unless the driver's settings turn them off: a send transport
+hands bursts to the kernel as UDP_SEGMENT sends (the same datagrams on the wire; falls back to plain
+sendmmsg for good if the socket cannot), and a receive transport turns UDP_GRO on the first time a batch
+that can split coalesced buffers reads it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,14 @@ from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import Address, UdpChannel
 
 DEFAULT_SO_RCVBUF = 128 * 1024
-"""``aeron.socket.so_rcvbuf`` default; ``aeron.socket.so_sndbuf`` defaults to 0 (= the OS default)."""
+"""SO_RCVBUF when a caller gives none (Java's ``aeron.socket.so_rcvbuf`` default; the driver's own default is
+larger, see driver/context.py); ``so_sndbuf`` defaults to 0 (= the OS default)."""
+
+SOL_UDP = 17
+UDP_GRO = 104
+"""Linux <netinet/udp.h>; the socket module names neither on every Python."""
+GSO_SEND_BURST = udp_batch.MAX_GSO_DATAGRAMS
+"""Datagrams per publication per sender duty cycle when the kernel segments: flow control bounds it."""
 
 if (socket.AF_INET, socket.AF_INET6) != (udp_batch.AF_INET, udp_batch.AF_INET6):  # pragma: no cover
     raise ImportError("udp_batch's address family numbers do not match this platform's socket module")
@@ -151,6 +163,11 @@ class UdpTransport:
         """Sends that did not go whole (counted here; the agent adds them to the SHORT_SENDS counter)."""
         self._reader_loop: asyncio.AbstractEventLoop | None = None
         self._term_burst = TermBurst()
+        self.gso = False
+        """Bursts go as UDP_SEGMENT sends (set by ``open_send(gso=True)``, cleared if the socket refuses)."""
+        self.gro = False
+        """UDP_GRO is on: only a batch that splits coalesced buffers may read (see :meth:`receive_batch`)."""
+        self._gro_wanted = False
 
     # --- opening ---
 
@@ -161,9 +178,11 @@ class UdpTransport:
         so_sndbuf: int = 0,
         so_rcvbuf: int = DEFAULT_SO_RCVBUF,
         ttl: int = 0,
+        gso: bool = False,
     ) -> UdpTransport:
         """Open for a send channel endpoint (publications): see the module doc. ``ttl`` (0 = the channel's
-        ``multicast_ttl``, itself 0 = OS default) applies to multicast only. Raises ChannelEndpointError."""
+        ``multicast_ttl``, itself 0 = OS default) applies to multicast only; ``gso`` sends bursts with
+        UDP generic segmentation offload. Raises ChannelEndpointError."""
         self._check_unopened(channel)
         uri = channel.original_uri_string
         try:
@@ -191,6 +210,7 @@ class UdpTransport:
             raise
         self._send_fd = self._send_sock.fileno()
         self._recv_fd = self._recv_sock.fileno()
+        self.gso = gso
         return self
 
     @_Hybrid
@@ -200,9 +220,10 @@ class UdpTransport:
         so_rcvbuf: int = DEFAULT_SO_RCVBUF,
         so_sndbuf: int = 0,
         ttl: int = 0,
+        gro: bool = False,
     ) -> UdpTransport:
-        """Open for a receive channel endpoint (subscriptions): see the module doc. Raises
-        ChannelEndpointError."""
+        """Open for a receive channel endpoint (subscriptions): see the module doc. ``gro``: let the kernel
+        coalesce datagrams once a batch that splits them reads. Raises ChannelEndpointError."""
         self._check_unopened(channel)
         uri = channel.original_uri_string
         try:
@@ -219,6 +240,7 @@ class UdpTransport:
             raise
         self._send_fd = self._send_sock.fileno()
         self._recv_fd = self._recv_sock.fileno()
+        self._gro_wanted = gro
         return self
 
     def _check_unopened(self, channel: UdpChannel) -> None:
@@ -332,6 +354,14 @@ class UdpTransport:
         return self._recv_sock.getsockname()[:2]
 
     @property
+    def receive_buffer_length(self) -> int:
+        """SO_RCVBUF as the kernel granted it (capped by net.core.rmem_max, then doubled for its own
+        bookkeeping); 0 once closed."""
+        if self._recv_sock is None:
+            return 0
+        return self._recv_sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
+    @property
     def send_local_address(self) -> Address:
         return self._send_sock.getsockname()[:2]
 
@@ -417,9 +447,21 @@ class UdpTransport:
         :meth:`send` does."""
         if self._send_sock is None:
             return 0, 0, 0, False  # closed: nothing goes and nothing is reported (see send)
-        sent, bytes_sent, advance, scanned = self._term_burst.send(
-            self._send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams
-        )
+        if self.gso:
+            sent, bytes_sent, advance, scanned = self._term_burst.send(
+                self._send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams, gso=True
+            )
+            if sent < 0 and -sent in udp_batch.GSO_UNSUPPORTED_ERRNOS:
+                self.gso = False  # this socket or route cannot segment: plain datagrams from now on
+        if not self.gso:
+            sent, bytes_sent, advance, scanned = self._term_burst.send(
+                self._send_fd,
+                term_buffer,
+                term_offset,
+                window,
+                mtu_length,
+                min(max_datagrams, udp_batch.MAX_BATCH),
+            )
         if sent < 0:
             if -sent not in _SHORT_SEND_ERRNOS:
                 raise OSError(
@@ -441,14 +483,32 @@ class UdpTransport:
             return udp_batch.encode_sockaddr(host.partition("%")[0], port, _scope_id(host))
         return udp_batch.encode_sockaddr(host, port)
 
+    @property
+    def send_burst(self) -> int | None:
+        """Datagrams a publication may hand :meth:`send_term_burst` per duty cycle (None: its default)."""
+        return GSO_SEND_BURST if self.gso else None
+
     def receive_batch(self, batch: ReceiveBatch) -> int:
         """Drain up to ``batch.max_messages`` datagrams into ``batch`` (one recvmmsg); 0 when none waits.
 
-        ECONNREFUSED (an ICMP port unreachable reported on a connected socket) is skipped, as Java does."""
+        ECONNREFUSED (an ICMP port unreachable reported on a connected socket) is skipped, as Java does.
+        A transport opened with ``gro`` turns UDP_GRO on when first read by a batch that splits."""
+        if self._gro_wanted and getattr(batch, "gro", False):
+            self._enable_gro()
         try:
             return batch.receive(self._recv_fd)
         except ConnectionRefusedError:
             return batch.receive(self._recv_fd)
+
+    def _enable_gro(self) -> None:
+        self._gro_wanted = False
+        if self._recv_sock is None:
+            return
+        try:
+            self._recv_sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+        except OSError:
+            return  # an older kernel: datagrams arrive one by one, as without the option
+        self.gro = True
 
     # --- the event loop edge ---
 

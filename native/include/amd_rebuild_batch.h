@@ -30,4 +30,9 @@ typedef struct
 int32_t amd_term_rebuild_batch(
     const uint8_t *slots, int32_t slot_length, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
     int32_t image_count, int32_t *unhandled, int64_t *bytes_received);
+
+/* The same over datagrams at base + offsets[i] (a split coalesced receive, amd_udp_recv_batch_gro). */
+int32_t amd_term_rebuild_batch_at(
+    const uint8_t *base, const int64_t *offsets, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
+    int32_t image_count, int32_t *unhandled, int64_t *bytes_received);
 #endif

@@ -243,16 +243,16 @@ int32_t amd_term_gap_fill(
  * sound as frames.validate_frame checks it) of an accepting image is checked against the image's flow
  * control window and inserted, exactly as PublicationImage.insert_packet does; everything else (SETUP,
  * RTTM, heartbeats, PAD first, unknown sessions, anything odd) is left to the caller, in order, by index. */
-int32_t amd_term_rebuild_batch(
-    const uint8_t *slots, int32_t slot_length, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
-    int32_t image_count, int32_t *unhandled, int64_t *bytes_received)
+static int32_t rebuild_batch(
+    const uint8_t *slots, int32_t slot_length, const int64_t *offsets, const int32_t *lengths, int32_t count,
+    amd_rebuild_image *images, int32_t image_count, int32_t *unhandled, int64_t *bytes_received)
 {
     int32_t unhandled_count = 0;
     int32_t last = 0;
 
     for (int32_t i = 0; i < count; i++)
     {
-        const uint8_t *packet = slots + (int64_t)i * slot_length;
+        const uint8_t *packet = slots + (NULL != offsets ? offsets[i] : (int64_t)i * slot_length);
         const int32_t length = lengths[i];
         amd_rebuild_image *image = NULL;
 
@@ -338,4 +338,18 @@ int32_t amd_term_rebuild_batch(
     }
 
     return unhandled_count;
+}
+
+int32_t amd_term_rebuild_batch(
+    const uint8_t *slots, int32_t slot_length, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
+    int32_t image_count, int32_t *unhandled, int64_t *bytes_received)
+{
+    return rebuild_batch(slots, slot_length, NULL, lengths, count, images, image_count, unhandled, bytes_received);
+}
+
+int32_t amd_term_rebuild_batch_at(
+    const uint8_t *base, const int64_t *offsets, const int32_t *lengths, int32_t count, amd_rebuild_image *images,
+    int32_t image_count, int32_t *unhandled, int64_t *bytes_received)
+{
+    return rebuild_batch(base, 0, offsets, lengths, count, images, image_count, unhandled, bytes_received);
 }

@@ -342,6 +342,49 @@ def test_across_drivers_under_receive_loss(direction, drivers, spawn_java, cnc):
     assert naks_sent > 0 and retransmits > 0, (naks_sent, retransmits)
 
 
+OFFLOAD_COUNT = 1_500  # ~2 MiB with three 128 KiB messages: the 1 MiB term rotates
+
+
+def offload_props(on: bool) -> dict:
+    flag = "true" if on else "false"
+    return {**OUR_PROPS, "aeron.socket.gso": flag, "aeron.socket.gro": flag}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("offloads", ["on", "off"])
+def test_java_receiver_gets_plain_datagrams_whatever_our_offloads(offloads, drivers, spawn_java):
+    """Our sender hands bursts to the kernel as segmented sends when offloads are on (the default): the Java
+    1.15.1 driver, which reads datagram by datagram, still rebuilds every message of mixed sizes (fragmented
+    ones included) exactly and in order (docs/wire.md section 10)."""
+    pub_driver = drivers.start("ours", offload_props(offloads == "on"))
+    sub_driver = drivers.start("java", JAVA_PROPS)
+    channel = udp_channel(free_port())
+    lengths = cycle(MIXED_SIZES, OFFLOAD_COUNT)
+    sink = spawn_sink(spawn_java, sub_driver, channel, 2005, len(lengths))
+    source = spawn_source(
+        spawn_java, pub_driver, f"{channel}|term-length=1m", 2005, MIXED_SIZES, len(lengths)
+    )
+    session_id, final_position = check_source(source, lengths)
+    check_sink(sink, lengths, session_id, final_position)
+
+
+@pytest.mark.slow
+def test_between_our_drivers_with_offloads(drivers, spawn_java):
+    """Two of our drivers, offloads on at both ends (segmented sends, coalesced receives split again): every
+    message of mixed sizes, fragmented ones included, arrives exactly and in order, across several terms."""
+    pub_driver = drivers.start("ours", offload_props(True))
+    sub_driver = drivers.start("ours", offload_props(True))
+    channel = udp_channel(free_port())
+    lengths = cycle(MIXED_SIZES, OFFLOAD_COUNT)
+    sink = spawn_sink(spawn_java, sub_driver, channel, 2006, len(lengths))
+    source = spawn_source(
+        spawn_java, pub_driver, f"{channel}|term-length=1m", 2006, MIXED_SIZES, len(lengths)
+    )
+    session_id, final_position = check_source(source, lengths)
+    assert final_position > TERM_1M
+    check_sink(sink, lengths, session_id, final_position)
+
+
 @pytest.mark.parametrize("kind", ["ours", "java"])
 def test_java_spy_subscription(kind, drivers, spawn_java):
     """A Java MessageSink on ``aeron-spy:<channel>`` beside a regular one, both on one driver with the Java

@@ -216,3 +216,85 @@ def test_term_burst_to_an_address_and_errors_as_negative_errno(udp_pair) -> None
     finally:
         unconnected.close()
         term.close()
+
+
+# --- Offloads: UDP_SEGMENT bursts and UDP_GRO receives (docs/wire.md section 10) ----------------------------
+
+SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
+
+
+@pytest.mark.parametrize(
+    ("payloads", "pad", "offset_index", "window", "mtu", "max_datagrams"),
+    [
+        ([32] * 100, False, 0, 1 << 20, 1408, 64),
+        ([1024] * 20, False, 0, 1 << 20, 1408, 64),
+        ([32] * 100, False, 3, 5000, 1408, 64),  # a shorter last datagram closes the run
+        ([32] * 100, False, 0, 1 << 20, 1408, 2),
+        ([100] * 30, True, 0, 1 << 20, 1408, 64),  # PAD: its header goes, the run ends
+        ([32] * 30 + [1024] * 5 + [32] * 70 + [2000] * 2 + [32] * 40, False, 0, 1 << 20, 1408, 500),
+        ([32] * 900, False, 0, 1 << 20, 1408, 4096),  # more than one segmented send's 64 datagrams
+        ([32] * 900, False, 0, 1 << 20, 256, 4096),  # small MTU: many runs in one sendmmsg
+    ],
+)
+def test_segmented_burst_puts_the_same_datagrams_on_the_wire(
+    udp_pair, payloads, pad, offset_index, window, mtu, max_datagrams
+) -> None:
+    """A receiver without UDP_GRO (a Java driver, any other peer) gets exactly the datagrams, in order, that
+    the plain burst sends: the kernel cuts each segmented send at the segment size."""
+    sender, receiver = udp_pair
+    receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    term, offsets = build_term(payloads, pad)
+    try:
+        offset = offsets[offset_index]
+        datagrams, total, advance = expected_burst(term, offset, window, mtu, max_datagrams)
+        result = TermBurst().send(sender.fileno(), term, offset, window, mtu, max_datagrams, gso=True)
+        assert result == (len(datagrams), total, advance, len(datagrams))
+        assert drain(receiver) == datagrams
+    finally:
+        term.close()
+
+
+def test_gro_batch_splits_what_the_kernel_coalesced(udp_pair) -> None:
+    """With UDP_GRO on, one recvmmsg slot may hold a whole segmented send: the batch hands out its datagrams
+    one by one (offsets, lengths, source), and a plain datagram from another sender stays one."""
+    sender, receiver = udp_pair
+    receiver.setsockopt(SOL_UDP, UDP_GRO, 1)
+    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    other.bind(("127.0.0.1", 0))
+    term, _ = build_term([32] * 200)  # 12,800 bytes: nine 1408-byte datagrams and one of 128
+    try:
+        datagrams, total, _ = expected_burst(term, 0, 1 << 20, 1408, 64)
+        assert TermBurst().send(sender.fileno(), term, 0, 1 << 20, 1408, 64, gso=True)[:2] == (10, total)
+        other.sendto(b"\x00" * 32, receiver.getsockname())
+        with ReceiveBatch(max_messages=1, slot_length=65536, gro=True) as batch:
+            deadline = time.monotonic() + 1.0
+            while batch.receive(receiver.fileno()) == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert batch.count == len(datagrams)  # one slot, ten datagrams
+            assert not batch.drained
+            assert [bytes(batch.data(i)) for i in range(batch.count)] == datagrams
+            assert [batch.slot_offset(i) for i in range(batch.count)] == [1408 * i for i in range(10)]
+            assert {batch.address(i) for i in range(batch.count)} == {sender.getsockname()}
+            assert batch.receive(receiver.fileno()) == 1
+            assert bytes(batch.data(0)) == b"\x00" * 32
+            assert batch.address(0) == other.getsockname()
+            assert batch.receive(receiver.fileno()) == 0
+            assert batch.drained
+    finally:
+        other.close()
+        term.close()
+
+
+def test_gro_batch_keeps_a_run_of_unaligned_segments_whole(udp_pair) -> None:
+    """Segments that are not whole 32-byte multiples never come from an Aeron sender: the coalesced buffer
+    stays one datagram, which the receiver's checks then reject, rather than splitting at odd offsets."""
+    sender, receiver = udp_pair
+    receiver.setsockopt(SOL_UDP, UDP_GRO, 1)
+    data = bytes(range(100)) * 5
+    sender.sendmsg([data], [(SOL_UDP, UDP_SEGMENT, (100).to_bytes(2, "little"))])
+    with ReceiveBatch(max_messages=4, slot_length=65536, gro=True) as batch:
+        deadline = time.monotonic() + 1.0
+        while batch.receive(receiver.fileno()) == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert batch.count == 1
+        assert bytes(batch.data(0)) == data

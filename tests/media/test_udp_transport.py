@@ -19,11 +19,14 @@ import uvloop
 
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.counters import AtomicCounter
 from driver.media.network_lookup import resolve_host, system_interfaces
+from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch, SendBatch
 from driver.media.udp_transport import ChannelEndpointError, UdpTransport
 from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import UdpChannel
+from tests.support import free_port
 
 
 def channel(uri: str) -> UdpChannel:
@@ -306,6 +309,19 @@ def test_socket_buffer_sizes_are_applied(transports) -> None:
     assert sender._send_sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) >= 65536
     assert sender._recv_sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 200_000
 
+
+
+def test_receiver_window_is_capped_by_the_granted_socket_buffer(transports) -> None:
+    """A receive endpoint offers at most half the SO_RCVBUF the kernel granted as a window (a larger one would
+    lose datagrams on every full burst); without a socket (a multi-destination slot) there is no cap."""
+    udp = channel(f"aeron:udp?endpoint=127.0.0.1:{free_port()}")
+    receiver = transports(UdpTransport.open_receive(udp, so_rcvbuf=64 * 1024))
+    granted = receiver.receive_buffer_length
+    assert granted >= 64 * 1024
+    counters = [AtomicCounter(AtomicBuffer(bytearray(256)), i) for i in range(2)]
+    endpoint = ReceiveChannelEndpoint(udp, receiver, counters[0], counters[1])
+    assert endpoint.receiver_window_cap(0) == granted // 2
+    assert endpoint.receiver_window_cap(5) is None
 
 # --- multicast on loopback ---
 

@@ -10,14 +10,16 @@ Address = tuple[str, int]
 
 
 class FakeBatch:
-    """What the agents use of a ReceiveBatch: capacity, data(i), address(i); filled by ``put``."""
+    """What the agents use of a ReceiveBatch: capacity, drained, data(i), address(i); filled by ``put``."""
 
     def __init__(self, capacity: int = 32) -> None:
         self.capacity = capacity
         self.items: list[tuple[bytes, Address]] = []
+        self.drained = True
 
     def put(self, items: list[tuple[bytes, Address]]) -> None:
         self.items = items
+        self.drained = len(items) < self.capacity
 
     def data(self, i: int) -> memoryview:
         return memoryview(self.items[i][0])

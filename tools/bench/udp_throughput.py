@@ -1,68 +1,49 @@
 #!/usr/bin/env python3
-"""UDP throughput: Java StreamingPublisher -> RateSubscriber over aeron:udp on loopback, ours vs the Java driver.
+"""UDP throughput at steady state: Java StreamingPublisher -> RateSubscriber over aeron:udp on loopback.
 
-32-byte messages, or 1 KiB ones with ``--length 1024``. Same harness, clients and method as
-``ipc_throughput.py`` -- one driver per run (ours, or the Aeron 1.15.1 Java MediaDriver in SHARED threading mode),
-RateSubscriber then StreamingPublisher on ``aeron:udp?endpoint=localhost:<port>`` with a free UDP port picked
-per run, throughput over the whole seconds between the subscriber's first nonzero and last increasing rate
-lines, driver CPU from /proc over the same window, medians over ``--runs``, ratio = ours / java (goal >= 1.0).
-Here the driver carries every byte: its sender and receiver agents move the frames through the socket.
+Method (tools/bench/steady.py): per-second rates over ``--seconds`` (default 10) after dropping ``--warmup``
+(default 2) whole seconds, which are reported apart as the cold start; medians of ``--runs`` (default 3) per
+setup and start order, the setups rotated from run to run; both start orders (the subscriber first, or both
+clients at once); driver CPU over the window, also per million messages. A free UDP port per measurement.
 
-While our driver does not implement UDP its clients get a RegistrationException ("... not supported ...");
-the run is then recorded as ``"ours_error": "unsupported: ..."`` (ratio null, exit code 2) and the Java side is
-still measured.
+Setups: ``ours``, the Java driver in SHARED (``java``, the reference) and in DEDICATED (``java-dedicated``);
+with ``--setups ours>java,java>ours,java>java`` (or ``--peer``) two drivers, one per client, to compare ours
+against a Java peer with two Java drivers. Goals: ours >= 1.5x Java SHARED; ours with a Java peer >= 1.0x two
+Java drivers.
 
-Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed or does not support UDP, or no peer).
+    .venv/bin/python tools/bench/udp_throughput.py                      # 32 B, ~5 min
+    .venv/bin/python tools/bench/udp_throughput.py --length 1024
+    .venv/bin/python tools/bench/udp_throughput.py --peer --orders together
+    .venv/bin/python tools/bench/udp_throughput.py --runs 1 --seconds 5 --orders together   # quick look
+
+Exit code: 0 goals met, 1 a goal missed, 2 no ratio (a driver failed or no peer).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import (
-    BenchError,
-    compare,
-    driver_props,
-    emit,
-    free_udp_port,
-    host_info,
-    measure_stream,
-    progress,
-    require_peers,
-    run_main,
-)
-from ipc_throughput import parse_stream_args, throughput_result
-
-DEFAULT_MESSAGES = 5_000_000  # ~25 s through the Java driver on a busy 2-core box (~200 k msgs/s)
+from harness import free_udp_port, run_main
+from steady import PEER_SETUPS, SINGLE_SETUPS, steady_main
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args = parse_stream_args(parser, DEFAULT_MESSAGES, timeout=300.0)
-    props = driver_props(args)
-    try:
-        peers = require_peers()
-    except BenchError as exc:
-        progress(str(exc))
-        emit({"bench": "udp_throughput", "error": str(exc)})
-        return 2
-
-    def measure(kind: str) -> dict[str, Any]:
-        channel = f"aeron:udp?endpoint=localhost:{free_udp_port()}"
-        return measure_stream(kind, channel, args.messages, args.length, args.timeout, props[kind], peers)
-
-    host = host_info()
-    results = compare(measure, args.runs, args.order, label="udp_throughput")
-    result, code = throughput_result(
-        "udp_throughput", args, results, {"channel": "aeron:udp?endpoint=localhost:<free port>"}, host
+    peer = "--peer" in sys.argv
+    if peer:
+        sys.argv.remove("--peer")
+        sys.argv += ["--setups", ",".join(s for s in PEER_SETUPS if s != "ours>ours")]
+    goals = {"ours>java": 1.0, "java>ours": 1.0} if peer else {"ours": 1.5}
+    return steady_main(
+        "udp_throughput",
+        __doc__.splitlines()[0],
+        lambda: f"aeron:udp?endpoint=localhost:{free_udp_port()}",
+        "aeron:udp?endpoint=localhost:<free port>",
+        SINGLE_SETUPS,
+        goals,
     )
-    emit(result)
-    return code
 
 
 if __name__ == "__main__":

@@ -33,13 +33,13 @@ MALFORMED: int = TERM_REBUILD_MALFORMED
 
 class DatagramBatch(Protocol):
     """What :meth:`RebuildBatch.rebuild` reads of a received batch (``driver.media.udp_batch.ReceiveBatch``;
-    the log buffer code sits below the I/O code and does not import it): datagrams in fixed-length slots
-    of one buffer, their lengths in a native ``int32_t`` array."""
+    the log buffer code sits below the I/O code and does not import it): datagrams in one buffer, where
+    each starts in a native ``int64_t`` array and their lengths in a native ``int32_t`` array."""
 
     @property
     def slot_buffer(self) -> AtomicBuffer: ...
     @property
-    def slot_length(self) -> int: ...
+    def offsets_pointer(self) -> Any: ...
     @property
     def lengths_pointer(self) -> Any: ...
     @property
@@ -139,9 +139,9 @@ class RebuildBatch:
         if batch.count > self._unhandled_capacity:
             self._ensure_unhandled(batch.count)
         self._bytes[0] = 0
-        return lib.amd_term_rebuild_batch(
+        return lib.amd_term_rebuild_batch_at(
             batch.slot_buffer.address(0),
-            batch.slot_length,
+            batch.offsets_pointer,
             batch.lengths_pointer,
             batch.count,
             self._images,
