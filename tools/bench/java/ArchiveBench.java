@@ -213,6 +213,7 @@ public final class ArchiveBench
         final int frameLength = (LENGTH + 32 + 31) & ~31;
         final long recordingId;
         final long end;
+        final long total;
         try (ExclusivePublication publication = aeron.addExclusivePublication(CHANNEL, STREAM_ID))
         {
             final long deadline = System.nanoTime() + TIMEOUT_NS;
@@ -270,6 +271,7 @@ public final class ArchiveBench
             }
             sampler.join();
             end = publication.position();
+            total = i;
             final long waitUntil = System.nanoTime() + TIMEOUT_NS;
             while (counters.getCounterValue(counterId) < end)
             {
@@ -281,7 +283,6 @@ public final class ArchiveBench
 
         received = 0;
         final FragmentHandler handler = (buf, offset, length, header) -> received++;
-        final long total = end / frameLength;
         try (Subscription subscription = archive.replay(recordingId, 0, end, REPLAY_CHANNEL, REPLAY_STREAM_ID))
         {
             final long deadline = System.nanoTime() + TIMEOUT_NS;
