@@ -8,12 +8,15 @@
  * imports this one is driver/concurrent/logbuffer/fastpath.py. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
+#include <string.h>
 #include "amd_publication.h"
 #include "amd_term.h"
 
 #define ALIGN_FRAME(length) (((int64_t)(length) + (AMD_FRAME_ALIGNMENT - 1)) & ~(int64_t)(AMD_FRAME_ALIGNMENT - 1))
 #define OFFER_CLOSED (-4)
+#define UNFRAGMENTED 0xC0 /* BEGIN | END */
 
 static PyObject *offset_name; /* "offset", interned */
 
@@ -344,11 +347,257 @@ static PyObject *fast_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(nL)", count, (long long)offset);
 }
 
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out)
+ *   -> (messages, new term offset, stopped at a fragment)
+ * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
+ * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
+ * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
+ * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
+ * so that the caller's assembler takes it. */
+static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9)
+    {
+        PyErr_SetString(PyExc_TypeError,
+                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
+                        "session_id, stream_id, out)");
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
+        return NULL;
+    }
+    PyTypeObject *message_type = (PyTypeObject *)args[0];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
+    const long long capacity = PyLong_AsLongLong(args[2]);
+    const long long start = PyLong_AsLongLong(args[3]);
+    const long long limit = PyLong_AsLongLong(args[4]);
+    const long long term_begin = PyLong_AsLongLong(args[5]);
+    PyObject *session_id = args[6];
+    PyObject *stream_id = args[7];
+    PyObject *out = args[8];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (!PyList_Check(out))
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: out must be a list");
+        return NULL;
+    }
+    int64_t offset = start;
+    long long count = 0;
+    int fragment = 0;
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (count < limit && offset <= last_header)
+    {
+        const int32_t frame_length = frame_length_acquire(term, offset);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        if (is_padding(term, offset))
+        {
+            offset += ALIGN_FRAME(frame_length);
+            continue;
+        }
+        const uint8_t flags = term[offset + AMD_FLAGS_OFFSET];
+        if ((flags & UNFRAGMENTED) != UNFRAGMENTED)
+        {
+            fragment = 1;
+            break;
+        }
+        const int64_t next = offset + ALIGN_FRAME(frame_length);
+        int64_t reserved_value;
+        memcpy(&reserved_value, term + offset + AMD_RESERVED_VALUE_OFFSET, sizeof reserved_value);
+        PyObject *data = PyBytes_FromStringAndSize(
+            (const char *)term + offset + AMD_DATA_HEADER_LENGTH, frame_length - AMD_DATA_HEADER_LENGTH);
+        PyObject *position = PyLong_FromLongLong(term_begin + (next > capacity ? capacity : next));
+        PyObject *reserved = PyLong_FromLongLong(reserved_value);
+        PyObject *message = message_type->tp_alloc(message_type, 5);
+        if (data == NULL || position == NULL || reserved == NULL || message == NULL)
+        {
+            Py_XDECREF(data);
+            Py_XDECREF(position);
+            Py_XDECREF(reserved);
+            Py_XDECREF(message);
+            return NULL;
+        }
+        Py_INCREF(session_id);
+        Py_INCREF(stream_id);
+        PyTuple_SET_ITEM(message, 0, data);
+        PyTuple_SET_ITEM(message, 1, session_id);
+        PyTuple_SET_ITEM(message, 2, stream_id);
+        PyTuple_SET_ITEM(message, 3, position);
+        PyTuple_SET_ITEM(message, 4, reserved);
+        const int appended = PyList_Append(out, message);
+        Py_DECREF(message);
+        if (appended < 0)
+        {
+            return NULL;
+        }
+        offset = next;
+        ++count;
+    }
+    if (offset > capacity)
+    {
+        offset = capacity;
+    }
+    return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+}
+
+/* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
+ * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the
+ * stream itself as an awaitable that is already done (am_send hands the message straight back). When the list
+ * is used up, __anext__ returns refill(), a Python coroutine that waits for more, refills ``items``, sets
+ * ``next`` past what it returns and returns the first message (or raises StopAsyncIteration). */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *items; /* a list */
+    PyObject *refill;
+    PyObject *ready; /* the message the pending await returns */
+    Py_ssize_t next;
+} MessageStream;
+
+static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->items);
+    Py_VISIT(self->refill);
+    Py_VISIT(self->ready);
+    return 0;
+}
+
+static int stream_clear(MessageStream *self)
+{
+    Py_CLEAR(self->items);
+    Py_CLEAR(self->refill);
+    Py_CLEAR(self->ready);
+    return 0;
+}
+
+static void stream_dealloc(MessageStream *self)
+{
+    PyObject_GC_UnTrack(self);
+    stream_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *items, *refill;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill) takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!O:MessageStream", &PyList_Type, &items, &refill))
+    {
+        return -1;
+    }
+    Py_INCREF(items);
+    Py_INCREF(refill);
+    Py_XSETREF(self->items, items);
+    Py_XSETREF(self->refill, refill);
+    Py_CLEAR(self->ready);
+    self->next = PyList_GET_SIZE(items);
+    return 0;
+}
+
+static PyObject *stream_self(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *stream_anext(MessageStream *self)
+{
+    if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
+    {
+        PyObject *item = PyList_GET_ITEM(self->items, self->next);
+        ++self->next;
+        Py_INCREF(item);
+        Py_XSETREF(self->ready, item);
+        Py_INCREF(self);
+        return (PyObject *)self;
+    }
+    if (self->refill == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "MessageStream not initialised");
+        return NULL;
+    }
+    return PyObject_CallNoArgs(self->refill);
+}
+
+static PySendResult stream_send(MessageStream *self, PyObject *arg, PyObject **result)
+{
+    (void)arg;
+    if (self->ready == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "MessageStream awaited without __anext__");
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    *result = self->ready; /* the reference moves to the caller */
+    self->ready = NULL;
+    return PYGEN_RETURN;
+}
+
+static PyObject *stream_iternext(MessageStream *self)
+{
+    /* __next__ of the awaitable, for drivers that do not use am_send: finish at once with the message. */
+    PyObject *value = NULL;
+    if (stream_send(self, Py_None, &value) == PYGEN_ERROR)
+    {
+        return NULL;
+    }
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (stop != NULL)
+    {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
+static PyMemberDef stream_members[] = {
+    {"next", T_PYSSIZET, offsetof(MessageStream, next), 0, "Index in items of the next message to hand over."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyAsyncMethods stream_async = {
+    .am_await = (unaryfunc)stream_self,
+    .am_aiter = (unaryfunc)stream_self,
+    .am_anext = (unaryfunc)stream_anext,
+    .am_send = (sendfunc)stream_send,
+};
+
+static PyTypeObject MessageStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.MessageStream",
+    .tp_basicsize = sizeof(MessageStream),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An async iterator over a list that a refill coroutine tops up.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)stream_init,
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_traverse = (traverseproc)stream_traverse,
+    .tp_clear = (inquiry)stream_clear,
+    .tp_as_async = &stream_async,
+    .tp_iter = stream_self,
+    .tp_iternext = (iternextfunc)stream_iternext,
+    .tp_members = stream_members,
+};
+
 static PyMethodDef methods[] = {
     {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
     {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
+    {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpath", NULL, -1, methods, NULL, NULL, NULL, NULL};
@@ -360,5 +609,21 @@ PyMODINIT_FUNC PyInit__fastpath(void)
     {
         return NULL;
     }
-    return PyModule_Create(&module);
+    if (PyType_Ready(&MessageStreamType) < 0)
+    {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+    {
+        return NULL;
+    }
+    Py_INCREF(&MessageStreamType);
+    if (PyModule_AddObject(m, "MessageStream", (PyObject *)&MessageStreamType) < 0)
+    {
+        Py_DECREF(&MessageStreamType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -50,6 +50,18 @@ def report(role: str, sampler: Sampler) -> None:
     print("RESULT " + json.dumps({"role": role, "samples": sampler.samples}), flush=True)
 
 
+def drain(poll) -> None:
+    """A subscriber keeps consuming after its RESULT until it is stopped: a publisher whose window started
+    later, or that was back pressured, must be able to finish its own (it would wait forever otherwise)."""
+
+    def on_fragment(*_args) -> None:
+        pass
+
+    while True:
+        if poll(on_fragment, FRAGMENT_LIMIT) == 0:
+            time.sleep(0.0001)
+
+
 # --- ours --------------------------------------------------------------------------------------------------
 
 
@@ -144,21 +156,25 @@ def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
         elif mode == "asyncio":
             import asyncio
 
-            async def run() -> Sampler:
+            async def run() -> None:
                 count = 0
                 sampler = None
                 async for _message in subscription.messages(FRAGMENT_LIMIT):
                     count += 1
                     if sampler is None:
                         sampler = Sampler(seconds)
-                    elif not sampler.sample(count):
-                        return sampler
+                    elif count & 0xFF == 0 and not sampler.sample(count):  # as often as the others sample
+                        report("sub", sampler)
+                        async for _message in subscription.messages(FRAGMENT_LIMIT):
+                            pass  # drain
                 raise RuntimeError("the subscription closed")
 
-            sampler = asyncio.run(run())
+            asyncio.run(run())
         else:
             raise SystemExit(f"unknown mode {mode!r}")
-        report("sub", sampler)
+        if mode != "asyncio":
+            report("sub", sampler)
+            drain(subscription.poll)
 
 
 # --- pyaeron -----------------------------------------------------------------------------------------------
@@ -206,6 +222,7 @@ def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) ->
         while sample(received):
             received += poll(on_fragment, FRAGMENT_LIMIT)
         report("sub", sampler)
+        drain(poll)
 
 
 def main() -> int:

@@ -50,3 +50,15 @@ def poller() -> Callable[..., tuple[int, int]] | None:
 def scanner() -> Callable[..., tuple[int, int]] | None:
     """``scan(term_address, capacity, offset, offsets, lengths, flags)`` for batch polls, or None."""
     return _fastpath.scan if active() and _fastpath is not None else None
+
+
+def message_poller() -> Callable[..., tuple[int, int, int]] | None:
+    """``messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id,
+    stream_id, out)``: whole messages appended to ``out`` as ``message_type`` tuples, or None."""
+    return _fastpath.messages if active() and _fastpath is not None else None
+
+
+def message_stream_type() -> type | None:
+    """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
+    ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
+    return _fastpath.MessageStream if active() and _fastpath is not None else None
