@@ -62,6 +62,7 @@ CHANNEL_STATUS_CHANNEL_OFFSET = SIZE_OF_INT32
 CHANNEL_STATUS_MAX_CHANNEL_LENGTH = MAX_KEY_LENGTH - CHANNEL_STATUS_CHANNEL_OFFSET  # 108
 
 
+
 def _label(prefix: str, tail: str) -> str:
     """``prefix`` then as much of ``tail`` as fits in MAX_LABEL_LENGTH, encoded as the Java driver does."""
     head = java_ascii(prefix)
@@ -239,9 +240,7 @@ def decode_counter(counter_id: int, type_id: int, key: bytes, label: str, value:
         return CounterInfo(counter_id, type_id, label, value, client_id=_I64.unpack_from(key, 0)[0])
     if type_id == RECORDING_POSITION_TYPE_ID and len(key) >= RECORDING_SOURCE_IDENTITY_OFFSET:
         recording_id, session_id, length = _REC_KEY_HEAD.unpack_from(key, 0)
-        length = max(
-            0, min(length, RECORDING_MAX_SOURCE_IDENTITY_LENGTH, len(key) - RECORDING_SOURCE_IDENTITY_OFFSET)
-        )
+        length = max(0, min(length, RECORDING_MAX_SOURCE_IDENTITY_LENGTH, len(key) - RECORDING_SOURCE_IDENTITY_OFFSET))
         source = _ascii(key[RECORDING_SOURCE_IDENTITY_OFFSET : RECORDING_SOURCE_IDENTITY_OFFSET + length])
         match = _REC_LABEL.match(label)
         return CounterInfo(

@@ -40,6 +40,7 @@ NULL_COUNTER_ID = -1
 DEFAULT_TYPE_ID = 0
 
 
+
 def metadata_offset(counter_id: int) -> int:
     return counter_id * METADATA_LENGTH
 

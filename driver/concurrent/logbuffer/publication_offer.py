@@ -54,9 +54,7 @@ class NativeOffer:
         """From now on the fast path's offers return CLOSED (even one bound before the close)."""
         self._closed[0] = 1
 
-    def fast_offers(
-        self, on_error: Callable[[int, Any], int]
-    ) -> tuple[Callable[..., int], Callable[..., int]] | None:
+    def fast_offers(self, on_error: Callable[[int, Any], int]) -> tuple[Callable[..., int], Callable[..., int]] | None:
         """``(offer(data, reserved_value=0), offer_many(messages))`` as single C calls
         (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
         ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned."""
