@@ -30,8 +30,21 @@ static inline int is_padding(const uint8_t *term, int64_t offset)
     return __atomic_load_n((const uint16_t *)(term + offset + AMD_TYPE_OFFSET), __ATOMIC_RELAXED) == AMD_HDR_TYPE_PAD;
 }
 
+/* The native offer of a shared or an exclusive publication (native/include/amd_publication.h). */
+typedef int64_t (*offer_fn)(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
+
+static int64_t shared_offer(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    return amd_publication_offer((const amd_publication_t *)publication, src, length, reserved_value);
+}
+
+static int64_t exclusive_offer(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    return amd_exclusive_publication_offer((amd_exclusive_publication_t *)publication, src, length, reserved_value);
+}
+
 /* One message: bytes without a copy of their object, any other contiguous buffer through the buffer protocol. */
-static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t reserved_value, int *error)
+static inline int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t reserved_value, int *error)
 {
     if (PyBytes_CheckExact(data))
     {
@@ -40,7 +53,7 @@ static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t res
         {
             return AMD_OFFER_MESSAGE_TOO_LONG;
         }
-        return amd_publication_offer(p, (const uint8_t *)PyBytes_AS_STRING(data), (int32_t)length, reserved_value);
+        return fn(p, (const uint8_t *)PyBytes_AS_STRING(data), (int32_t)length, reserved_value);
     }
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
@@ -50,22 +63,21 @@ static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t res
     }
     const int64_t result = view.len > INT32_MAX
         ? AMD_OFFER_MESSAGE_TOO_LONG
-        : amd_publication_offer(p, (const uint8_t *)view.buf, (int32_t)view.len, reserved_value);
+        : fn(p, (const uint8_t *)view.buf, (int32_t)view.len, reserved_value);
     PyBuffer_Release(&view);
     return result;
 }
 
 /* offer(publication_address, closed_address, on_error, data, reserved_value=0) -> position or code.
  * *closed != 0 -> CLOSED without touching the log; codes below MAX_POSITION_EXCEEDED go to on_error(code, data). */
-static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
     if (nargs < 4 || nargs > 5)
     {
         PyErr_SetString(PyExc_TypeError, "offer(publication, closed, on_error, data, reserved_value=0)");
         return NULL;
     }
-    const amd_publication_t *p = (const amd_publication_t *)PyLong_AsVoidPtr(args[0]);
+    void *p = PyLong_AsVoidPtr(args[0]);
     const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
     if (p == NULL || closed == NULL)
     {
@@ -85,7 +97,7 @@ static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     }
     int error = 0;
-    const int64_t result = offer_one(p, args[3], reserved_value, &error);
+    const int64_t result = offer_one(fn, p, args[3], reserved_value, &error);
     if (error)
     {
         return NULL;
@@ -108,15 +120,14 @@ static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t na
 /* offer_many(publication_address, closed_address, on_error, messages) -> count or code.
  * Offers the messages of a list or tuple in order, retrying ADMIN_ACTION (a rotation) at once; stops at the
  * first that does not go. Returns how many went, or, when the first did not, its code (<= 0). */
-static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
     if (nargs != 4)
     {
         PyErr_SetString(PyExc_TypeError, "offer_many(publication, closed, on_error, messages)");
         return NULL;
     }
-    const amd_publication_t *p = (const amd_publication_t *)PyLong_AsVoidPtr(args[0]);
+    void *p = PyLong_AsVoidPtr(args[0]);
     const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
     if (p == NULL || closed == NULL)
     {
@@ -138,7 +149,7 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
     while (sent < count)
     {
         int error = 0;
-        result = offer_one(p, items[sent], 0, &error);
+        result = offer_one(fn, p, items[sent], 0, &error);
         if (error)
         {
             Py_DECREF(seq);
@@ -146,7 +157,7 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
         }
         if (result == AMD_OFFER_ADMIN_ACTION)
         {
-            result = offer_one(p, items[sent], 0, &error);
+            result = offer_one(fn, p, items[sent], 0, &error);
             if (error)
             {
                 Py_DECREF(seq);
@@ -175,6 +186,31 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
     }
     Py_DECREF(seq);
     return PyLong_FromLongLong(sent > 0 ? (int64_t)sent : result);
+}
+
+static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_with(shared_offer, args, nargs);
+}
+
+static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_many_with(shared_offer, args, nargs);
+}
+
+/* The same two for an exclusive publication: the first argument is an amd_exclusive_publication_t. */
+static PyObject *fast_offer_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_with(exclusive_offer, args, nargs);
+}
+
+static PyObject *fast_offer_many_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_many_with(exclusive_offer, args, nargs);
 }
 
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
@@ -595,6 +631,10 @@ static PyTypeObject MessageStreamType = {
 static PyMethodDef methods[] = {
     {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
     {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
+    {"offer_exclusive", (PyCFunction)(void (*)(void))fast_offer_exclusive, METH_FASTCALL,
+     "An exclusive publication's offer in one call."},
+    {"offer_many_exclusive", (PyCFunction)(void (*)(void))fast_offer_many_exclusive, METH_FASTCALL,
+     "Many offers of an exclusive publication in one call."},
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
     {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},

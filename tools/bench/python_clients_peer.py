@@ -16,6 +16,7 @@ Both print ``READY`` once connected, then, once the first message has gone or ar
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -226,6 +227,10 @@ def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) ->
 
 
 def main() -> int:
+    # The benchmark stops each side with SIGTERM: leave the ``with`` blocks so the client closes its publication
+    # or subscription at once. Killed outright, the driver would keep them until the client's liveness timeout,
+    # and the next run would share the driver with their leftovers (a UDP sender still sending, say).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     role, client, mode, aeron_dir, channel, stream_id, seconds = sys.argv[1:8]
     args = (aeron_dir, channel, int(stream_id), float(seconds))
     if client == "ours":

@@ -29,16 +29,22 @@ def active() -> bool:
 
 
 def bind_offers(
-    address: int, closed: int, on_error: Callable[[int, Any], int]
+    address: int, closed: int, on_error: Callable[[int, Any], int], *, exclusive: bool = False
 ) -> tuple[Callable[..., int], Callable[..., int]] | None:
     """``offer(data, reserved_value=0)`` and ``offer_many(messages)`` bound to one native publication struct
-    (``address``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero)."""
+    (``address``: an amd_publication_t, or an amd_exclusive_publication_t when ``exclusive``) and its closed
+    flag (``closed``, an int32 that stops every later offer when nonzero)."""
     if not active():
         return None
     assert _fastpath is not None
+    offer, offer_many = (
+        (_fastpath.offer_exclusive, _fastpath.offer_many_exclusive)
+        if exclusive
+        else (_fastpath.offer, _fastpath.offer_many)
+    )
     return (
-        functools.partial(_fastpath.offer, address, closed, on_error),
-        functools.partial(_fastpath.offer_many, address, closed, on_error),
+        functools.partial(offer, address, closed, on_error),
+        functools.partial(offer_many, address, closed, on_error),
     )
 
 
