@@ -3,7 +3,7 @@ ExclusivePublication do. ``offer`` returns the new stream position, or one of th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from driver.concurrent.counters import AtomicCounter, counter_offset
@@ -88,10 +88,11 @@ class _PublicationBase:
         """The native offer serves ``offer``; on the fast path ``offer`` and ``offer_many`` are its C calls."""
         self._native_offer = native.offer
         self._on_close = native.close
-        fast = native.fast_offers(self._on_fast_offer_error)
+        fast = native.fast_offers(self._on_fast_offer_error, self._offer_waiting)
         if fast is not None:
-            # Instance attributes shadow the methods: one C call per offer (or per offer_many).
-            self.offer, self.offer_many = fast
+            # Instance attributes shadow the methods: one C call per offer (or per offer_many, or per
+            # offer_async that goes at once).
+            self.offer, self.offer_many, self.offer_async = fast
 
     def _native_args(self) -> tuple[Any, ...]:
         return (
@@ -181,13 +182,17 @@ class _PublicationBase:
 
     async def offer_async(self, data: Any, *, timeout_s: float | None = None) -> int:
         """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``).
-        An offer that goes at once costs one ``offer`` call: the waiting loop starts only when it did not."""
+        An offer that goes at once costs one ``offer`` call (on the fast path, one C call and no coroutine):
+        the waiting loop starts only when it did not."""
         result = self.offer(data)
         if result > 0:
             return result
+        return await self._offer_waiting(data, timeout_s=timeout_s)
+
+    def _offer_waiting(self, data: Any, *, timeout_s: float | None = None) -> Awaitable[int]:
         from driver.client.aio import offer
 
-        return await offer(self, data, timeout_s=timeout_s)
+        return offer(self, data, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""

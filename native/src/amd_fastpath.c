@@ -213,6 +213,146 @@ static PyObject *fast_offer_many_exclusive(PyObject *self, PyObject *const *args
     return offer_many_with(exclusive_offer, args, nargs);
 }
 
+/* Done: an awaitable that is already finished with a value (the position of an offer_async that went at
+ * once), so that ``await`` costs no coroutine. Awaiting it a second time is an error, as for a coroutine. */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *value;
+} Done;
+
+static void done_dealloc(Done *self)
+{
+    Py_XDECREF(self->value);
+    PyObject_Free(self);
+}
+
+static PyObject *done_await(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PySendResult done_send(Done *self, PyObject *arg, PyObject **result)
+{
+    (void)arg;
+    if (self->value == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reuse an already awaited offer");
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    *result = self->value; /* the reference moves to the caller */
+    self->value = NULL;
+    return PYGEN_RETURN;
+}
+
+static PyObject *done_iternext(Done *self)
+{
+    PyObject *value = NULL;
+    if (done_send(self, Py_None, &value) == PYGEN_ERROR)
+    {
+        return NULL;
+    }
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (stop != NULL)
+    {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
+static PyAsyncMethods done_async = {
+    .am_await = done_await,
+    .am_send = (sendfunc)done_send,
+};
+
+static PyTypeObject DoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.Done",
+    .tp_basicsize = sizeof(Done),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An awaitable already finished with a value.",
+    .tp_dealloc = (destructor)done_dealloc,
+    .tp_as_async = &done_async,
+    .tp_iter = done_await,
+    .tp_iternext = (iternextfunc)done_iternext,
+};
+
+/* offer_async(publication_address, closed_address, on_error, wait, data, **kwargs) -> awaitable position.
+ * The offer once, as offer: when it goes, a Done holding the position; otherwise (any code, closed included)
+ * wait(data, **kwargs), the caller's coroutine that waits out back pressure and raises on a closed publication. */
+static PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs != 5)
+    {
+        PyErr_SetString(PyExc_TypeError, "offer_async(publication, closed, on_error, wait, data, **kwargs)");
+        return NULL;
+    }
+    void *p = PyLong_AsVoidPtr(args[0]);
+    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
+    if (p == NULL || closed == NULL)
+    {
+        return NULL;
+    }
+    if (!*closed)
+    {
+        int error = 0;
+        const int64_t result = offer_one(fn, p, args[4], 0, &error);
+        if (error)
+        {
+            return NULL;
+        }
+        if (result > 0)
+        {
+            Done *done = PyObject_New(Done, &DoneType);
+            if (done == NULL)
+            {
+                return NULL;
+            }
+            done->value = PyLong_FromLongLong(result);
+            if (done->value == NULL)
+            {
+                Py_DECREF(done);
+                return NULL;
+            }
+            return (PyObject *)done;
+        }
+        if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
+        {
+            PyObject *code = PyLong_FromLongLong(result);
+            if (code == NULL)
+            {
+                return NULL;
+            }
+            PyObject *call_args[2] = {code, args[4]};
+            PyObject *value = PyObject_Vectorcall(args[2], call_args, 2, NULL);
+            Py_DECREF(code);
+            if (value == NULL)
+            {
+                return NULL;
+            }
+            Py_DECREF(value);
+        }
+    }
+    /* args[4] is the data, followed by the keyword values named by kwnames */
+    return PyObject_Vectorcall(args[3], args + 4, 1, kwnames);
+}
+
+static PyObject *fast_offer_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    return offer_async_with(shared_offer, args, nargs, kwnames);
+}
+
+static PyObject *fast_offer_async_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    return offer_async_with(exclusive_offer, args, nargs, kwnames);
+}
+
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
  * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
@@ -631,6 +771,10 @@ static PyTypeObject MessageStreamType = {
 static PyMethodDef methods[] = {
     {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
     {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
+    {"offer_async", (PyCFunction)(void (*)(void))fast_offer_async, METH_FASTCALL | METH_KEYWORDS,
+     "An offer, as an awaitable: done at once, or the caller's waiting coroutine."},
+    {"offer_async_exclusive", (PyCFunction)(void (*)(void))fast_offer_async_exclusive, METH_FASTCALL | METH_KEYWORDS,
+     "offer_async of an exclusive publication."},
     {"offer_exclusive", (PyCFunction)(void (*)(void))fast_offer_exclusive, METH_FASTCALL,
      "An exclusive publication's offer in one call."},
     {"offer_many_exclusive", (PyCFunction)(void (*)(void))fast_offer_many_exclusive, METH_FASTCALL,
@@ -649,7 +793,7 @@ PyMODINIT_FUNC PyInit__fastpath(void)
     {
         return NULL;
     }
-    if (PyType_Ready(&MessageStreamType) < 0)
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&MessageStreamType) < 0)
     {
         return NULL;
     }

@@ -109,3 +109,23 @@ def test_messages_ends_when_the_subscription_closes_and_lets_other_tasks_run(
     received, ticks = loop.run_until_complete(main())
     assert received == 1000
     assert ticks >= 1000 // 16 // 2  # the loop ran other tasks between polls, not once at the end
+
+
+def test_offer_async_is_an_awaitable_for_every_asyncio_helper(embedded_driver, loop, client_path) -> None:
+    """An offer that goes at once is awaited without a coroutine on the fast path: it still works with
+    ``wait_for``, ``ensure_future`` and ``gather``, and gives the position each message ended at."""
+    driver = embedded_driver()
+
+    async def main() -> list[int]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc", 79)
+            publication = await aeron.add_publication_async("aeron:ipc", 79)
+            positions = [await asyncio.wait_for(publication.offer_async(b"a" * 32), 5)]
+            positions.append(await asyncio.ensure_future(publication.offer_async(b"b" * 32)))
+            positions += await asyncio.gather(
+                publication.offer_async(b"c" * 32), publication.offer_async(b"d" * 32, timeout_s=5)
+            )
+            subscription.close()
+            return positions
+
+    assert loop.run_until_complete(main()) == [64, 128, 192, 256]

@@ -159,15 +159,21 @@ def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
 
             async def run() -> None:
                 count = 0
-                sampler = None
-                async for _message in subscription.messages(FRAGMENT_LIMIT):
+
+                async def sample(sampler: Sampler) -> None:
+                    # Beside the consumer, on time (not per message): it must end even if messages stop.
+                    while sampler.sample(count):
+                        await asyncio.sleep(SAMPLE_S / 4)
+                    report("sub", sampler)
+
+                messages = subscription.messages(FRAGMENT_LIMIT)
+                async for _message in messages:
+                    count = 1
+                    sampler_task = asyncio.ensure_future(sample(Sampler(seconds)))
+                    break
+                async for _message in messages:  # then drains until stopped
                     count += 1
-                    if sampler is None:
-                        sampler = Sampler(seconds)
-                    elif count & 0xFF == 0 and not sampler.sample(count):  # as often as the others sample
-                        report("sub", sampler)
-                        async for _message in subscription.messages(FRAGMENT_LIMIT):
-                            pass  # drain
+                await sampler_task
                 raise RuntimeError("the subscription closed")
 
             asyncio.run(run())

@@ -11,7 +11,7 @@ same results.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 try:
@@ -29,22 +29,33 @@ def active() -> bool:
 
 
 def bind_offers(
-    address: int, closed: int, on_error: Callable[[int, Any], int], *, exclusive: bool = False
-) -> tuple[Callable[..., int], Callable[..., int]] | None:
-    """``offer(data, reserved_value=0)`` and ``offer_many(messages)`` bound to one native publication struct
-    (``address``: an amd_publication_t, or an amd_exclusive_publication_t when ``exclusive``) and its closed
-    flag (``closed``, an int32 that stops every later offer when nonzero)."""
+    address: int,
+    closed: int,
+    on_error: Callable[[int, Any], int],
+    wait: Callable[..., Awaitable[int]],
+    *,
+    exclusive: bool = False,
+) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
+    """``offer(data, reserved_value=0)``, ``offer_many(messages)`` and ``offer_async(data, **kwargs)`` bound to
+    one native publication struct (``address``: an amd_publication_t, or an amd_exclusive_publication_t when
+    ``exclusive``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero).
+    ``offer_async`` offers once: an awaitable already done with the position when that went, else
+    ``wait(data, **kwargs)`` (a coroutine that waits out back pressure)."""
     if not active():
         return None
     assert _fastpath is not None
-    offer, offer_many = (
-        (_fastpath.offer_exclusive, _fastpath.offer_many_exclusive)
-        if exclusive
-        else (_fastpath.offer, _fastpath.offer_many)
-    )
+    if exclusive:
+        offer, offer_many, offer_async = (
+            _fastpath.offer_exclusive,
+            _fastpath.offer_many_exclusive,
+            _fastpath.offer_async_exclusive,
+        )
+    else:
+        offer, offer_many, offer_async = _fastpath.offer, _fastpath.offer_many, _fastpath.offer_async
     return (
         functools.partial(offer, address, closed, on_error),
         functools.partial(offer_many, address, closed, on_error),
+        functools.partial(offer_async, address, closed, on_error, wait),
     )
 
 

@@ -7,7 +7,7 @@ the limit check, the append and the rotation in one call keeps an offer to about
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from driver._native import ffi, lib
@@ -59,14 +59,15 @@ class NativeOffer:
         self._closed[0] = 1
 
     def fast_offers(
-        self, on_error: Callable[[int, Any], int]
-    ) -> tuple[Callable[..., int], Callable[..., int]] | None:
-        """``(offer(data, reserved_value=0), offer_many(messages))`` as single C calls
-        (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
-        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned."""
+        self, on_error: Callable[[int, Any], int], wait: Callable[..., Awaitable[int]]
+    ) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
+        """``(offer(data, reserved_value=0), offer_many(messages), offer_async(data, **kwargs))`` as single C
+        calls (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
+        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned.
+        ``wait(data, **kwargs)`` is the coroutine ``offer_async`` returns when its offer did not go at once."""
         address = int(ffi.cast("uintptr_t", self._struct))
         closed = int(ffi.cast("uintptr_t", self._closed))
-        return fastpath.bind_offers(address, closed, on_error, exclusive=self._EXCLUSIVE)
+        return fastpath.bind_offers(address, closed, on_error, wait, exclusive=self._EXCLUSIVE)
 
     def offer(self, src: Any, reserved_value: int = 0) -> int:
         """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""
