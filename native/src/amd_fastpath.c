@@ -11,6 +11,7 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include "amd_publication.h"
 #include "amd_term.h"
 
@@ -768,6 +769,56 @@ static PyTypeObject MessageStreamType = {
     .tp_members = stream_members,
 };
 
+/* wait_for_change(address, last, stop_address, timeout_ns, poll_ns) -> True when the int64 at address is no
+ * longer ``last`` (acquire load) or the int32 at stop_address is nonzero, False after timeout_ns.
+ * Checked every poll_ns WITHOUT the GIL: the client's conductor thread waits here for driver events, so a
+ * Python thread spinning on offers or polls is not made to hand the GIL over at every idle wake-up. */
+static PyObject *fast_wait_for_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5)
+    {
+        PyErr_SetString(PyExc_TypeError, "wait_for_change(address, last, stop_address, timeout_ns, poll_ns)");
+        return NULL;
+    }
+    const int64_t *value = (const int64_t *)PyLong_AsVoidPtr(args[0]);
+    const long long last = PyLong_AsLongLong(args[1]);
+    const int32_t *stop = (const int32_t *)PyLong_AsVoidPtr(args[2]);
+    const long long timeout_ns = PyLong_AsLongLong(args[3]);
+    const long long poll_ns = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (value == NULL || stop == NULL || poll_ns <= 0)
+    {
+        PyErr_SetString(PyExc_ValueError, "wait_for_change: null address or poll_ns <= 0");
+        return NULL;
+    }
+    int changed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const long long deadline = (long long)now.tv_sec * 1000000000LL + now.tv_nsec + timeout_ns;
+    const struct timespec pause = {(time_t)(poll_ns / 1000000000LL), (long)(poll_ns % 1000000000LL)};
+    for (;;)
+    {
+        if (__atomic_load_n(value, __ATOMIC_ACQUIRE) != last || __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0)
+        {
+            changed = 1;
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((long long)now.tv_sec * 1000000000LL + now.tv_nsec >= deadline)
+        {
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(changed);
+}
+
 static PyMethodDef methods[] = {
     {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
     {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
@@ -781,6 +832,8 @@ static PyMethodDef methods[] = {
      "Many offers of an exclusive publication in one call."},
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
+    {"wait_for_change", (PyCFunction)(void (*)(void))fast_wait_for_change, METH_FASTCALL,
+     "Wait, without the GIL, until an int64 changes, a stop flag is set or a timeout passes."},
     {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},
     {NULL, NULL, 0, NULL}};
 

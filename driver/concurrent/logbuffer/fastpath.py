@@ -10,6 +10,7 @@ same results.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -79,3 +80,33 @@ def message_stream_type() -> type | None:
     """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
     ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
     return _fastpath.MessageStream if active() and _fastpath is not None else None
+
+
+class ChangeWaiter:
+    """Sleeps without holding the GIL until an int64 in shared memory changes (checked every ``poll_s``), the
+    waiter is stopped, or a timeout passes: the client's conductor thread idles here, so that a thread spinning
+    on offers or polls does not have to hand the GIL over at each of its idle wake-ups (each handover costs
+    the spinning thread far more than the wake-up itself on a busy machine)."""
+
+    __slots__ = ("_poll_ns", "_stop", "_stop_address")
+
+    def __init__(self, poll_s: float = 0.005) -> None:
+        self._stop = ctypes.c_int32(0)
+        self._stop_address = ctypes.addressof(self._stop)
+        self._poll_ns = int(poll_s * 1e9)
+
+    def wait(self, address: int, last: int, timeout_s: float) -> bool:
+        """True once the int64 at ``address`` is not ``last`` (or the waiter was stopped), False on timeout."""
+        assert _fastpath is not None
+        return _fastpath.wait_for_change(
+            address, last, self._stop_address, int(timeout_s * 1e9), self._poll_ns
+        )
+
+    def stop(self) -> None:
+        """Ends the current and every later wait at once."""
+        self._stop.value = 1
+
+
+def change_waiter() -> ChangeWaiter | None:
+    """A ChangeWaiter, or None without the fast path (then sleep a fixed interval instead)."""
+    return ChangeWaiter() if active() else None
