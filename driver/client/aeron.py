@@ -21,6 +21,7 @@ from driver.client.subscription import ImageHandler, Subscription
 from driver.concurrent.broadcast import BroadcastReceiver
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile
 from driver.concurrent.counters import AtomicCounter, CountersReader
+from driver.concurrent.logbuffer import fastpath
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 from driver.concurrent.logbuffer.term_reader import TermReader
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
@@ -29,6 +30,8 @@ from driver.protocol import control_protocol as cp
 
 DEFAULT_DRIVER_TIMEOUT_MS = 10_000
 IDLE_SLEEP_S = 0.01
+IDLE_MAX_S = 0.1
+"""With the fast path the client thread sleeps until the driver sends an event, or this long at most."""
 ASYNC_POLL_S = 0.001
 RESOURCE_LINGER_MS = 3_000  # closed images and released logs stay mapped this long (a poll may be in flight)
 
@@ -133,6 +136,7 @@ class Aeron:
         self.conductor.on_duty_cycle = self._free_lingering
         self._closed = False
         self._stop = threading.Event()
+        self._waiter = fastpath.change_waiter()
         self._thread: threading.Thread | None = None
         self._agent_invoker = ClientConductorAgent(self) if use_conductor_agent_invoker else None
         self.conductor.do_work()  # first keepalive at once
@@ -187,12 +191,22 @@ class Aeron:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        waiter = self._waiter
+        conductor = self.conductor
+        tail_address = conductor.events_tail_address
         while not self._stop.is_set():
+            tail = conductor.events_tail()  # before the duty cycle: an event sent during it wakes the wait
             try:
-                self.conductor.do_work()
+                conductor.do_work()
             except AeronError:
                 return  # recorded as conductor.failure; the next API call raises it
-            self._stop.wait(IDLE_SLEEP_S)
+            if waiter is None:
+                self._stop.wait(IDLE_SLEEP_S)
+            else:
+                # Without the GIL until the driver sends an event (checked every ms), or for at most
+                # IDLE_MAX_S: keepalives (every 500 ms) and timers need no more, and a thread spinning on
+                # offers or polls keeps the GIL.
+                waiter.wait(tail_address, tail, IDLE_MAX_S)
 
     def do_work(self) -> int:
         """Run one client duty cycle (with ``use_conductor_invoker`` or ``use_conductor_agent_invoker``)."""
@@ -214,6 +228,8 @@ class Aeron:
             return
         self._closed = True
         self._stop.set()
+        if self._waiter is not None:
+            self._waiter.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
         try:

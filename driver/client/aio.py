@@ -7,12 +7,10 @@ again, yielding to the loop in between, so one event loop can serve many publica
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from driver.client.fragment_assembler import FragmentAssembler
+from driver.client.message import Message
 from driver.client.publication import (
     ADMIN_ACTION,
     BACK_PRESSURED,
@@ -21,8 +19,7 @@ from driver.client.publication import (
     NOT_CONNECTED,
     OFFER_RESULT_NAMES,
 )
-from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.logbuffer.header import Header
+from driver.concurrent.logbuffer import fastpath
 
 if TYPE_CHECKING:
     from driver.client.publication import ExclusivePublication, Publication
@@ -33,17 +30,6 @@ IDLE_S = 0.0002
 
 class PublicationClosedError(RuntimeError):
     """The publication was closed (or reached its maximum position) while a message waited to go."""
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A whole message (fragments reassembled) with the header fields of its last fragment."""
-
-    data: bytes
-    session_id: int
-    stream_id: int
-    position: int
-    reserved_value: int
 
 
 async def offer(
@@ -82,33 +68,52 @@ async def offer(
         await asyncio.sleep(delay)
 
 
-async def messages(
+def messages(
     subscription: Subscription, fragment_limit: int = 64, idle_s: float = IDLE_S
 ) -> AsyncIterator[Message]:
-    """``async for message in messages(subscription)``: whole messages, until the subscription closes."""
-    pending: deque[Message] = deque()
-    append = pending.append
-    take = pending.popleft
+    """``async for message in messages(subscription)``: whole messages, until the subscription closes.
 
-    def on_message(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        append(
-            Message(
-                buffer.view[offset : offset + length].tobytes(),
-                header.session_id,
-                header.stream_id,
-                header.position,
-                header.reserved_value,
-            )
-        )
+    Each poll takes up to ``fragment_limit`` fragments at once (``Subscription.poll_messages``: on the fast path
+    the messages are made in C) and the loop is yielded to once per poll, not per message; on the fast path the
+    messages of a poll are then handed over from C too (driver/concurrent/logbuffer/fastpath.py). Messages
+    already polled when the iteration is left are dropped with it."""
+    pending: list[Message] = []
+    poll = subscription.poll_messages
+    stream_type = fastpath.message_stream_type() or _MessageStream
 
-    assembler = FragmentAssembler(on_message)
-    delay = 0.0
-    while not subscription.is_closed:
-        if subscription.poll(assembler, fragment_limit) == 0:
+    async def refill() -> Message:
+        await asyncio.sleep(0)  # once per poll: the other tasks run between batches
+        delay = 0.0
+        while not subscription.is_closed:
+            pending.clear()
+            poll(pending, fragment_limit)
+            if pending:
+                stream.next = 1
+                return pending[0]
             delay = min(0.001, delay * 2 or idle_s / 4)
             await asyncio.sleep(delay)
-            continue
-        delay = 0.0
-        while pending:
-            yield take()
-        await asyncio.sleep(0)
+        raise StopAsyncIteration
+
+    stream = stream_type(pending, refill)
+    return stream
+
+
+class _MessageStream:
+    """The iterator of ``messages`` when the fast path is off: the same steps as its C MessageStream."""
+
+    __slots__ = ("items", "next", "refill")
+
+    def __init__(self, items: list[Message], refill: Callable[[], Awaitable[Message]]) -> None:
+        self.items = items
+        self.next = len(items)
+        self.refill = refill
+
+    def __aiter__(self) -> _MessageStream:
+        return self
+
+    async def __anext__(self) -> Message:
+        items = self.items
+        if self.next < len(items):
+            self.next += 1
+            return items[self.next - 1]
+        return await self.refill()

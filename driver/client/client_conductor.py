@@ -136,6 +136,14 @@ class ClientConductor:
 
     # --- duty cycle ----------------------------------------------------------------------------
 
+    @property
+    def events_tail_address(self) -> int:
+        """Where the driver's to-clients broadcast tail is: it moves whenever the driver sends an event."""
+        return self._events.broadcast_receiver.tail_address
+
+    def events_tail(self) -> int:
+        return self._events.broadcast_receiver.tail()
+
     def do_work(self) -> int:
         """One duty cycle; raises the client's failure the first time it is detected, then returns 0."""
         with self.lock:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from driver.client.message import Message
 from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import fastpath, term_block_scanner
@@ -72,6 +73,7 @@ class Image:
         # The fast path (driver/concurrent/logbuffer/fastpath.py) walks the term from C by address.
         self._fast_poll = fastpath.poller()
         self._scan = fastpath.scanner()
+        self._fast_messages = fastpath.message_poller()
         self._term_addresses = tuple(b.address_value() for b in self._term_buffers)
         self._batch: FragmentBatch | None = None
 
@@ -128,6 +130,39 @@ class Image:
             position += new_offset - term_offset
             self._position = position
             self._subscriber_position.set_ordered(position)
+        return fragments
+
+    def poll_messages(self, out: list[Message], fragment_limit: int, assembler: FragmentHandler) -> int:
+        """Whole messages appended to ``out`` (as ``Message`` tuples, their bytes copied); fragments read.
+
+        With the fast path the unfragmented messages are made in C with no Python call each; the frames of a
+        fragmented message go to ``assembler`` (a FragmentAssembler whose handler appends to ``out``), as does
+        everything on the cffi path."""
+        fast = self._fast_messages
+        if fast is None or self.is_closed:
+            return self.poll(assembler, fragment_limit)
+        if self._batch is not None:
+            self._release_batch()
+        position = self._position
+        term_offset = position & self._term_length_mask
+        index = (position >> self.position_bits_to_shift) % 3
+        fragments, new_offset, at_fragment = fast(
+            Message,
+            self._term_addresses[index],
+            self.term_length,
+            term_offset,
+            fragment_limit,
+            position - term_offset,
+            self.session_id,
+            self.stream_id,
+            out,
+        )
+        if new_offset != term_offset:
+            position += new_offset - term_offset
+            self._position = position
+            self._subscriber_position.set_ordered(position)
+        if at_fragment and fragments < fragment_limit:
+            fragments += self.poll(assembler, fragment_limit - fragments)
         return fragments
 
     def poll_batch(self, fragment_limit: int) -> FragmentBatch:

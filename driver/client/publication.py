@@ -3,7 +3,7 @@ ExclusivePublication do. ``offer`` returns the new stream position, or one of th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from driver.concurrent.counters import AtomicCounter, counter_offset
@@ -11,7 +11,11 @@ from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 from driver.concurrent.logbuffer.exclusive_term_appender import ExclusiveTermAppender
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
-from driver.concurrent.logbuffer.publication_offer import MESSAGE_TOO_LONG, NativeOffer
+from driver.concurrent.logbuffer.publication_offer import (
+    MESSAGE_TOO_LONG,
+    NativeExclusiveOffer,
+    NativeOffer,
+)
 from driver.concurrent.logbuffer.term_appender import FAILED, TRIPPED, TermAppender, TermIdMismatchError
 from driver.protocol.frames import HEADER_LENGTH
 from driver.util.bit_util import to_int32
@@ -80,6 +84,40 @@ class _PublicationBase:
     _on_close: Any = None
     """Called once when the publication closes (the native offer's closed flag)."""
 
+    def _bind_native(self, native: NativeOffer) -> None:
+        """The native offer serves ``offer``; on the fast path ``offer`` and ``offer_many`` are its C calls."""
+        self._native_offer = native.offer
+        self._on_close = native.close
+        fast = native.fast_offers(self._on_fast_offer_error, self._offer_waiting)
+        if fast is not None:
+            # Instance attributes shadow the methods: one C call per offer (or per offer_many, or per
+            # offer_async that goes at once).
+            self.offer, self.offer_many, self.offer_async = fast
+
+    def _native_args(self) -> tuple[Any, ...]:
+        return (
+            self.log_buffers,
+            self._publication_limit.values_buffer,
+            counter_offset(self._publication_limit.id),
+            self._header_template,
+            self.position_bits_to_shift,
+            self.initial_term_id,
+            self.max_payload_length,
+            self.max_message_length,
+            self.max_possible_position,
+        )
+
+    def _on_fast_offer_error(self, result: int, data: Any) -> int:
+        self._raise_offer_error(result, data)
+        return result
+
+    def _raise_offer_error(self, result: int, data: Any) -> None:
+        if result == MESSAGE_TOO_LONG:
+            self._check_length(_length(data))
+        raise TermIdMismatchError(
+            "action possibly delayed: the log moved on more than a whole term while this offer ran"
+        )
+
     @property
     def is_closed(self) -> bool:
         return self._is_closed
@@ -144,13 +182,17 @@ class _PublicationBase:
 
     async def offer_async(self, data: Any, *, timeout_s: float | None = None) -> int:
         """Await until ``data`` is offered, waiting out back pressure (see ``driver.client.aio.offer``).
-        An offer that goes at once costs one ``offer`` call: the waiting loop starts only when it did not."""
+        An offer that goes at once costs one ``offer`` call (on the fast path, one C call and no coroutine):
+        the waiting loop starts only when it did not."""
         result = self.offer(data)
         if result > 0:
             return result
+        return await self._offer_waiting(data, timeout_s=timeout_s)
+
+    def _offer_waiting(self, data: Any, *, timeout_s: float | None = None) -> Awaitable[int]:
         from driver.client.aio import offer
 
-        return await offer(self, data, timeout_s=timeout_s)
+        return offer(self, data, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""
@@ -176,23 +218,7 @@ class Publication(_PublicationBase):
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
         self._get_limit = self._publication_limit.get
-        native = NativeOffer(
-            self.log_buffers,
-            self._publication_limit.values_buffer,
-            counter_offset(self._publication_limit.id),
-            self._header_template,
-            self.position_bits_to_shift,
-            self.initial_term_id,
-            self.max_payload_length,
-            self.max_message_length,
-            self.max_possible_position,
-        )
-        self._native_offer = native.offer
-        self._on_close = native.close
-        fast = native.fast_offers(self._on_fast_offer_error)
-        if fast is not None:
-            # Instance attributes shadow the methods below: one C call per offer (or per offer_many).
-            self.offer, self.offer_many = fast
+        self._bind_native(NativeOffer(*self._native_args()))
 
     @property
     def position(self) -> int:
@@ -210,17 +236,6 @@ class Publication(_PublicationBase):
         if result < MAX_POSITION_EXCEEDED:
             self._raise_offer_error(result, data)
         return result
-
-    def _on_fast_offer_error(self, result: int, data: Any) -> int:
-        self._raise_offer_error(result, data)
-        return result
-
-    def _raise_offer_error(self, result: int, data: Any) -> None:
-        if result == MESSAGE_TOO_LONG:
-            self._check_length(_length(data))
-        raise TermIdMismatchError(
-            "action possibly delayed: the log moved on more than a whole term while this offer ran"
-        )
 
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         """Claim space for one unfragmented message of ``length`` bytes to fill in place, then
@@ -267,6 +282,9 @@ class ExclusivePublication(_PublicationBase):
             ExclusiveTermAppender(term_buffer, meta, index)
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
+        native = NativeExclusiveOffer(*self._native_args())
+        # Where the publication is lives in the native struct, which its offers move on in C.
+        self._state = native.state
         term_count = lbd.active_term_count(meta)
         index = term_count % 3
         raw_tail = lbd.raw_tail_volatile(meta, index)
@@ -277,34 +295,53 @@ class ExclusivePublication(_PublicationBase):
             self._term_id, self.position_bits_to_shift, self.initial_term_id
         )
         self._get_limit = self._publication_limit.get
+        self._bind_native(native)
+
+    # The position fields, read and written in the native struct (NativeExclusiveOffer.state).
+    @property
+    def _term_id(self) -> int:
+        return self._state.term_id
+
+    @_term_id.setter
+    def _term_id(self, value: int) -> None:
+        self._state.term_id = value
+
+    @property
+    def _term_offset(self) -> int:
+        return self._state.term_offset
+
+    @_term_offset.setter
+    def _term_offset(self, value: int) -> None:
+        self._state.term_offset = value
+
+    @property
+    def _active_partition_index(self) -> int:
+        return self._state.active_partition_index
+
+    @_active_partition_index.setter
+    def _active_partition_index(self, value: int) -> None:
+        self._state.active_partition_index = value
+
+    @property
+    def _term_begin_position(self) -> int:
+        return self._state.term_begin_position
+
+    @_term_begin_position.setter
+    def _term_begin_position(self, value: int) -> None:
+        self._state.term_begin_position = value
 
     @property
     def position(self) -> int:
         return CLOSED if self.is_closed else self._term_begin_position + self._term_offset
 
     def offer(self, data: Any, reserved_value: int = 0) -> int:
+        """Append ``data`` as one message (one native call that also rotates); the new position or a code."""
         if self.is_closed:
             return CLOSED
-        position = self._term_begin_position + self._term_offset
-        length = _length(data)
-        if position >= self._get_limit():
-            return self._back_pressure_status(position, length)
-        appender = self._appenders[self._active_partition_index]
-        if length <= self.max_payload_length:
-            result = appender.append_unfragmented(
-                self._term_id, self._term_offset, self._header_template, data, reserved_value
-            )
-        else:
-            self._check_length(length)
-            result = appender.append_fragmented(
-                self._term_id,
-                self._term_offset,
-                self._header_template,
-                data,
-                self.max_payload_length,
-                reserved_value,
-            )
-        return self._new_position(result)
+        result = self._native_offer(data, reserved_value)
+        if result < MAX_POSITION_EXCEEDED:
+            self._raise_offer_error(result, data)
+        return result
 
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         if length > self.max_payload_length:

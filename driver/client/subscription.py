@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.image import ControlledFragmentHandler, FragmentBatch, Image
+from driver.client.message import Message, message_of
+from driver.concurrent.logbuffer.header import Header
 from driver.concurrent.logbuffer.term_reader import FragmentHandler
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from driver.client.aeron import Aeron
-    from driver.client.aio import Message
 
 ImageHandler = Callable[[Image], None]
 _NO_FRAGMENTS = FragmentBatch(None, 1)
@@ -38,6 +40,9 @@ class Subscription:
         self._images: tuple[Image, ...] = ()
         self._round_robin_index = 0
         self._last_batch: FragmentBatch | None = None
+        # poll_messages' reassembly, kept across calls (a message's fragments may span polls).
+        self._message_assembler: FragmentAssembler | None = None
+        self._message_out: list[Message] | None = None
         self.channel_status_id = -1
         self.is_closed = False
 
@@ -78,6 +83,30 @@ class Subscription:
                 break
             fragments += images[(start + i) % count].poll(handler, fragment_limit - fragments)
         return fragments
+
+    def poll_messages(self, out: list[Message], fragment_limit: int) -> int:
+        """Whole messages (fragments reassembled, bytes copied) appended to ``out`` as ``Message`` tuples, from
+        the images in turn; fragments read. On the fast path an unfragmented message costs no Python call."""
+        images = self._images
+        count = len(images)
+        if count == 0:
+            return 0
+        assembler = self._message_assembler
+        if assembler is None:
+            assembler = self._message_assembler = FragmentAssembler(self._append_message)
+        self._message_out = out
+        start = self._round_robin_index = (self._round_robin_index + 1) % count
+        fragments = 0
+        for i in range(count):
+            if fragments >= fragment_limit:
+                break
+            fragments += images[(start + i) % count].poll_messages(out, fragment_limit - fragments, assembler)
+        return fragments
+
+    def _append_message(self, buffer: Any, offset: int, length: int, header: Header) -> None:
+        out = self._message_out
+        assert out is not None
+        out.append(message_of(buffer, offset, length, header))
 
     def poll_batch(self, fragment_limit: int) -> FragmentBatch:
         """The next image's (in turn) ``Image.poll_batch``: up to ``fragment_limit`` fragments of one session

@@ -149,6 +149,15 @@ class BroadcastReceiver:
         return self._capacity
 
     @property
+    def tail_address(self) -> int:
+        """The address of the transmitters' tail counter (an int64 that moves with every message), for a
+        waiter that sleeps without the GIL until it changes (driver/concurrent/logbuffer/fastpath.py)."""
+        return self._buffer.address_value() + self._tail_counter_index
+
+    def tail(self) -> int:
+        return self._buffer.get_int64_volatile(self._tail_counter_index)
+
+    @property
     def buffer(self) -> AtomicBuffer:
         return self._buffer
 

@@ -1,5 +1,5 @@
-/* The whole of a shared (concurrent) publication's offer in one call: limit check, term checks, the
- * append (unfragmented or fragmented) and log rotation, as Aeron 1.15.1's ConcurrentPublication.offer.
+/* The whole of a publication's offer in one call: limit check, term checks, the append (unfragmented or
+ * fragmented) and log rotation, as Aeron 1.15.1's ConcurrentPublication.offer and ExclusivePublication.offer.
  * This header is also the cffi cdef (preprocessor lines are dropped). */
 #ifndef AMD_PUBLICATION_H
 #define AMD_PUBLICATION_H
@@ -34,4 +34,22 @@ typedef struct
 
 int64_t amd_publication_offer(
     const amd_publication_t *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
+
+/* An exclusive publication (one publisher only): the constants plus where it is, which it keeps to itself
+ * (Aeron 1.15.1's ExclusivePublication fields). Each offer reads and moves the position fields; the owner's
+ * other appends (claims, padding, blocks) read and write the same fields. */
+typedef struct
+{
+    amd_publication_t constants;
+    int64_t term_begin_position;
+    int32_t term_id;
+    int32_t term_offset;
+    int32_t active_partition_index;
+} amd_exclusive_publication_t;
+
+/* ExclusivePublication.offer: the limit check, the append (tail stored with a release store, then the
+ * frames, each committed by a release store of its length) and, at the end of a term, the rotation to
+ * the next (ADMIN_ACTION), with no atomic read-modify-write. Same results as amd_publication_offer. */
+int64_t amd_exclusive_publication_offer(
+    amd_exclusive_publication_t *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
 #endif

@@ -8,12 +8,16 @@
  * imports this one is driver/concurrent/logbuffer/fastpath.py. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 #include "amd_publication.h"
 #include "amd_term.h"
 
 #define ALIGN_FRAME(length) (((int64_t)(length) + (AMD_FRAME_ALIGNMENT - 1)) & ~(int64_t)(AMD_FRAME_ALIGNMENT - 1))
 #define OFFER_CLOSED (-4)
+#define UNFRAGMENTED 0xC0 /* BEGIN | END */
 
 static PyObject *offset_name; /* "offset", interned */
 
@@ -27,8 +31,21 @@ static inline int is_padding(const uint8_t *term, int64_t offset)
     return __atomic_load_n((const uint16_t *)(term + offset + AMD_TYPE_OFFSET), __ATOMIC_RELAXED) == AMD_HDR_TYPE_PAD;
 }
 
+/* The native offer of a shared or an exclusive publication (native/include/amd_publication.h). */
+typedef int64_t (*offer_fn)(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
+
+static int64_t shared_offer(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    return amd_publication_offer((const amd_publication_t *)publication, src, length, reserved_value);
+}
+
+static int64_t exclusive_offer(void *publication, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    return amd_exclusive_publication_offer((amd_exclusive_publication_t *)publication, src, length, reserved_value);
+}
+
 /* One message: bytes without a copy of their object, any other contiguous buffer through the buffer protocol. */
-static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t reserved_value, int *error)
+static inline int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t reserved_value, int *error)
 {
     if (PyBytes_CheckExact(data))
     {
@@ -37,7 +54,7 @@ static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t res
         {
             return AMD_OFFER_MESSAGE_TOO_LONG;
         }
-        return amd_publication_offer(p, (const uint8_t *)PyBytes_AS_STRING(data), (int32_t)length, reserved_value);
+        return fn(p, (const uint8_t *)PyBytes_AS_STRING(data), (int32_t)length, reserved_value);
     }
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
@@ -47,22 +64,21 @@ static int64_t offer_one(const amd_publication_t *p, PyObject *data, int64_t res
     }
     const int64_t result = view.len > INT32_MAX
         ? AMD_OFFER_MESSAGE_TOO_LONG
-        : amd_publication_offer(p, (const uint8_t *)view.buf, (int32_t)view.len, reserved_value);
+        : fn(p, (const uint8_t *)view.buf, (int32_t)view.len, reserved_value);
     PyBuffer_Release(&view);
     return result;
 }
 
 /* offer(publication_address, closed_address, on_error, data, reserved_value=0) -> position or code.
  * *closed != 0 -> CLOSED without touching the log; codes below MAX_POSITION_EXCEEDED go to on_error(code, data). */
-static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
     if (nargs < 4 || nargs > 5)
     {
         PyErr_SetString(PyExc_TypeError, "offer(publication, closed, on_error, data, reserved_value=0)");
         return NULL;
     }
-    const amd_publication_t *p = (const amd_publication_t *)PyLong_AsVoidPtr(args[0]);
+    void *p = PyLong_AsVoidPtr(args[0]);
     const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
     if (p == NULL || closed == NULL)
     {
@@ -82,7 +98,7 @@ static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     }
     int error = 0;
-    const int64_t result = offer_one(p, args[3], reserved_value, &error);
+    const int64_t result = offer_one(fn, p, args[3], reserved_value, &error);
     if (error)
     {
         return NULL;
@@ -105,15 +121,14 @@ static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t na
 /* offer_many(publication_address, closed_address, on_error, messages) -> count or code.
  * Offers the messages of a list or tuple in order, retrying ADMIN_ACTION (a rotation) at once; stops at the
  * first that does not go. Returns how many went, or, when the first did not, its code (<= 0). */
-static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
     if (nargs != 4)
     {
         PyErr_SetString(PyExc_TypeError, "offer_many(publication, closed, on_error, messages)");
         return NULL;
     }
-    const amd_publication_t *p = (const amd_publication_t *)PyLong_AsVoidPtr(args[0]);
+    void *p = PyLong_AsVoidPtr(args[0]);
     const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
     if (p == NULL || closed == NULL)
     {
@@ -135,7 +150,7 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
     while (sent < count)
     {
         int error = 0;
-        result = offer_one(p, items[sent], 0, &error);
+        result = offer_one(fn, p, items[sent], 0, &error);
         if (error)
         {
             Py_DECREF(seq);
@@ -143,7 +158,7 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
         }
         if (result == AMD_OFFER_ADMIN_ACTION)
         {
-            result = offer_one(p, items[sent], 0, &error);
+            result = offer_one(fn, p, items[sent], 0, &error);
             if (error)
             {
                 Py_DECREF(seq);
@@ -172,6 +187,171 @@ static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize
     }
     Py_DECREF(seq);
     return PyLong_FromLongLong(sent > 0 ? (int64_t)sent : result);
+}
+
+static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_with(shared_offer, args, nargs);
+}
+
+static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_many_with(shared_offer, args, nargs);
+}
+
+/* The same two for an exclusive publication: the first argument is an amd_exclusive_publication_t. */
+static PyObject *fast_offer_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_with(exclusive_offer, args, nargs);
+}
+
+static PyObject *fast_offer_many_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return offer_many_with(exclusive_offer, args, nargs);
+}
+
+/* Done: an awaitable that is already finished with a value (the position of an offer_async that went at
+ * once), so that ``await`` costs no coroutine. Awaiting it a second time is an error, as for a coroutine. */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *value;
+} Done;
+
+static void done_dealloc(Done *self)
+{
+    Py_XDECREF(self->value);
+    PyObject_Free(self);
+}
+
+static PyObject *done_await(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PySendResult done_send(Done *self, PyObject *arg, PyObject **result)
+{
+    (void)arg;
+    if (self->value == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reuse an already awaited offer");
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    *result = self->value; /* the reference moves to the caller */
+    self->value = NULL;
+    return PYGEN_RETURN;
+}
+
+static PyObject *done_iternext(Done *self)
+{
+    PyObject *value = NULL;
+    if (done_send(self, Py_None, &value) == PYGEN_ERROR)
+    {
+        return NULL;
+    }
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (stop != NULL)
+    {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
+static PyAsyncMethods done_async = {
+    .am_await = done_await,
+    .am_send = (sendfunc)done_send,
+};
+
+static PyTypeObject DoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.Done",
+    .tp_basicsize = sizeof(Done),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An awaitable already finished with a value.",
+    .tp_dealloc = (destructor)done_dealloc,
+    .tp_as_async = &done_async,
+    .tp_iter = done_await,
+    .tp_iternext = (iternextfunc)done_iternext,
+};
+
+/* offer_async(publication_address, closed_address, on_error, wait, data, **kwargs) -> awaitable position.
+ * The offer once, as offer: when it goes, a Done holding the position; otherwise (any code, closed included)
+ * wait(data, **kwargs), the caller's coroutine that waits out back pressure and raises on a closed publication. */
+static PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs != 5)
+    {
+        PyErr_SetString(PyExc_TypeError, "offer_async(publication, closed, on_error, wait, data, **kwargs)");
+        return NULL;
+    }
+    void *p = PyLong_AsVoidPtr(args[0]);
+    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
+    if (p == NULL || closed == NULL)
+    {
+        return NULL;
+    }
+    if (!*closed)
+    {
+        int error = 0;
+        const int64_t result = offer_one(fn, p, args[4], 0, &error);
+        if (error)
+        {
+            return NULL;
+        }
+        if (result > 0)
+        {
+            Done *done = PyObject_New(Done, &DoneType);
+            if (done == NULL)
+            {
+                return NULL;
+            }
+            done->value = PyLong_FromLongLong(result);
+            if (done->value == NULL)
+            {
+                Py_DECREF(done);
+                return NULL;
+            }
+            return (PyObject *)done;
+        }
+        if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
+        {
+            PyObject *code = PyLong_FromLongLong(result);
+            if (code == NULL)
+            {
+                return NULL;
+            }
+            PyObject *call_args[2] = {code, args[4]};
+            PyObject *value = PyObject_Vectorcall(args[2], call_args, 2, NULL);
+            Py_DECREF(code);
+            if (value == NULL)
+            {
+                return NULL;
+            }
+            Py_DECREF(value);
+        }
+    }
+    /* args[4] is the data, followed by the keyword values named by kwnames */
+    return PyObject_Vectorcall(args[3], args + 4, 1, kwnames);
+}
+
+static PyObject *fast_offer_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    return offer_async_with(shared_offer, args, nargs, kwnames);
+}
+
+static PyObject *fast_offer_async_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    return offer_async_with(exclusive_offer, args, nargs, kwnames);
 }
 
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
@@ -344,11 +524,317 @@ static PyObject *fast_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(nL)", count, (long long)offset);
 }
 
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out)
+ *   -> (messages, new term offset, stopped at a fragment)
+ * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
+ * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
+ * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
+ * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
+ * so that the caller's assembler takes it. */
+static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9)
+    {
+        PyErr_SetString(PyExc_TypeError,
+                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
+                        "session_id, stream_id, out)");
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
+        return NULL;
+    }
+    PyTypeObject *message_type = (PyTypeObject *)args[0];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
+    const long long capacity = PyLong_AsLongLong(args[2]);
+    const long long start = PyLong_AsLongLong(args[3]);
+    const long long limit = PyLong_AsLongLong(args[4]);
+    const long long term_begin = PyLong_AsLongLong(args[5]);
+    PyObject *session_id = args[6];
+    PyObject *stream_id = args[7];
+    PyObject *out = args[8];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (!PyList_Check(out))
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: out must be a list");
+        return NULL;
+    }
+    int64_t offset = start;
+    long long count = 0;
+    int fragment = 0;
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (count < limit && offset <= last_header)
+    {
+        const int32_t frame_length = frame_length_acquire(term, offset);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        if (is_padding(term, offset))
+        {
+            offset += ALIGN_FRAME(frame_length);
+            continue;
+        }
+        const uint8_t flags = term[offset + AMD_FLAGS_OFFSET];
+        if ((flags & UNFRAGMENTED) != UNFRAGMENTED)
+        {
+            fragment = 1;
+            break;
+        }
+        const int64_t next = offset + ALIGN_FRAME(frame_length);
+        int64_t reserved_value;
+        memcpy(&reserved_value, term + offset + AMD_RESERVED_VALUE_OFFSET, sizeof reserved_value);
+        PyObject *data = PyBytes_FromStringAndSize(
+            (const char *)term + offset + AMD_DATA_HEADER_LENGTH, frame_length - AMD_DATA_HEADER_LENGTH);
+        PyObject *position = PyLong_FromLongLong(term_begin + (next > capacity ? capacity : next));
+        PyObject *reserved = PyLong_FromLongLong(reserved_value);
+        PyObject *message = message_type->tp_alloc(message_type, 5);
+        if (data == NULL || position == NULL || reserved == NULL || message == NULL)
+        {
+            Py_XDECREF(data);
+            Py_XDECREF(position);
+            Py_XDECREF(reserved);
+            Py_XDECREF(message);
+            return NULL;
+        }
+        Py_INCREF(session_id);
+        Py_INCREF(stream_id);
+        PyTuple_SET_ITEM(message, 0, data);
+        PyTuple_SET_ITEM(message, 1, session_id);
+        PyTuple_SET_ITEM(message, 2, stream_id);
+        PyTuple_SET_ITEM(message, 3, position);
+        PyTuple_SET_ITEM(message, 4, reserved);
+        const int appended = PyList_Append(out, message);
+        Py_DECREF(message);
+        if (appended < 0)
+        {
+            return NULL;
+        }
+        offset = next;
+        ++count;
+    }
+    if (offset > capacity)
+    {
+        offset = capacity;
+    }
+    return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+}
+
+/* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
+ * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the
+ * stream itself as an awaitable that is already done (am_send hands the message straight back). When the list
+ * is used up, __anext__ returns refill(), a Python coroutine that waits for more, refills ``items``, sets
+ * ``next`` past what it returns and returns the first message (or raises StopAsyncIteration). */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *items; /* a list */
+    PyObject *refill;
+    PyObject *ready; /* the message the pending await returns */
+    Py_ssize_t next;
+} MessageStream;
+
+static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->items);
+    Py_VISIT(self->refill);
+    Py_VISIT(self->ready);
+    return 0;
+}
+
+static int stream_clear(MessageStream *self)
+{
+    Py_CLEAR(self->items);
+    Py_CLEAR(self->refill);
+    Py_CLEAR(self->ready);
+    return 0;
+}
+
+static void stream_dealloc(MessageStream *self)
+{
+    PyObject_GC_UnTrack(self);
+    stream_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *items, *refill;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill) takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!O:MessageStream", &PyList_Type, &items, &refill))
+    {
+        return -1;
+    }
+    Py_INCREF(items);
+    Py_INCREF(refill);
+    Py_XSETREF(self->items, items);
+    Py_XSETREF(self->refill, refill);
+    Py_CLEAR(self->ready);
+    self->next = PyList_GET_SIZE(items);
+    return 0;
+}
+
+static PyObject *stream_self(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *stream_anext(MessageStream *self)
+{
+    if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
+    {
+        PyObject *item = PyList_GET_ITEM(self->items, self->next);
+        ++self->next;
+        Py_INCREF(item);
+        Py_XSETREF(self->ready, item);
+        Py_INCREF(self);
+        return (PyObject *)self;
+    }
+    if (self->refill == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "MessageStream not initialised");
+        return NULL;
+    }
+    return PyObject_CallNoArgs(self->refill);
+}
+
+static PySendResult stream_send(MessageStream *self, PyObject *arg, PyObject **result)
+{
+    (void)arg;
+    if (self->ready == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "MessageStream awaited without __anext__");
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    *result = self->ready; /* the reference moves to the caller */
+    self->ready = NULL;
+    return PYGEN_RETURN;
+}
+
+static PyObject *stream_iternext(MessageStream *self)
+{
+    /* __next__ of the awaitable, for drivers that do not use am_send: finish at once with the message. */
+    PyObject *value = NULL;
+    if (stream_send(self, Py_None, &value) == PYGEN_ERROR)
+    {
+        return NULL;
+    }
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (stop != NULL)
+    {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
+static PyMemberDef stream_members[] = {
+    {"next", T_PYSSIZET, offsetof(MessageStream, next), 0, "Index in items of the next message to hand over."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyAsyncMethods stream_async = {
+    .am_await = (unaryfunc)stream_self,
+    .am_aiter = (unaryfunc)stream_self,
+    .am_anext = (unaryfunc)stream_anext,
+    .am_send = (sendfunc)stream_send,
+};
+
+static PyTypeObject MessageStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.MessageStream",
+    .tp_basicsize = sizeof(MessageStream),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An async iterator over a list that a refill coroutine tops up.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)stream_init,
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_traverse = (traverseproc)stream_traverse,
+    .tp_clear = (inquiry)stream_clear,
+    .tp_as_async = &stream_async,
+    .tp_iter = stream_self,
+    .tp_iternext = (iternextfunc)stream_iternext,
+    .tp_members = stream_members,
+};
+
+/* wait_for_change(address, last, stop_address, timeout_ns, poll_ns) -> True when the int64 at address is no
+ * longer ``last`` (acquire load) or the int32 at stop_address is nonzero, False after timeout_ns.
+ * Checked every poll_ns WITHOUT the GIL: the client's conductor thread waits here for driver events, so a
+ * Python thread spinning on offers or polls is not made to hand the GIL over at every idle wake-up. */
+static PyObject *fast_wait_for_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5)
+    {
+        PyErr_SetString(PyExc_TypeError, "wait_for_change(address, last, stop_address, timeout_ns, poll_ns)");
+        return NULL;
+    }
+    const int64_t *value = (const int64_t *)PyLong_AsVoidPtr(args[0]);
+    const long long last = PyLong_AsLongLong(args[1]);
+    const int32_t *stop = (const int32_t *)PyLong_AsVoidPtr(args[2]);
+    const long long timeout_ns = PyLong_AsLongLong(args[3]);
+    const long long poll_ns = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (value == NULL || stop == NULL || poll_ns <= 0)
+    {
+        PyErr_SetString(PyExc_ValueError, "wait_for_change: null address or poll_ns <= 0");
+        return NULL;
+    }
+    int changed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const long long deadline = (long long)now.tv_sec * 1000000000LL + now.tv_nsec + timeout_ns;
+    const struct timespec pause = {(time_t)(poll_ns / 1000000000LL), (long)(poll_ns % 1000000000LL)};
+    for (;;)
+    {
+        if (__atomic_load_n(value, __ATOMIC_ACQUIRE) != last || __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0)
+        {
+            changed = 1;
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((long long)now.tv_sec * 1000000000LL + now.tv_nsec >= deadline)
+        {
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(changed);
+}
+
 static PyMethodDef methods[] = {
     {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
     {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
+    {"offer_async", (PyCFunction)(void (*)(void))fast_offer_async, METH_FASTCALL | METH_KEYWORDS,
+     "An offer, as an awaitable: done at once, or the caller's waiting coroutine."},
+    {"offer_async_exclusive", (PyCFunction)(void (*)(void))fast_offer_async_exclusive, METH_FASTCALL | METH_KEYWORDS,
+     "offer_async of an exclusive publication."},
+    {"offer_exclusive", (PyCFunction)(void (*)(void))fast_offer_exclusive, METH_FASTCALL,
+     "An exclusive publication's offer in one call."},
+    {"offer_many_exclusive", (PyCFunction)(void (*)(void))fast_offer_many_exclusive, METH_FASTCALL,
+     "Many offers of an exclusive publication in one call."},
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
+    {"wait_for_change", (PyCFunction)(void (*)(void))fast_wait_for_change, METH_FASTCALL,
+     "Wait, without the GIL, until an int64 changes, a stop flag is set or a timeout passes."},
+    {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpath", NULL, -1, methods, NULL, NULL, NULL, NULL};
@@ -360,5 +846,21 @@ PyMODINIT_FUNC PyInit__fastpath(void)
     {
         return NULL;
     }
-    return PyModule_Create(&module);
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&MessageStreamType) < 0)
+    {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+    {
+        return NULL;
+    }
+    Py_INCREF(&MessageStreamType);
+    if (PyModule_AddObject(m, "MessageStream", (PyObject *)&MessageStreamType) < 0)
+    {
+        Py_DECREF(&MessageStreamType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

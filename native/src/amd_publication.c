@@ -6,6 +6,7 @@
 #define ACTIVE_TERM_COUNT_OFFSET 24
 #define IS_CONNECTED_OFFSET 136
 #define PARTITION_COUNT 3
+#define ALIGN_FRAME(length) (((int64_t)(length) + (AMD_FRAME_ALIGNMENT - 1)) & ~(int64_t)(AMD_FRAME_ALIGNMENT - 1))
 
 /* LogBufferDescriptor.rotateLog: move the next partition's tail to the next term (unless another
  * publisher already did), then advance the active term count from the one this offer saw. */
@@ -94,4 +95,97 @@ int64_t amd_publication_offer(
     return __atomic_load_n((const int32_t *)(meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
         ? AMD_OFFER_BACK_PRESSURED
         : AMD_OFFER_NOT_CONNECTED;
+}
+
+static int64_t back_pressure_status(const amd_publication_t *p, int64_t position, int32_t length)
+{
+    if (position + length >= p->max_possible_position)
+    {
+        return AMD_OFFER_MAX_POSITION_EXCEEDED;
+    }
+    return __atomic_load_n((const int32_t *)(p->meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
+        ? AMD_OFFER_BACK_PRESSURED
+        : AMD_OFFER_NOT_CONNECTED;
+}
+
+/* The term is full (padding written, or it was exactly full): move to the next one, no contention to handle.
+ * The next partition's tail first, then the active term count, both release stores (docs/logbuffer.md §2). */
+static int64_t exclusive_rotate(amd_exclusive_publication_t *x)
+{
+    const amd_publication_t *p = &x->constants;
+    if (x->term_begin_position + p->term_length >= p->max_possible_position)
+    {
+        return AMD_OFFER_MAX_POSITION_EXCEEDED;
+    }
+    const int next_index = (x->active_partition_index + 1) % PARTITION_COUNT;
+    const int32_t next_term_id = (int32_t)((uint32_t)x->term_id + 1);
+    const int32_t term_count = (int32_t)((uint32_t)next_term_id - (uint32_t)p->initial_term_id);
+    __atomic_store_n(
+        (int64_t *)(p->meta + TAIL_COUNTERS_OFFSET + next_index * 8),
+        (int64_t)((uint64_t)(uint32_t)next_term_id << 32),
+        __ATOMIC_RELEASE);
+    __atomic_store_n((int32_t *)(p->meta + ACTIVE_TERM_COUNT_OFFSET), term_count, __ATOMIC_RELEASE);
+    x->active_partition_index = next_index;
+    x->term_id = next_term_id;
+    x->term_offset = 0;
+    x->term_begin_position += p->term_length;
+    return AMD_OFFER_ADMIN_ACTION;
+}
+
+int64_t amd_exclusive_publication_offer(
+    amd_exclusive_publication_t *x, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    const amd_publication_t *p = &x->constants;
+    if (length > p->max_message_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG;
+    }
+    const int32_t term_offset = x->term_offset;
+    const int64_t position = x->term_begin_position + term_offset;
+    if (position >= __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE))
+    {
+        return back_pressure_status(p, position, length);
+    }
+
+    int64_t required;
+    if (length <= p->max_payload_length)
+    {
+        required = ALIGN_FRAME((int64_t)length + AMD_DATA_HEADER_LENGTH);
+    }
+    else
+    {
+        const int64_t num_max_payloads = length / p->max_payload_length;
+        const int32_t remaining_payload = length % p->max_payload_length;
+        required = num_max_payloads * (p->max_payload_length + AMD_DATA_HEADER_LENGTH) +
+            (remaining_payload > 0 ? ALIGN_FRAME(remaining_payload + AMD_DATA_HEADER_LENGTH) : 0);
+    }
+    const int64_t resulting_offset = term_offset + required;
+    const int index = x->active_partition_index;
+    /* The tail first (ExclusiveTermAppender, docs/logbuffer.md §5): the driver sees the space taken at once. */
+    __atomic_store_n(
+        (int64_t *)(p->meta + TAIL_COUNTERS_OFFSET + index * 8),
+        (int64_t)(((uint64_t)(uint32_t)x->term_id << 32) | (uint64_t)resulting_offset),
+        __ATOMIC_RELEASE);
+    uint8_t *term = p->log + (int64_t)index * p->term_length;
+    if (resulting_offset > p->term_length)
+    {
+        if (term_offset < p->term_length)
+        {
+            amd_frame_write_padding(term, term_offset, p->term_length - term_offset, p->header_template, x->term_id);
+        }
+        return exclusive_rotate(x);
+    }
+    if (length <= p->max_payload_length)
+    {
+        amd_frame_write(
+            term, term_offset, length + AMD_DATA_HEADER_LENGTH, p->header_template, x->term_id, -1, reserved_value,
+            src, 0);
+    }
+    else
+    {
+        amd_frame_write_fragments(
+            term, term_offset, p->header_template, x->term_id, src, length, p->max_payload_length, reserved_value);
+    }
+    x->term_offset = (int32_t)resulting_offset;
+    return x->term_begin_position + resulting_offset;
 }

@@ -20,18 +20,33 @@ def loop(request):
     assert errors == [], errors
 
 
-def test_offer_async_waits_out_back_pressure_and_messages_iterates(embedded_driver, loop) -> None:
+def frame_bytes(length: int, max_payload: int = 1408 - 32) -> int:
+    """Bytes a message of ``length`` takes in the log: each fragment's header + payload, 32-byte aligned."""
+    chunks = [max_payload] * (length // max_payload) + (
+        [length % max_payload] if length % max_payload else []
+    )
+    return sum((chunk + 32 + 31) & ~31 for chunk in chunks or [0])
+
+
+def payload(i: int) -> bytes:
+    # Every 7th message is fragmented (3 frames at the default MTU), so whole and fragmented ones interleave.
+    return i.to_bytes(4, "little") * (750 if i % 7 == 3 else 20)
+
+
+def test_offer_async_waits_out_back_pressure_and_messages_iterates(
+    embedded_driver, loop, client_path
+) -> None:
     driver = embedded_driver()
 
     async def main() -> list[Message]:
         with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
             subscription = await aeron.add_subscription_async("aeron:ipc?term-length=64k", 77)
             publication = await aeron.add_publication_async("aeron:ipc?term-length=64k", 77)
-            count = 2000  # ~3 terms: the publisher must wait for the reader several times
+            count = 2000  # ~6 terms: the publisher must wait for the reader several times
 
             async def produce() -> None:
                 for i in range(count):
-                    await publication.offer_async(i.to_bytes(4, "little") * 20, timeout_s=10)
+                    await publication.offer_async(payload(i), timeout_s=10)
 
             received: list[Message] = []
 
@@ -42,6 +57,9 @@ def test_offer_async_waits_out_back_pressure_and_messages_iterates(embedded_driv
                         return
 
             await asyncio.wait_for(asyncio.gather(produce(), consume()), 30)
+            assert {(m.session_id, m.stream_id, m.reserved_value) for m in received} == {
+                (publication.session_id, 77, 0)
+            }
             publication.close()
             with pytest.raises(PublicationClosedError):
                 await publication.offer_async(b"closed")
@@ -49,5 +67,65 @@ def test_offer_async_waits_out_back_pressure_and_messages_iterates(embedded_driv
             return received
 
     received = loop.run_until_complete(main())
-    assert [int.from_bytes(m.data[:4], "little") for m in received] == list(range(2000))
-    assert received[-1].position == 2000 * 128  # 80-byte payload + 32-byte header
+    assert [m.data for m in received] == [payload(i) for i in range(2000)]
+    positions, position = [], 0
+    for i in range(2000):
+        needed = frame_bytes(len(payload(i)))
+        if position % 65536 + needed > 65536:
+            position += 65536 - position % 65536  # padding: a message never crosses a term's end
+        position += needed
+        positions.append(position)
+    assert [m.position for m in received] == positions
+
+
+def test_messages_ends_when_the_subscription_closes_and_lets_other_tasks_run(
+    embedded_driver, loop, client_path
+) -> None:
+    driver = embedded_driver()
+
+    async def main() -> tuple[int, int]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc", 78)
+            publication = await aeron.add_publication_async("aeron:ipc", 78)
+            for i in range(1000):
+                await publication.offer_async(payload(i), timeout_s=10)
+            ticks = 0
+            received = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            ticker = asyncio.ensure_future(tick())
+            async for _message in subscription.messages(fragment_limit=16):
+                received += 1
+                if received == 1000:
+                    subscription.close()  # the iteration ends at its next poll
+            ticker.cancel()
+            return received, ticks
+
+    received, ticks = loop.run_until_complete(main())
+    assert received == 1000
+    assert ticks >= 1000 // 16 // 2  # the loop ran other tasks between polls, not once at the end
+
+
+def test_offer_async_is_an_awaitable_for_every_asyncio_helper(embedded_driver, loop, client_path) -> None:
+    """An offer that goes at once is awaited without a coroutine on the fast path: it still works with
+    ``wait_for``, ``ensure_future`` and ``gather``, and gives the position each message ended at."""
+    driver = embedded_driver()
+
+    async def main() -> list[int]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc", 79)
+            publication = await aeron.add_publication_async("aeron:ipc", 79)
+            positions = [await asyncio.wait_for(publication.offer_async(b"a" * 32), 5)]
+            positions.append(await asyncio.ensure_future(publication.offer_async(b"b" * 32)))
+            positions += await asyncio.gather(
+                publication.offer_async(b"c" * 32), publication.offer_async(b"d" * 32, timeout_s=5)
+            )
+            subscription.close()
+            return positions
+
+    assert loop.run_until_complete(main()) == [64, 128, 192, 256]

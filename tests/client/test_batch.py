@@ -27,10 +27,11 @@ def aeron(embedded_driver, client_path: str) -> Aeron:
         yield client
 
 
-def connected(aeron: Aeron, subscriptions: int = 1):
+def connected(aeron: Aeron, subscriptions: int = 1, kind: str = "shared"):
     stream_id = next(STREAM_IDS)
     subs = [aeron.add_subscription(CHANNEL, stream_id) for _ in range(subscriptions)]
-    publication = aeron.add_publication(CHANNEL, stream_id)
+    add = aeron.add_exclusive_publication if kind == "exclusive" else aeron.add_publication
+    publication = add(CHANNEL, stream_id)
     wait_for(lambda: publication.is_connected and all(s.images for s in subs), what="connection")
     return publication, subs
 
@@ -105,8 +106,9 @@ def test_a_batch_is_consumed_only_when_released(aeron: Aeron) -> None:
     assert fragments_by_poll(subscription, 1) == [(b"three", 0xC0)]
 
 
-def test_offer_many_appends_in_order_and_stops_at_back_pressure(aeron: Aeron) -> None:
-    publication, (subscription,) = connected(aeron)
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_offer_many_appends_in_order_and_stops_at_back_pressure(aeron: Aeron, kind: str) -> None:
+    publication, (subscription,) = connected(aeron, kind=kind)
     assert publication.offer_many([]) == 0
     sent = publication.offer_many([b"a", bytearray(b"bb"), memoryview(b"ccc")])
     assert sent == 3
@@ -120,8 +122,9 @@ def test_offer_many_appends_in_order_and_stops_at_back_pressure(aeron: Aeron) ->
     assert publication.offer_many([b"x"]) == CLOSED
 
 
-def test_offers_bound_before_a_close_return_closed(aeron: Aeron) -> None:
-    publication, _ = connected(aeron)
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_offers_bound_before_a_close_return_closed(aeron: Aeron, kind: str) -> None:
+    publication, _ = connected(aeron, kind=kind)
     offer, offer_many = publication.offer, publication.offer_many
     publication.close()
     assert offer(b"late") == CLOSED

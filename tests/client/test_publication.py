@@ -197,11 +197,15 @@ def test_removed_publication_ends_the_stream(embedded_driver) -> None:
         max_size=60,
     )
 )
-def test_back_pressure_never_overwrites_unread_data(aeron: Aeron, steps: list[tuple[str, int]]) -> None:
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_back_pressure_never_overwrites_unread_data(
+    aeron: Aeron, kind: str, steps: list[tuple[str, int]]
+) -> None:
     """A stalled subscriber makes offers fail with BACK_PRESSURED; everything accepted arrives intact."""
     stream_id = 2000 + (time.monotonic_ns() % 1_000_000)
     subscription = aeron.add_subscription(CHANNEL, stream_id)
-    publication = aeron.add_publication(CHANNEL, stream_id)
+    add = aeron.add_exclusive_publication if kind == "exclusive" else aeron.add_publication
+    publication = add(CHANNEL, stream_id)
     try:
         # Images arrive asynchronously (the driver's events follow its response to the add).
         wait_for(lambda: publication.is_connected and subscription.images, what="connection")
@@ -232,12 +236,59 @@ def test_back_pressure_never_overwrites_unread_data(aeron: Aeron, steps: list[tu
         subscription.close()
 
 
-def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Aeron) -> None:
-    publication = aeron.add_publication(
-        CHANNEL, 1008
-    )  # nobody subscribes: the limit alone would say NOT_CONNECTED
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_a_message_over_the_maximum_is_refused_even_when_not_connected(aeron: Aeron, kind: str) -> None:
+    add = aeron.add_exclusive_publication if kind == "exclusive" else aeron.add_publication
+    publication = add(CHANNEL, 1008)  # nobody subscribes: the limit alone would say NOT_CONNECTED
     with pytest.raises(ValueError, match="exceeds the maximum"):
         publication.offer(bytes(publication.max_message_length + 1))
+    with pytest.raises(ValueError, match="exceeds the maximum"):
+        publication.offer_many([bytes(publication.max_message_length + 1)])
+
+
+def test_exclusive_offers_claims_and_padding_share_one_position(aeron: Aeron) -> None:
+    """Offers (native), claims and padding (Python) of one exclusive publication move the same position,
+    across term rotations: every message arrives in order and the positions add up."""
+    subscription = aeron.add_subscription(CHANNEL, 1009)
+    publication = aeron.add_exclusive_publication(CHANNEL, 1009)
+    wait_for(lambda: publication.is_connected, what="connection")
+    collector = Collector()
+    handler = FragmentAssembler(collector)
+    claim = BufferClaim()
+    expected: list[bytes] = []
+
+    def retry(action) -> int:
+        while (result := action()) < 0:
+            assert result in (BACK_PRESSURED, ADMIN_ACTION), result
+            subscription.poll(handler, 100)
+        return result
+
+    def claimed(data: bytes) -> int:
+        result = publication.try_claim(len(data), claim)
+        if result > 0:
+            claim.put_bytes(data)
+            claim.commit()
+        return result
+
+    for i in range(600):  # ~3 terms of 64 KiB
+        data = i.to_bytes(4, "little") * (1 + i % 50)
+        step = i % 4
+        if step == 0:
+            position = retry(lambda d=data: publication.offer(d))
+        elif step == 1:
+            position = retry(lambda d=data: claimed(d))
+        elif step == 2:
+            position = retry(lambda n=i % 100: publication.append_padding(n))
+            assert position == publication.position
+            continue
+        else:
+            position = retry(lambda d=data: publication.offer(d * 40))  # fragmented
+            data *= 40
+        expected.append(data)
+        assert position == publication.position
+    wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(collector.messages) >= len(expected))
+    assert [m[0] for m in collector.messages] == expected
+    assert collector.messages[-1][3] == publication.position
 
 
 def test_an_abandoned_claim_is_unblocked_after_the_unblock_timeout(embedded_driver) -> None:

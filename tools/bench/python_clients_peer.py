@@ -16,6 +16,7 @@ Both print ``READY`` once connected, then, once the first message has gone or ar
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,18 @@ class Sampler:
 
 def report(role: str, sampler: Sampler) -> None:
     print("RESULT " + json.dumps({"role": role, "samples": sampler.samples}), flush=True)
+
+
+def drain(poll) -> None:
+    """A subscriber keeps consuming after its RESULT until it is stopped: a publisher whose window started
+    later, or that was back pressured, must be able to finish its own (it would wait forever otherwise)."""
+
+    def on_fragment(*_args) -> None:
+        pass
+
+    while True:
+        if poll(on_fragment, FRAGMENT_LIMIT) == 0:
+            time.sleep(0.0001)
 
 
 # --- ours --------------------------------------------------------------------------------------------------
@@ -144,21 +157,31 @@ def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
         elif mode == "asyncio":
             import asyncio
 
-            async def run() -> Sampler:
+            async def run() -> None:
                 count = 0
-                sampler = None
-                async for _message in subscription.messages(FRAGMENT_LIMIT):
+
+                async def sample(sampler: Sampler) -> None:
+                    # Beside the consumer, on time (not per message): it must end even if messages stop.
+                    while sampler.sample(count):
+                        await asyncio.sleep(SAMPLE_S / 4)
+                    report("sub", sampler)
+
+                messages = subscription.messages(FRAGMENT_LIMIT)
+                async for _message in messages:
+                    count = 1
+                    sampler_task = asyncio.ensure_future(sample(Sampler(seconds)))
+                    break
+                async for _message in messages:  # then drains until stopped
                     count += 1
-                    if sampler is None:
-                        sampler = Sampler(seconds)
-                    elif not sampler.sample(count):
-                        return sampler
+                await sampler_task
                 raise RuntimeError("the subscription closed")
 
-            sampler = asyncio.run(run())
+            asyncio.run(run())
         else:
             raise SystemExit(f"unknown mode {mode!r}")
-        report("sub", sampler)
+        if mode != "asyncio":
+            report("sub", sampler)
+            drain(subscription.poll)
 
 
 # --- pyaeron -----------------------------------------------------------------------------------------------
@@ -206,9 +229,14 @@ def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) ->
         while sample(received):
             received += poll(on_fragment, FRAGMENT_LIMIT)
         report("sub", sampler)
+        drain(poll)
 
 
 def main() -> int:
+    # The benchmark stops each side with SIGTERM: leave the ``with`` blocks so the client closes its publication
+    # or subscription at once. Killed outright, the driver would keep them until the client's liveness timeout,
+    # and the next run would share the driver with their leftovers (a UDP sender still sending, say).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     role, client, mode, aeron_dir, channel, stream_id, seconds = sys.argv[1:8]
     args = (aeron_dir, channel, int(stream_id), float(seconds))
     if client == "ours":

@@ -10,8 +10,9 @@ same results.
 
 from __future__ import annotations
 
+import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 try:
@@ -29,16 +30,33 @@ def active() -> bool:
 
 
 def bind_offers(
-    address: int, closed: int, on_error: Callable[[int, Any], int]
-) -> tuple[Callable[..., int], Callable[..., int]] | None:
-    """``offer(data, reserved_value=0)`` and ``offer_many(messages)`` bound to one native publication struct
-    (``address``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero)."""
+    address: int,
+    closed: int,
+    on_error: Callable[[int, Any], int],
+    wait: Callable[..., Awaitable[int]],
+    *,
+    exclusive: bool = False,
+) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
+    """``offer(data, reserved_value=0)``, ``offer_many(messages)`` and ``offer_async(data, **kwargs)`` bound to
+    one native publication struct (``address``: an amd_publication_t, or an amd_exclusive_publication_t when
+    ``exclusive``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero).
+    ``offer_async`` offers once: an awaitable already done with the position when that went, else
+    ``wait(data, **kwargs)`` (a coroutine that waits out back pressure)."""
     if not active():
         return None
     assert _fastpath is not None
+    if exclusive:
+        offer, offer_many, offer_async = (
+            _fastpath.offer_exclusive,
+            _fastpath.offer_many_exclusive,
+            _fastpath.offer_async_exclusive,
+        )
+    else:
+        offer, offer_many, offer_async = _fastpath.offer, _fastpath.offer_many, _fastpath.offer_async
     return (
-        functools.partial(_fastpath.offer, address, closed, on_error),
-        functools.partial(_fastpath.offer_many, address, closed, on_error),
+        functools.partial(offer, address, closed, on_error),
+        functools.partial(offer_many, address, closed, on_error),
+        functools.partial(offer_async, address, closed, on_error, wait),
     )
 
 
@@ -50,3 +68,45 @@ def poller() -> Callable[..., tuple[int, int]] | None:
 def scanner() -> Callable[..., tuple[int, int]] | None:
     """``scan(term_address, capacity, offset, offsets, lengths, flags)`` for batch polls, or None."""
     return _fastpath.scan if active() and _fastpath is not None else None
+
+
+def message_poller() -> Callable[..., tuple[int, int, int]] | None:
+    """``messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id,
+    stream_id, out)``: whole messages appended to ``out`` as ``message_type`` tuples, or None."""
+    return _fastpath.messages if active() and _fastpath is not None else None
+
+
+def message_stream_type() -> type | None:
+    """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
+    ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
+    return _fastpath.MessageStream if active() and _fastpath is not None else None
+
+
+class ChangeWaiter:
+    """Sleeps without holding the GIL until an int64 in shared memory changes (checked every ``poll_s``), the
+    waiter is stopped, or a timeout passes: the client's conductor thread idles here, so that a thread spinning
+    on offers or polls does not have to hand the GIL over at each of its idle wake-ups (each handover costs
+    the spinning thread far more than the wake-up itself on a busy machine)."""
+
+    __slots__ = ("_poll_ns", "_stop", "_stop_address")
+
+    def __init__(self, poll_s: float = 0.005) -> None:
+        self._stop = ctypes.c_int32(0)
+        self._stop_address = ctypes.addressof(self._stop)
+        self._poll_ns = int(poll_s * 1e9)
+
+    def wait(self, address: int, last: int, timeout_s: float) -> bool:
+        """True once the int64 at ``address`` is not ``last`` (or the waiter was stopped), False on timeout."""
+        assert _fastpath is not None
+        return _fastpath.wait_for_change(
+            address, last, self._stop_address, int(timeout_s * 1e9), self._poll_ns
+        )
+
+    def stop(self) -> None:
+        """Ends the current and every later wait at once."""
+        self._stop.value = 1
+
+
+def change_waiter() -> ChangeWaiter | None:
+    """A ChangeWaiter, or None without the fast path (then sleep a fixed interval instead)."""
+    return ChangeWaiter() if active() else None

@@ -1,4 +1,5 @@
-"""A shared publication's offer as ONE native call (native/src/amd_publication.c).
+"""A publication's offer as ONE native call (native/src/amd_publication.c): shared (NativeOffer) or exclusive
+(NativeExclusiveOffer).
 
 The Python publisher's throughput is bounded by how many Python-to-C crossings an offer makes; doing
 the limit check, the append and the rotation in one call keeps an offer to about one crossing.
@@ -6,7 +7,7 @@ the limit check, the append and the rotation in one call keeps an offer to about
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from driver._native import ffi, lib
@@ -23,6 +24,9 @@ class NativeOffer:
 
     __slots__ = ("_closed", "_struct")
 
+    _STRUCT = "amd_publication_t *"
+    _EXCLUSIVE = False
+
     def __init__(
         self,
         log_buffers: LogBuffers,
@@ -35,7 +39,8 @@ class NativeOffer:
         max_message_length: int,
         max_possible_position: int,
     ) -> None:
-        s = ffi.new("amd_publication_t *")
+        self._struct = ffi.new(self._STRUCT)
+        s = self._struct.constants if self._EXCLUSIVE else self._struct
         s.log = log_buffers.term_buffers[0].address()
         s.meta = log_buffers.meta_data_buffer.address()
         s.limit = limit_values.address(limit_offset)
@@ -46,7 +51,6 @@ class NativeOffer:
         s.max_message_length = max_message_length
         s.max_possible_position = max_possible_position
         s.header_template = header_template
-        self._struct = s
         # Read by the fast path's offers before they touch the log: set once the publication is closed.
         self._closed = ffi.new("int32_t *")
 
@@ -54,16 +58,40 @@ class NativeOffer:
         """From now on the fast path's offers return CLOSED (even one bound before the close)."""
         self._closed[0] = 1
 
-    def fast_offers(self, on_error: Callable[[int, Any], int]) -> tuple[Callable[..., int], Callable[..., int]] | None:
-        """``(offer(data, reserved_value=0), offer_many(messages))`` as single C calls
-        (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
-        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned."""
+    def fast_offers(
+        self, on_error: Callable[[int, Any], int], wait: Callable[..., Awaitable[int]]
+    ) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
+        """``(offer(data, reserved_value=0), offer_many(messages), offer_async(data, **kwargs))`` as single C
+        calls (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
+        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned.
+        ``wait(data, **kwargs)`` is the coroutine ``offer_async`` returns when its offer did not go at once."""
         address = int(ffi.cast("uintptr_t", self._struct))
         closed = int(ffi.cast("uintptr_t", self._closed))
-        return fastpath.bind_offers(address, closed, on_error)
+        return fastpath.bind_offers(address, closed, on_error, wait, exclusive=self._EXCLUSIVE)
 
     def offer(self, src: Any, reserved_value: int = 0) -> int:
         """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""
         if type(src) is not bytes:
             src = ffi.from_buffer("uint8_t[]", src)
         return lib.amd_publication_offer(self._struct, src, len(src), reserved_value)
+
+
+class NativeExclusiveOffer(NativeOffer):
+    """An exclusive publication's offer; its struct also holds where the publication is (term id, term offset,
+    partition, term begin position), which ``state`` exposes for the publication's other appends."""
+
+    __slots__ = ()
+
+    _STRUCT = "amd_exclusive_publication_t *"
+    _EXCLUSIVE = True
+
+    @property
+    def state(self) -> Any:
+        """The struct's fields ``term_begin_position``, ``term_id``, ``term_offset`` and
+        ``active_partition_index``, read and written in place (cffi)."""
+        return self._struct
+
+    def offer(self, src: Any, reserved_value: int = 0) -> int:
+        if type(src) is not bytes:
+            src = ffi.from_buffer("uint8_t[]", src)
+        return lib.amd_exclusive_publication_offer(self._struct, src, len(src), reserved_value)
