@@ -117,6 +117,30 @@ class _PublicationBase:
             return MAX_POSITION_EXCEEDED
         return BACK_PRESSURED if lbd.is_connected(self._meta) else NOT_CONNECTED
 
+    def _new_native_offer(self) -> NativeOffer:
+        return NativeOffer(
+            self.log_buffers,
+            self._publication_limit.values_buffer,
+            counter_offset(self._publication_limit.id),
+            self._header_template,
+            self.position_bits_to_shift,
+            self.initial_term_id,
+            self.max_payload_length,
+            self.max_message_length,
+            self.max_possible_position,
+        )
+
+    def _on_fast_offer_error(self, result: int, data: Any) -> int:
+        self._raise_offer_error(result, data)
+        return result
+
+    def _raise_offer_error(self, result: int, data: Any) -> None:
+        if result == MESSAGE_TOO_LONG:
+            self._check_length(_length(data))
+        raise TermIdMismatchError(
+            "action possibly delayed: the log moved on more than a whole term while this offer ran"
+        )
+
     def add_destination(self, endpoint_channel: str) -> None:
         """MDC (``control=...|control-mode=manual``): also send to ``aeron:udp?endpoint=host:port``."""
         self._conductor.publication_destination(self, endpoint_channel, add=True)
@@ -176,17 +200,7 @@ class Publication(_PublicationBase):
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
         self._get_limit = self._publication_limit.get
-        native = NativeOffer(
-            self.log_buffers,
-            self._publication_limit.values_buffer,
-            counter_offset(self._publication_limit.id),
-            self._header_template,
-            self.position_bits_to_shift,
-            self.initial_term_id,
-            self.max_payload_length,
-            self.max_message_length,
-            self.max_possible_position,
-        )
+        native = self._new_native_offer()
         self._native_offer = native.offer
         self._on_close = native.close
         fast = native.fast_offers(self._on_fast_offer_error)
@@ -210,17 +224,6 @@ class Publication(_PublicationBase):
         if result < MAX_POSITION_EXCEEDED:
             self._raise_offer_error(result, data)
         return result
-
-    def _on_fast_offer_error(self, result: int, data: Any) -> int:
-        self._raise_offer_error(result, data)
-        return result
-
-    def _raise_offer_error(self, result: int, data: Any) -> None:
-        if result == MESSAGE_TOO_LONG:
-            self._check_length(_length(data))
-        raise TermIdMismatchError(
-            "action possibly delayed: the log moved on more than a whole term while this offer ran"
-        )
 
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         """Claim space for one unfragmented message of ``length`` bytes to fill in place, then
@@ -267,6 +270,18 @@ class ExclusivePublication(_PublicationBase):
             ExclusiveTermAppender(term_buffer, meta, index)
             for index, term_buffer in enumerate(self.log_buffers.term_buffers)
         )
+        self._read_tail()
+        self._get_limit = self._publication_limit.get
+        # offer_many in one C call: the shared publication's native append (a fetch-add on the tail, padding
+        # and rotation as a single writer does them, so the log is the same), then this publication's own
+        # copy of the tail is read back from the log.
+        native = self._new_native_offer()
+        self._on_close = native.close
+        fast = native.fast_offers(self._on_fast_offer_error)
+        self._native_offer_many = None if fast is None else fast[1]
+
+    def _read_tail(self) -> None:
+        meta = self._meta
         term_count = lbd.active_term_count(meta)
         index = term_count % 3
         raw_tail = lbd.raw_tail_volatile(meta, index)
@@ -276,7 +291,16 @@ class ExclusivePublication(_PublicationBase):
         self._term_begin_position = lbd.compute_term_begin_position(
             self._term_id, self.position_bits_to_shift, self.initial_term_id
         )
-        self._get_limit = self._publication_limit.get
+
+    def offer_many(self, messages: Sequence[Any]) -> int:
+        native = self._native_offer_many
+        if native is None:
+            return super().offer_many(messages)
+        try:
+            return native(messages)
+        finally:
+            if not self.is_closed:  # a closed publication's log may be unmapped
+                self._read_tail()
 
     @property
     def position(self) -> int:
