@@ -55,21 +55,25 @@ def wait(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def
     return result
 
 
-def drain(subscription, messages: int, timeout_s: float) -> float:  # type: ignore[no-untyped-def]
-    """Poll until ``messages`` fragments (32 B messages are one each) arrived; the monotonic time of the last."""
+def drain(subscription, messages: int, timeout_s: float) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Poll until ``messages`` fragments (32 B messages are one each) arrived; the monotonic times of the first
+    and of the last."""
     count = 0
+    first = 0.0
     deadline = time.monotonic() + timeout_s
     while count < messages:
         batch = subscription.poll_batch(4096)
         n = len(batch)
         batch.release()
         if n:
+            if not count:
+                first = time.monotonic()
             count += n
         elif time.monotonic() > deadline:
             raise BenchError(f"{count} of {messages} messages arrived in {timeout_s} s")
         else:
             time.sleep(0)
-    return time.monotonic()
+    return first, time.monotonic()
 
 
 def wait_done(client: httpx.Client, path: str, timeout_s: float) -> dict:
@@ -148,6 +152,8 @@ def run(args: argparse.Namespace, work: Path) -> dict:
             )
             stream_ids = iter(range(3001, 3001 + 10 * args.runs))
             rates: dict[str, list[float]] = {kind: [] for kind in KINDS}
+            flow: dict[str, list[float]] = {kind: [] for kind in KINDS}
+            to_first: dict[str, list[float]] = {kind: [] for kind in KINDS}
             try:
                 for run_index in range(args.runs):
                     for kind in KINDS:
@@ -167,23 +173,31 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                                 "/api/v1/replay",
                                 json={"dataset_id": dataset["id"], "rate": args.rate, "stream_id": stream_id},
                             ).raise_for_status()
-                        last = drain(subscription, count, 120)
+                        first, last = drain(subscription, count, 120)
                         if kind == "service":
                             replayed = wait_done(client, "/api/v1/replay", 30)
                             if replayed["messages"] != count or replayed["state"] != "done":
                                 raise BenchError(f"service replay: {replayed}")
                         rates[kind].append(count / (last - started))
+                        flow[kind].append(count / (last - first))
+                        to_first[kind].append((first - started) * 1000)
                         subscription.close()
-                        progress(f"run {run_index + 1} {kind}: {rates[kind][-1]:,.0f} msgs/s")
+                        progress(
+                            f"run {run_index + 1} {kind}: {rates[kind][-1]:,.0f} msgs/s from the request, "
+                            f"{flow[kind][-1]:,.0f} from the first message, first after {to_first[kind][-1]:.1f} ms"
+                        )
             finally:
                 archive.close()
         medians = {kind: round(statistics.median(values)) for kind, values in rates.items()}
+        flow_medians = {kind: round(statistics.median(values)) for kind, values in flow.items()}
         return {
             "messages": count,
             "length": LENGTH,
             "rate": args.rate,
             "record_s": round(record_s, 2),
             "msgs_per_s": medians,
+            "flow_msgs_per_s": flow_medians,
+            "first_ms": {kind: round(statistics.median(values), 1) for kind, values in to_first.items()},
             "runs": {kind: [round(v) for v in values] for kind, values in rates.items()},
             "service_vs_paced": round(medians["service"] / medians["paced"], 2),
             "service_vs_plain": round(medians["service"] / medians["plain"], 2),
