@@ -1,5 +1,5 @@
-"""What record and replay jobs share: whole messages from an image into a list, and offers that wait out back
-pressure on the loop."""
+"""What record and replay jobs share: a limit on how many messages are taken, the replay's batched forwarding
+from an image to a publication, and closing off the loop."""
 
 from __future__ import annotations
 
@@ -12,31 +12,13 @@ from driver.client import (
     MAX_POSITION_EXCEEDED,
     NOT_CONNECTED,
     ExclusivePublication,
-    FragmentAssembler,
+    Image,
 )
 
-FRAGMENT_LIMIT = 256
+FORWARD_LIMIT = 4096
+"""Fragments per batch a replay forwards in one turn (at most a term's worth are ever ready)."""
 IDLE_S = 0.0005
 OFFER_TIMEOUT_S = 5.0
-
-
-class Collector:
-    """A FragmentAssembler whose whole messages go to ``pending``; ``limit`` (None: none) caps how many are
-    taken, across every collector sharing one ``Budget``."""
-
-    def __init__(self, budget: Budget) -> None:
-        self.pending: list[bytes] = []
-        self.messages = 0
-        self.bytes = 0
-        self.budget = budget
-        self.assembler = FragmentAssembler(self._on_message)
-
-    def _on_message(self, buffer, offset: int, length: int, _header) -> None:
-        if not self.budget.take():
-            return
-        self.pending.append(buffer.get_bytes(offset, length))
-        self.messages += 1
-        self.bytes += length
 
 
 class Budget:
@@ -60,34 +42,118 @@ class OfferFailed(RuntimeError):
     pass
 
 
-async def offer_all(
-    publication: ExclusivePublication, messages: list[bytes], *, drop_unconnected: bool
-) -> int:
-    """Offer each message in order, waiting out back pressure; returns how many went (all of them, or fewer when
-    ``drop_unconnected`` and the publication has no subscriber)."""
-    sent = 0
-    for data in messages:
-        deadline = None
-        while True:
-            result = publication.offer(data)
-            if result > 0:
-                sent += 1
-                break
-            if result in (CLOSED, MAX_POSITION_EXCEEDED):
-                raise OfferFailed(f"publication {publication.channel} {publication.stream_id} closed")
-            if result == NOT_CONNECTED and drop_unconnected:
-                break
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + OFFER_TIMEOUT_S
-            elif now > deadline:
-                raise OfferFailed(
-                    f"publication {publication.channel} {publication.stream_id} back pressured for "
-                    f"{OFFER_TIMEOUT_S} s"
-                )
-            await asyncio.sleep(IDLE_S / 4)
-    messages.clear()
-    return sent
+WHOLE = 0xC0  # BEGIN | END: a message in one fragment
+BEGIN = 0x80
+END = 0x40
+
+
+class Forwarder:
+    """Moves whole messages from an image to a publication a batch at a time (docs/service.md section 5): a
+    ``poll_batch`` of the image, the messages as views of its term, one ``offer_many``; what back pressure
+    leaves is copied and offered first on the next turn, so nothing is lost or reordered. A message in
+    fragments is put together here and offered whole (the target fragments it to its own MTU). ``messages``
+    and ``bytes`` count what the publication took; with ``drop_unconnected`` what finds no subscriber is
+    dropped, not counted. ``forward`` never waits: a cancel between turns stops the flow at once."""
+
+    def __init__(
+        self, target: ExclusivePublication, *, drop_unconnected: bool, fragment_limit: int = FORWARD_LIMIT
+    ) -> None:
+        self.target = target
+        self.drop_unconnected = drop_unconnected
+        self.fragment_limit = fragment_limit
+        self.messages = 0
+        self.bytes = 0
+        self._pending: list[bytes] = []
+        self._pending_lengths: list[int] = []
+        self._partial: bytearray | None = None
+        self._blocked_since: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Messages polled but not offered yet."""
+        return bool(self._pending)
+
+    def forward(self, image: Image) -> int:
+        """One turn; the fragments polled and messages offered (0: nothing to do)."""
+        work = 0
+        if self._pending:
+            work = self._offer(self._pending, self._pending_lengths)
+            if self._pending:
+                return work
+        batch = image.poll_batch(self.fragment_limit)
+        count = len(batch)
+        if count == 0:
+            return work
+        try:
+            view = batch.buffer
+            offsets, lengths = batch.offsets.tolist(), batch.lengths.tolist()
+            if self._partial is None and bool((batch.flags == WHOLE).all()):
+                messages = [view[o : o + n] for o, n in zip(offsets, lengths, strict=True)]
+            else:
+                messages, lengths = self._assemble(view, offsets, lengths, batch.flags.tolist())
+            if messages:
+                self._offer(messages, lengths)
+                if messages:
+                    # The batch's views go when it is released: keep copies of the rest, in order.
+                    self._pending = [bytes(m) for m in messages]
+                    self._pending_lengths = lengths
+        finally:
+            batch.release()
+        return work + count
+
+    def _assemble(
+        self, view: memoryview, offsets: list[int], lengths: list[int], flags: list[int]
+    ) -> tuple[list, list[int]]:
+        """Whole messages in order, fragmented ones put together (a FragmentAssembler's rules: a message
+        starts at BEGIN, ends at END; fragments without a begun message are skipped)."""
+        messages: list = []
+        sizes: list[int] = []
+        partial = self._partial
+        for offset, length, flag in zip(offsets, lengths, flags, strict=True):
+            if flag & WHOLE == WHOLE:
+                partial = None
+                messages.append(view[offset : offset + length])
+                sizes.append(length)
+            elif flag & BEGIN:
+                partial = bytearray(view[offset : offset + length])
+            elif partial is not None:
+                partial += view[offset : offset + length]
+                if flag & END:
+                    messages.append(bytes(partial))
+                    sizes.append(len(partial))
+                    partial = None
+        self._partial = partial
+        return messages, sizes
+
+    def _offer(self, messages: list, lengths: list[int]) -> int:
+        """Offer ``messages`` (removing those that went or were dropped from the front); how many went."""
+        target = self.target
+        result = target.offer_many(messages)
+        if result > 0:
+            self.messages += result
+            self.bytes += sum(lengths[:result])
+            self._blocked_since = None
+            if result < len(messages):
+                del messages[:result]
+                del lengths[:result]
+            else:
+                messages.clear()
+                lengths.clear()
+            return result
+        if result in (CLOSED, MAX_POSITION_EXCEEDED):
+            raise OfferFailed(f"publication {target.channel} {target.stream_id} closed")
+        if result == NOT_CONNECTED and self.drop_unconnected:
+            messages.clear()
+            lengths.clear()
+            return 0
+        now = time.monotonic()
+        if self._blocked_since is None:
+            self._blocked_since = now
+        elif now - self._blocked_since > OFFER_TIMEOUT_S:
+            raise OfferFailed(
+                f"publication {target.channel} {target.stream_id} back pressured for {OFFER_TIMEOUT_S} s"
+            )
+        return 0
 
 
 async def close_quietly(resource) -> None:

@@ -9,12 +9,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from driver.archive.client import ArchiveError
 from driver.client import ExclusivePublication, Image
-from driver.service.forwarding import IDLE_S, Budget, Collector, close_quietly, offer_all
+from driver.service.forwarding import IDLE_S, Forwarder, close_quietly
 from driver.service.models import DataSet, RecordingInfo, ReplayRequest, ReplayStatus
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class _Part:
     session_id: int | None = None
     replay_session_id: int | None = None
     image: Image | None = None
-    collector: Collector = field(default_factory=lambda: Collector(Budget(None)))
+    forwarder: Forwarder | None = None
     done: bool = False
 
 
@@ -76,8 +76,9 @@ class ReplayJob:
 
     def status(self) -> ReplayStatus:
         end = self._ended if self._ended is not None else time.monotonic()
-        in_round = sum(p.collector.messages for p in self._parts)
-        in_round_bytes = sum(p.collector.bytes for p in self._parts)
+        forwarders = [p.forwarder for p in self._parts if p.forwarder is not None]
+        in_round = sum(f.messages for f in forwarders)
+        in_round_bytes = sum(f.bytes for f in forwarders)
         return ReplayStatus(
             state=self.state,
             running=self.running,
@@ -169,6 +170,8 @@ class ReplayJob:
         for part in parts:
             part.session_id = part.replay_session_id = part.image = None
             part.done = False
+            assert part.target is not None
+            part.forwarder = Forwarder(part.target, drop_unconnected=True)
         try:
             start = time.monotonic()
             pending = sorted(parts, key=lambda p: p.delay_s)
@@ -185,11 +188,10 @@ class ReplayJob:
                     if part is None or part.done:
                         continue
                     part.image = image
-                    work += image.poll(part.collector.assembler, 256)
-                    if part.collector.pending:
-                        assert part.target is not None
-                        await offer_all(part.target, part.collector.pending, drop_unconnected=True)
-                    if image.is_end_of_stream:
+                    forwarder = part.forwarder
+                    assert forwarder is not None
+                    work += forwarder.forward(image)
+                    if image.is_end_of_stream and not forwarder.pending:
                         part.done = True
                 if not pending and all(p.done for p in parts):
                     break
@@ -197,9 +199,10 @@ class ReplayJob:
         finally:
             self._ended = time.monotonic() if self._cancel.is_set() else None
             for part in parts:
-                self._messages += part.collector.messages
-                self._bytes += part.collector.bytes
-                part.collector = Collector(Budget(None))
+                if part.forwarder is not None:
+                    self._messages += part.forwarder.messages
+                    self._bytes += part.forwarder.bytes
+                    part.forwarder = None
             await close_quietly(subscription)
             if self._cancel.is_set():
                 for part in parts:
