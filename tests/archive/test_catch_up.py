@@ -164,17 +164,26 @@ def test_spy_on_a_udp_publication_history_then_live(env: Env) -> None:
     publish(publication, 0, history)
     resume = env.archive.resume(f"aeron-spy:{channel}", stream_id, 0)
 
+    async def publish_live() -> None:
+        # Its own task: a consumer that waited for a message its own failed offer never sent would hang.
+        i = history
+        while i < total:
+            if publication.offer(i.to_bytes(8, "little")) > 0:
+                i += 1
+                if i % 64:
+                    continue
+            await asyncio.sleep(0.0005)
+
     async def consume() -> list[int]:
         values: list[int] = []
         async with asyncio.timeout(60):
             iterator = resume.__aiter__()
             values.append(int.from_bytes((await anext(iterator)).data, "little"))
-            i = history
+            publisher = asyncio.create_task(publish_live())
             while len(values) < total:
-                if i < total and publication.offer(i.to_bytes(8, "little")) > 0:
-                    i += 1
                 message = await anext(iterator)
                 values.append(int.from_bytes(message.data, "little"))
+            await publisher
             await iterator.aclose()  # type: ignore[attr-defined]
         return values
 
