@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import os
 import shutil
 import time
@@ -26,6 +27,7 @@ from driver.agent.idle_strategy import (
     YieldingIdleStrategy,
 )
 from driver.agent.runner import AgentRunner, CompositeAgent
+from driver.agent.scheduling import restore, use_realtime
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile, CncLengths
@@ -44,6 +46,8 @@ from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.files import FileAllocationError
+
+log = logging.getLogger(__name__)
 
 IDLE_MAX_SPINS = 2
 IDLE_MAX_YIELDS = 2
@@ -215,6 +219,8 @@ class MediaDriver:
         self._stop_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self.realtime_refused: str | None = None
+        """Why ``aeron.driver.realtime.priority`` could not be applied (None: applied, or not asked for)."""
         self.invoker: AgentInvoker | None = None
         """INVOKER threading mode: the embedder calls ``invoker.start()``, then ``invoker.invoke()``
         repeatedly on the thread (event loop) of its choice, and ``close()`` (or the driver's ``close()``)."""
@@ -343,6 +349,12 @@ class MediaDriver:
             for agent in members:
                 if isinstance(agent, Sender | Receiver):
                     agent.waker = runner.waker
+        restore_scheduling = None
+        if self.ctx.realtime_priority:
+            restore_scheduling, refused = use_realtime(self.ctx.realtime_priority)
+            if refused is not None:
+                self.realtime_refused = refused
+                log.warning("aeron.driver.realtime.priority: %s; running with normal scheduling", refused)
         for runner in self._runners:
             runner.start()
         try:
@@ -351,6 +363,8 @@ class MediaDriver:
             for runner in self._runners:
                 runner.stop()
             await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
+            if restore_scheduling is not None:
+                restore(restore_scheduling)
 
     def is_dormant(self) -> bool:
         """Nothing to serve (its agents then park aeron.idle.dormant.park): see DriverConductor.is_dormant."""

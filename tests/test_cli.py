@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from driver.client import Aeron, RegistrationError
+from tests.support.wait import wait_for
 
 
 def mediadriver(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
@@ -80,6 +84,37 @@ def test_run_help_lists_every_setting() -> None:
         "aeron.timer.interval",
     ):
         assert prop in result.stdout
+
+
+def test_low_latency_profile_runs_the_driver_real_time_where_permitted(
+    driver_process, tmp_path: Path
+) -> None:
+    driver = driver_process("--profile", "low-latency")
+    if not _may_use_realtime():
+        pytest.skip("this user may not use SCHED_FIFO (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)")
+    wait_for(
+        lambda: os.sched_getscheduler(driver.proc.pid) == os.SCHED_FIFO, 10, "the driver to run SCHED_FIFO"
+    )
+    assert os.sched_getparam(driver.proc.pid).sched_priority == 10
+    normal = driver_process(
+        "--profile", "low-latency", "-Daeron.driver.realtime.priority=0", directory=tmp_path / "normal"
+    )
+    with Aeron.connect(aeron_dir=normal.aeron_dir) as aeron:
+        aeron.add_counter(1001, "served")
+    assert os.sched_getscheduler(normal.proc.pid) == os.SCHED_OTHER
+    bad = mediadriver("run", "--dir", str(tmp_path / "bad"), "-Daeron.driver.realtime.priority=100")
+    assert bad.returncode == 2
+    assert "aeron.driver.realtime.priority='100'" in bad.stderr and "1-99" in bad.stderr
+
+
+def _may_use_realtime() -> bool:
+    try:
+        before = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, before[0], before[1])
+    return True
 
 
 def test_low_latency_profile_runs_and_a_property_still_overrides_it(driver_process, tmp_path: Path) -> None:
