@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from driver.archive.client import NULL_RECORDING_ID, ArchiveError
 from driver.archive.codecs import SourceLocation
-from driver.archive.recording_index import BlockCounter
 from driver.client import CLOSED, MAX_POSITION_EXCEEDED, ExclusivePublication, Image, Subscription
 from driver.concurrent.logbuffer.frame_descriptor import BEGIN_FLAG, FRAME_ALIGNMENT, HDR_TYPE_DATA
 from driver.service.forwarding import IDLE_S, OFFER_TIMEOUT_S, Budget, close_quietly
@@ -171,7 +170,6 @@ class RecordJob:
         deadline = None if request.duration_s is None else self._started + request.duration_s
         ignored: set[tuple[int, int]] = set()
         aeron = self.service.aeron
-        counter = BlockCounter()
         budget = self._budget
         drain_until = None
         while not self._cancel.is_set():
@@ -208,7 +206,7 @@ class RecordJob:
                         continue
 
                     def on_block(buffer, offset, length, _session_id, _term_id, source=source) -> None:
-                        count = counter.count(buffer, offset, length)
+                        count = buffer.count_messages(offset, offset + length)
                         if (budget.remaining is not None and count > budget.remaining) or budget.exhausted:
                             starts = message_starts(buffer.view, offset, length)
                             allowed = budget.remaining or 0
