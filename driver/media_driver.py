@@ -313,7 +313,7 @@ class MediaDriver:
         if name == "yield":
             return YieldingIdleStrategy()
         if name == "sleeping":
-            return SleepingIdleStrategy(max_park_ns)
+            return SleepingIdleStrategy(max_park_ns, self.ctx.idle_dormant_park_ns, self.is_dormant)
         return BackoffIdleStrategy(
             # A Python duty cycle costs ~20 us and a spin or yield keeps the CPU, so back off to
             # short (timerfd-precise) parks soon: on a small machine the clients the driver waits

@@ -94,17 +94,29 @@ class BackoffIdleStrategy:
 
 
 class SleepingIdleStrategy:
-    """Always park for a fixed time (still wakeable); for tools and low-priority agents."""
+    """Always park for a fixed time (still wakeable); for tools, low-priority agents and the low-latency
+    profile's short parks. ``is_dormant`` as for :class:`BackoffIdleStrategy`."""
 
-    def __init__(self, park_ns: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        park_ns: int = 1_000_000,
+        dormant_park_ns: int = 0,
+        is_dormant: Callable[[], bool] | None = None,
+    ) -> None:
         self.park_ns = park_ns
+        self.dormant_park_ns = dormant_park_ns
+        self.is_dormant = is_dormant if dormant_park_ns > 0 else None
         self.waker = Waker()
 
     def reset(self) -> None:
         pass
 
     def next_delay_ns(self, work_count: int) -> int:
-        return YIELD if work_count > 0 else self.park_ns
+        if work_count > 0:
+            return YIELD
+        if self.is_dormant is not None and self.is_dormant():
+            return self.dormant_park_ns
+        return self.park_ns
 
 
 class BusySpinIdleStrategy:

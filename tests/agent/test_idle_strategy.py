@@ -290,3 +290,13 @@ def test_busy_spin_never_parks_and_hands_the_loop_a_turn_every_so_many_idle_cycl
 
 def test_yield_offers_the_cpu_after_every_idle_cycle_and_never_parks() -> None:
     assert decisions(YieldingIdleStrategy(), [0, 0, 1, 0]) == [OS_YIELD, OS_YIELD, YIELD, OS_YIELD]
+
+
+def test_a_dormant_sleeping_agent_parks_longer_until_there_is_something_to_serve() -> None:
+    dormant = [True]
+    strategy = SleepingIdleStrategy(park_ns=100_000, dormant_park_ns=10_000_000, is_dormant=lambda: dormant[0])
+    assert strategy.next_delay_ns(0) == 10_000_000
+    assert strategy.next_delay_ns(1) == YIELD
+    dormant[0] = False
+    assert strategy.next_delay_ns(0) == 100_000
+    assert SleepingIdleStrategy(park_ns=100_000, is_dormant=lambda: True).next_delay_ns(0) == 100_000
