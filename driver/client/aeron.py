@@ -313,6 +313,16 @@ class Aeron:
         self._await(what, done)
         return 0
 
+    def _remove(self, command: int, registration_id: int, what: str) -> None:
+        """A REMOVE_* command for ``registration_id``: waited for unless in agent mode."""
+        client_id = self.client_id
+        self._command(
+            command,
+            lambda corr: cp.encode_remove(client_id, corr, registration_id),
+            what,
+            wait=not self._is_agent_invoker,
+        )
+
     def _get(self, registration_id: int, registry: dict[int, Any], kind: type, what: str) -> Any:
         with self.conductor.lock:
             self.conductor.check_open()
@@ -402,13 +412,7 @@ class Aeron:
 
     def _remove_counter(self, registration_id: int) -> None:
         self._counters.pop(registration_id, None)
-        client_id = self.client_id
-        self._command(
-            cp.Command.REMOVE_COUNTER,
-            lambda corr: cp.encode_remove(client_id, corr, registration_id),
-            "Counter.close",
-            wait=not self._is_agent_invoker,
-        )
+        self._remove(cp.Command.REMOVE_COUNTER, registration_id, "Counter.close")
 
     # --- publications --------------------------------------------------------------------------
 
@@ -492,36 +496,25 @@ class Aeron:
             if self._publications.pop(publication.registration_id, None) is None:
                 return
             self._linger(publication.log_buffers)
-            client_id = self.client_id
             if not self._closed and self.conductor.failure is None:
-                self._command(
-                    cp.Command.REMOVE_PUBLICATION,
-                    lambda corr: cp.encode_remove(client_id, corr, publication.registration_id),
-                    "Publication.close",
-                    wait=not self._is_agent_invoker,
-                )
+                self._remove(cp.Command.REMOVE_PUBLICATION, publication.registration_id, "Publication.close")
 
     def publication_destination(
         self, publication: Publication | ExclusivePublication, channel: str, add: bool
     ) -> int:
         """Waits for the driver's answer unless in agent mode (then a refusal goes to the error handler)."""
-        client_id = self.client_id
         command = cp.Command.ADD_DESTINATION if add else cp.Command.REMOVE_DESTINATION
-        return self._command(
-            command,
-            lambda corr: cp.encode_destination(
-                client_id, corr, publication.original_registration_id, channel
-            ),
-            "add_destination" if add else "remove_destination",
-            wait=not self._is_agent_invoker,
-        )
+        return self._destination(command, publication.original_registration_id, channel, add)
 
     def subscription_destination(self, subscription: Subscription, channel: str, add: bool) -> int:
-        client_id = self.client_id
         command = cp.Command.ADD_RCV_DESTINATION if add else cp.Command.REMOVE_RCV_DESTINATION
+        return self._destination(command, subscription.registration_id, channel, add)
+
+    def _destination(self, command: int, registration_id: int, channel: str, add: bool) -> int:
+        client_id = self.client_id
         return self._command(
             command,
-            lambda corr: cp.encode_destination(client_id, corr, subscription.registration_id, channel),
+            lambda corr: cp.encode_destination(client_id, corr, registration_id, channel),
             "add_destination" if add else "remove_destination",
             wait=not self._is_agent_invoker,
         )
@@ -579,13 +572,9 @@ class Aeron:
             for image in subscription.images:
                 image.close()
                 self._linger(image.log_buffers)
-            client_id = self.client_id
             if not self._closed and self.conductor.failure is None:
-                self._command(
-                    cp.Command.REMOVE_SUBSCRIPTION,
-                    lambda corr: cp.encode_remove(client_id, corr, subscription.registration_id),
-                    "Subscription.close",
-                    wait=not self._is_agent_invoker,
+                self._remove(
+                    cp.Command.REMOVE_SUBSCRIPTION, subscription.registration_id, "Subscription.close"
                 )
 
     def _on_available_image(self, ready: cp.ImageBuffersReady) -> None:

@@ -4,6 +4,7 @@ ExclusivePublication do. ``offer`` returns the new stream position, or one of th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from driver.concurrent.counters import AtomicCounter, counter_offset
@@ -47,7 +48,19 @@ def _length(data: Any) -> int:
     return len(data) if type(data) is bytes else memoryview(data).nbytes
 
 
+def _state_field(name: str) -> property:
+    """A field of the publication's native struct (``_state``), read and written through it."""
+
+    def set_field(self: Any, value: int) -> None:
+        setattr(self._state, name, value)
+
+    return property(attrgetter(f"_state.{name}"), set_field)
+
+
 class _PublicationBase:
+    _appender_type: type[TermAppender] | type[ExclusiveTermAppender]
+    """What appends to each term partition outside the native offer (claims, padding, blocks)."""
+
     def __init__(
         self,
         conductor: Aeron,
@@ -80,6 +93,11 @@ class _PublicationBase:
         self.max_possible_position = self.term_length * (1 << 31)
         self._header_template = lbd.default_frame_header(meta)
         self._is_closed = False
+        self._appenders = tuple(
+            self._appender_type(term_buffer, meta, index)
+            for index, term_buffer in enumerate(log_buffers.term_buffers)
+        )
+        self._get_limit = publication_limit.get
 
     _on_close: Any = None
     """Called once when the publication closes (the native offer's closed flag)."""
@@ -150,6 +168,12 @@ class _PublicationBase:
                 f"a term length of {self.term_length}"
             )
 
+    def _check_claim(self, length: int) -> None:
+        if length > self.max_payload_length:
+            raise ValueError(
+                f"claim of {length} bytes exceeds the max payload length {self.max_payload_length}"
+            )
+
     def _back_pressure_status(self, position: int, length: int) -> int:
         if position + length >= self.max_possible_position:
             return MAX_POSITION_EXCEEDED
@@ -163,7 +187,14 @@ class _PublicationBase:
         self._conductor.publication_destination(self, endpoint_channel, add=False)
 
     def offer(self, data: Any, reserved_value: int = 0) -> int:
-        raise NotImplementedError
+        """Append ``data`` (bytes or any contiguous buffer) as one message, in one native call (that also
+        rotates the log); the new position or a code."""
+        if self.is_closed:
+            return CLOSED
+        result = self._native_offer(data, reserved_value)
+        if result < MAX_POSITION_EXCEEDED:
+            self._raise_offer_error(result, data)
+        return result
 
     def offer_many(self, messages: Sequence[Any]) -> int:
         """Offer ``messages`` (a list or tuple of bytes or buffers) in order, each as ``offer`` would, retrying a
@@ -210,14 +241,10 @@ class _PublicationBase:
 class Publication(_PublicationBase):
     """A publication that several publishers (in any processes) may share."""
 
+    _appender_type = TermAppender
+
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        meta = self._meta
-        self._appenders = tuple(
-            TermAppender(term_buffer, meta, index)
-            for index, term_buffer in enumerate(self.log_buffers.term_buffers)
-        )
-        self._get_limit = self._publication_limit.get
         self._bind_native(NativeOffer(*self._native_args()))
 
     @property
@@ -228,22 +255,10 @@ class Publication(_PublicationBase):
             self._meta, self.term_length, self.position_bits_to_shift, self.initial_term_id
         )
 
-    def offer(self, data: Any, reserved_value: int = 0) -> int:
-        """Append ``data`` (bytes or any contiguous buffer) as one message; the new position or a code."""
-        if self.is_closed:
-            return CLOSED
-        result = self._native_offer(data, reserved_value)
-        if result < MAX_POSITION_EXCEEDED:
-            self._raise_offer_error(result, data)
-        return result
-
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         """Claim space for one unfragmented message of ``length`` bytes to fill in place, then
         ``buffer_claim.commit()`` (or ``abort()``); the new position or a code."""
-        if length > self.max_payload_length:
-            raise ValueError(
-                f"claim of {length} bytes exceeds the max payload length {self.max_payload_length}"
-            )
+        self._check_claim(length)
         if self.is_closed:
             return CLOSED
         limit = self._get_limit()
@@ -275,13 +290,11 @@ class Publication(_PublicationBase):
 class ExclusivePublication(_PublicationBase):
     """A publication with one publisher only: no contention, so it keeps its tail to itself."""
 
+    _appender_type = ExclusiveTermAppender
+
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         meta = self._meta
-        self._appenders = tuple(
-            ExclusiveTermAppender(term_buffer, meta, index)
-            for index, term_buffer in enumerate(self.log_buffers.term_buffers)
-        )
         native = NativeExclusiveOffer(*self._native_args())
         # Where the publication is lives in the native struct, which its offers move on in C.
         self._state = native.state
@@ -294,65 +307,22 @@ class ExclusivePublication(_PublicationBase):
         self._term_begin_position = lbd.compute_term_begin_position(
             self._term_id, self.position_bits_to_shift, self.initial_term_id
         )
-        self._get_limit = self._publication_limit.get
         self._bind_native(native)
 
     # The position fields, read and written in the native struct (NativeExclusiveOffer.state).
-    @property
-    def _term_id(self) -> int:
-        return self._state.term_id
-
-    @_term_id.setter
-    def _term_id(self, value: int) -> None:
-        self._state.term_id = value
-
-    @property
-    def _term_offset(self) -> int:
-        return self._state.term_offset
-
-    @_term_offset.setter
-    def _term_offset(self, value: int) -> None:
-        self._state.term_offset = value
-
-    @property
-    def _active_partition_index(self) -> int:
-        return self._state.active_partition_index
-
-    @_active_partition_index.setter
-    def _active_partition_index(self, value: int) -> None:
-        self._state.active_partition_index = value
-
-    @property
-    def _term_begin_position(self) -> int:
-        return self._state.term_begin_position
-
-    @_term_begin_position.setter
-    def _term_begin_position(self, value: int) -> None:
-        self._state.term_begin_position = value
+    _term_id = _state_field("term_id")
+    _term_offset = _state_field("term_offset")
+    _active_partition_index = _state_field("active_partition_index")
+    _term_begin_position = _state_field("term_begin_position")
 
     @property
     def position(self) -> int:
         return CLOSED if self.is_closed else self._term_begin_position + self._term_offset
 
-    def offer(self, data: Any, reserved_value: int = 0) -> int:
-        """Append ``data`` as one message (one native call that also rotates); the new position or a code."""
-        if self.is_closed:
-            return CLOSED
-        result = self._native_offer(data, reserved_value)
-        if result < MAX_POSITION_EXCEEDED:
-            self._raise_offer_error(result, data)
-        return result
-
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
-        if length > self.max_payload_length:
-            raise ValueError(
-                f"claim of {length} bytes exceeds the max payload length {self.max_payload_length}"
-            )
-        if self.is_closed:
-            return CLOSED
-        position = self._term_begin_position + self._term_offset
-        if position >= self._get_limit():
-            return self._back_pressure_status(position, length)
+        self._check_claim(length)
+        if status := self._blocked_status(length):
+            return status
         result = self._appenders[self._active_partition_index].claim(
             self._term_id, self._term_offset, self._header_template, length, buffer_claim
         )
@@ -364,11 +334,8 @@ class ExclusivePublication(_PublicationBase):
         self._check_length(length)
         if length < 0:
             raise ValueError(f"cannot append padding of a negative length ({length})")
-        if self.is_closed:
-            return CLOSED
-        position = self._term_begin_position + self._term_offset
-        if position >= self._get_limit():
-            return self._back_pressure_status(position, length)
+        if status := self._blocked_status(length):
+            return status
         result = self._appenders[self._active_partition_index].append_padding(
             self._term_id, self._term_offset, self._header_template, length
         )
@@ -400,6 +367,15 @@ class ExclusivePublication(_PublicationBase):
         )
         self._term_offset = resulting_offset
         return self._term_begin_position + resulting_offset
+
+    def _blocked_status(self, length: int) -> int:
+        """CLOSED or a back-pressure code when nothing may be appended now, else 0."""
+        if self.is_closed:
+            return CLOSED
+        position = self._term_begin_position + self._term_offset
+        if position >= self._get_limit():
+            return self._back_pressure_status(position, length)
+        return 0
 
     def _new_position(self, result: int) -> int:
         if result > 0:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 NULL_POSITION = -1
 RATE_SCALE = 1_000_000  # the rate goes on the wire in millionths
 
+_Replay = tuple[int, int, int, str, int]
+"""What every replay request names: (recording_id, position, length, replay_channel, replay_stream_id)."""
+
 
 class ReplayExtensions:
     _exchange: Callable[..., _Exchange]
@@ -30,15 +33,8 @@ class ReplayExtensions:
 
     # -- bounded replay ------------------------------------------------------------------------------------------
 
-    def _bounded(
-        self,
-        recording_id: int,
-        position: int,
-        length: int,
-        limit_counter_id: int,
-        replay_channel: str,
-        replay_stream_id: int,
-    ) -> _Exchange:
+    def _bounded(self, replay: _Replay, limit_counter_id: int) -> _Exchange:
+        recording_id, position, length, replay_channel, replay_stream_id = replay
         return self._exchange(
             "start_bounded_replay",
             lambda s, c: BoundedReplayRequest(
@@ -58,9 +54,8 @@ class ReplayExtensions:
         """A replay that never publishes past the value of counter ``limit_counter_id`` (in the driver's cnc.dat)
         and follows it as it moves; it ends at ``length`` or when the counter is freed. Returns the replay
         session id."""
-        return self._run(
-            self._bounded(recording_id, position, length, limit_counter_id, replay_channel, replay_stream_id)
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return self._run(self._bounded(replay, limit_counter_id))
 
     async def start_bounded_replay_async(
         self,
@@ -71,25 +66,21 @@ class ReplayExtensions:
         replay_channel: str,
         replay_stream_id: int,
     ) -> int:
-        return await self._run_async(
-            self._bounded(recording_id, position, length, limit_counter_id, replay_channel, replay_stream_id)
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return await self._run_async(self._bounded(replay, limit_counter_id))
 
     # -- paced and credit replays ----------------------------------------------------------------------------
 
     def _extended(
         self,
         what: str,
-        recording_id: int,
-        position: int,
-        length: int,
-        replay_channel: str,
-        replay_stream_id: int,
+        replay: _Replay,
         rate: float = 0.0,
         repeat: int = 1,
         max_idle_gap_ns: int | None = None,
         credit_limit: int = NULL_POSITION,
     ) -> _Exchange:
+        recording_id, position, length, replay_channel, replay_stream_id = replay
         rate_ppm = round(rate * RATE_SCALE)
         gap = -1 if max_idle_gap_ns is None else max_idle_gap_ns
         return self._exchange(
@@ -109,14 +100,15 @@ class ReplayExtensions:
             ),
         )
 
-    @staticmethod
-    def _check_pacing(rate: float, repeat: int, max_idle_gap_ns: int | None) -> None:
+    def _paced(self, replay: _Replay, rate: float, repeat: int, max_idle_gap_ns: int | None) -> _Exchange:
+        # Checked before a correlation id is taken: bad pacing sends nothing.
         if not rate > 0:
             raise ValueError(f"rate must be positive: {rate}")
         if repeat < 1:
             raise ValueError(f"repeat must be at least 1: {repeat}")
         if max_idle_gap_ns is not None and max_idle_gap_ns < 0:
             raise ValueError(f"max_idle_gap_ns must not be negative: {max_idle_gap_ns}")
+        return self._extended("start_paced_replay", replay, rate, repeat, max_idle_gap_ns)
 
     def start_paced_replay(
         self,
@@ -131,20 +123,8 @@ class ReplayExtensions:
     ) -> int:
         """Replay at the recorded timing times ``rate`` (2.0: twice as fast), ``repeat`` times, with idle gaps
         cut to ``max_idle_gap_ns`` of replay time. Returns the replay session id."""
-        self._check_pacing(rate, repeat, max_idle_gap_ns)
-        return self._run(
-            self._extended(
-                "start_paced_replay",
-                recording_id,
-                position,
-                length,
-                replay_channel,
-                replay_stream_id,
-                rate,
-                repeat,
-                max_idle_gap_ns,
-            )
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return self._run(self._paced(replay, rate, repeat, max_idle_gap_ns))
 
     async def start_paced_replay_async(
         self,
@@ -157,20 +137,11 @@ class ReplayExtensions:
         repeat: int = 1,
         max_idle_gap_ns: int | None = None,
     ) -> int:
-        self._check_pacing(rate, repeat, max_idle_gap_ns)
-        return await self._run_async(
-            self._extended(
-                "start_paced_replay",
-                recording_id,
-                position,
-                length,
-                replay_channel,
-                replay_stream_id,
-                rate,
-                repeat,
-                max_idle_gap_ns,
-            )
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return await self._run_async(self._paced(replay, rate, repeat, max_idle_gap_ns))
+
+    def _credit_replay(self, replay: _Replay, initial_limit_position: int) -> _Exchange:
+        return self._extended("start_credit_replay", replay, credit_limit=initial_limit_position)
 
     def start_credit_replay(
         self,
@@ -183,17 +154,8 @@ class ReplayExtensions:
     ) -> int:
         """A replay that never publishes past the limit the consumer grants (``grant_replay_credit``), starting
         with ``initial_limit_position``: back pressure over UDP without a counter on the archive's driver."""
-        return self._run(
-            self._extended(
-                "start_credit_replay",
-                recording_id,
-                position,
-                length,
-                replay_channel,
-                replay_stream_id,
-                credit_limit=initial_limit_position,
-            )
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return self._run(self._credit_replay(replay, initial_limit_position))
 
     async def start_credit_replay_async(
         self,
@@ -204,17 +166,8 @@ class ReplayExtensions:
         replay_stream_id: int,
         initial_limit_position: int,
     ) -> int:
-        return await self._run_async(
-            self._extended(
-                "start_credit_replay",
-                recording_id,
-                position,
-                length,
-                replay_channel,
-                replay_stream_id,
-                credit_limit=initial_limit_position,
-            )
-        )
+        replay = (recording_id, position, length, replay_channel, replay_stream_id)
+        return await self._run_async(self._credit_replay(replay, initial_limit_position))
 
     def _credit(self, replay_session_id: int, limit_position: int) -> _Exchange:
         return self._exchange(
