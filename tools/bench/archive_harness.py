@@ -6,33 +6,42 @@
   events channels: control requests on ``aeron:ipc`` stream 11 (the archive's local control stream, what a client
   on the same host uses), responses on ``aeron:ipc`` stream 21, recording events on a free UDP port nobody
   listens to. The Java driver and archive run SHARED (one thread each), unless ``--java-prop`` says otherwise.
-- ``compile_bench_client``: tools/bench/java/ArchiveBench.java compiled once (``javac --release 11`` against
-  the jar) into a temporary dir; ``run_bench_client`` runs it against a driver and returns its output lines.
+- ``archive_driver_props``: per kind, the -D properties from ``--ours-prop``/``--java-prop`` (Java: SHARED unless
+  overridden); ``ipc_or_udp_channel``: ``aeron:ipc`` or ``aeron:udp`` on a free port.
+- ``prepare_bench_client``: the peer and tools/bench/java/ArchiveBench.java compiled once (``javac --release 11``
+  against the jar) into a temporary dir removed at exit, or the JSON line saying why not;
+  ``run_bench_client`` runs it against a driver and returns its output lines; ``measure_bench_client`` does
+  one whole run (a ``Harness``, an archiving driver of one kind, the client against it).
+- ``errors_and_runs``: the JSON line's ``<kind>_error`` (where a run failed) and ``<kind>_runs`` entries.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import atexit
 import re
 import shutil
-import subprocess
-import sys
-import time
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import (
-    JVM_OPTS,
+    KINDS,
     READY_TIMEOUT_S,
     BenchError,
     Driver,
     Harness,
     Peers,
-    _props_args,
     cnc_ready,
+    compile_java,
     describe_failure,
+    first_error,
     free_udp_port,
+    no_comparison,
+    parse_props,
+    require_peers,
+    wait_ready,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -54,16 +63,32 @@ def archive_channel_props() -> dict[str, str]:
     }
 
 
-def compile_bench_client(peers: Peers, out_dir: Path) -> Path:
-    javac = os.environ.get("JAVAC") or shutil.which("javac")
-    if javac is None:
-        raise BenchError("javac not found (any JDK >= 11)")
-    sources = [str(p) for p in sorted(BENCH_SOURCES.glob("*.java"))]
-    cmd = [javac, "--release", "11", "-nowarn", "-cp", str(peers.jar), "-d", str(out_dir), *sources]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    if result.returncode != 0:
-        raise BenchError(f"javac failed: {result.stderr.strip()[-2000:]}")
-    return out_dir
+def archive_driver_props(
+    args: argparse.Namespace, common: Mapping[str, str] | None = None
+) -> dict[str, dict[str, str]]:
+    """Per kind: ``common``, then (Java) driver and archive SHARED, then --ours-prop / --java-prop."""
+    return {
+        "ours": {**(common or {}), **parse_props(args.ours_prop)},
+        "java": {**(common or {}), **JAVA_ARCHIVE_DEFAULT_PROPS, **parse_props(args.java_prop)},
+    }
+
+
+def ipc_or_udp_channel(choice: str) -> str:
+    """``aeron:ipc``, or for ``udp`` an ``aeron:udp`` channel on a free loopback port."""
+    return "aeron:ipc" if choice == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
+
+
+def prepare_bench_client(bench: str) -> tuple[Peers, Path] | None:
+    """The peer and ArchiveBench's classes (a temporary dir removed at exit); None once the JSON line saying why
+    not (``{"bench": bench, "error": ...}``) is printed."""
+    try:
+        peers = require_peers()
+        out_dir = Path(tempfile.mkdtemp(prefix="archive-bench-classes-"))
+        atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
+        return peers, compile_java(peers, sorted(BENCH_SOURCES.glob("*.java")), out_dir)
+    except BenchError as exc:
+        no_comparison({"bench": bench}, exc)
+        return None
 
 
 def start_archiving_driver(
@@ -77,37 +102,16 @@ def start_archiving_driver(
     base = h.new_dir(f"{kind}-archive")
     aeron_dir, archive_dir = base / "aeron", base / "archive"
     all_props = {**channels, **(props or {})}
-    if kind == "ours":
-        cmd = [
-            sys.executable,
-            "-m",
-            "driver",
-            "run",
-            "--archive",
-            "--dir",
-            str(aeron_dir),
-            "--archive-dir",
-            str(archive_dir),
-            *_props_args(all_props),
-        ]
-    elif kind == "java":
-        java_props = {
-            "aeron.dir": aeron_dir,
-            "aeron.dir.delete.on.start": "true",
-            "aeron.archive.dir": archive_dir,
-            **all_props,
-        }
-        cmd = h.java_cmd(JAVA_ARCHIVING_DRIVER_MAIN, java_props)
-    else:
-        raise ValueError(f"unknown driver kind {kind!r}")
+    if kind == "java":
+        all_props = {"aeron.archive.dir": archive_dir, **all_props}
+    ours_args = ("--archive", "--archive-dir", str(archive_dir))
+    cmd = h.driver_cmd(kind, aeron_dir, all_props, ours_args=ours_args, java_main=JAVA_ARCHIVING_DRIVER_MAIN)
     proc = h.spawn(f"{kind}-archiving-driver", cmd)
-    deadline = time.monotonic() + ready_timeout
-    while not (cnc_ready(aeron_dir) and (archive_dir / MARK_FILE).exists()):
-        if not proc.alive:
-            raise BenchError(f"{kind} archiving driver exited before it was ready: {describe_failure(proc)}")
-        if time.monotonic() > deadline:
-            raise BenchError(f"{kind} archiving driver not ready after {ready_timeout:g}s: {proc.tail()}")
-        time.sleep(0.02)
+
+    def ready() -> bool:
+        return cnc_ready(aeron_dir) and (archive_dir / MARK_FILE).exists()
+
+    wait_ready(proc, ready, f"{kind} archiving driver", ready_timeout)
     return Driver(kind, aeron_dir, proc)
 
 
@@ -123,15 +127,7 @@ def run_bench_client(
 ) -> list[str]:
     """ArchiveBench against ``driver`` until it prints ``count`` lines matching ``done`` and exits; its lines."""
     props = {"aeron.dir": driver.aeron_dir, **channels, **bench_props}
-    cmd = [
-        str(h.peers.java),
-        *JVM_OPTS,
-        "-cp",
-        f"{h.peers.jar}{os.pathsep}{classes}",
-        *_props_args(props),
-        "ArchiveBench",
-    ]
-    client = h.spawn("ArchiveBench", cmd)
+    client = h.java("ArchiveBench", props, classes=classes)
     h.wait_for(
         lambda: not client.alive,
         timeout,
@@ -144,6 +140,40 @@ def run_bench_client(
     if client.returncode != 0 or sum(1 for line in lines if done.search(line)) < count:
         raise BenchError(f"ArchiveBench failed: {describe_failure(client)}")
     return lines
+
+
+def measure_bench_client(
+    peers: Peers,
+    classes: Path,
+    kind: str,
+    props: Mapping[str, Any],
+    bench_props: Callable[[], Mapping[str, Any]],
+    timeout: float,
+    done: re.Pattern[str],
+    count: int = 1,
+) -> list[str]:
+    """One run: an archiving driver of ``kind`` with ``props``, then ArchiveBench with ``bench_props()`` (called
+    once the driver is up, so the free ports it picks are still free); ArchiveBench's lines."""
+    with Harness(peers) as h:
+        channels = archive_channel_props()
+        driver = start_archiving_driver(h, kind, channels, props)
+        return run_bench_client(h, classes, driver, channels, bench_props(), timeout, done, count)
+
+
+def errors_and_runs(
+    results: Mapping[str, Sequence[Mapping[str, Any]]], digits: int | None = None
+) -> dict[str, Any]:
+    """Per kind, the first failed run's error (if any) and every run (its figures rounded to ``digits``)."""
+    entry: dict[str, Any] = {}
+    for kind in KINDS:
+        error = first_error(results[kind])
+        if error:
+            entry[f"{kind}_error"] = error
+        entry[f"{kind}_runs"] = [
+            r if digits is None or "error" in r else {k: round(v, digits) for k, v in r.items()}
+            for r in results[kind]
+        ]
+    return entry
 
 
 _FIELD = re.compile(r"(\w+)=([-\d.]+)")

@@ -17,37 +17,20 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from archive_harness import (
-    JAVA_ARCHIVE_DEFAULT_PROPS,
-    archive_channel_props,
-    compile_bench_client,
+    archive_driver_props,
+    errors_and_runs,
     fields,
-    run_bench_client,
-    start_archiving_driver,
+    ipc_or_udp_channel,
+    measure_bench_client,
+    prepare_bench_client,
 )
-from harness import (
-    BenchError,
-    Harness,
-    add_compare_args,
-    compare,
-    emit,
-    first_error,
-    free_udp_port,
-    host_info,
-    median_of,
-    parse_props,
-    progress,
-    ratio,
-    require_peers,
-    rounded,
-    run_main,
-)
+from harness import add_compare_args, compare, emit, host_info, median_of, ratio, rounded, run_main
 
 GOAL = 0.5
 DONE = re.compile(r"^LATENCY reps=")
@@ -61,41 +44,24 @@ def main() -> int:
     parser.add_argument("--length", type=int, default=32, help="message length (default 32)")
     add_compare_args(parser, timeout=300.0)
     args = parser.parse_args()
-    props = {
-        "ours": parse_props(args.ours_prop),
-        "java": {**JAVA_ARCHIVE_DEFAULT_PROPS, **parse_props(args.java_prop)},
-    }
-    try:
-        peers = require_peers()
-        classes = compile_bench_client(peers, Path(tempfile.mkdtemp(prefix="archive-bench-classes-")))
-    except BenchError as exc:
-        progress(str(exc))
-        emit({"bench": "archive_replay_latency", "error": str(exc)})
+    props = archive_driver_props(args)
+    prepared = prepare_bench_client("archive_replay_latency")
+    if prepared is None:
         return 2
+    peers, classes = prepared
 
     def measure(kind: str) -> dict[str, Any]:
-        with Harness(peers) as h:
-            channels = archive_channel_props()
-            driver = start_archiving_driver(h, kind, channels, props[kind])
-            replay_channel = (
-                "aeron:ipc" if args.channel == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
-            )
-            lines = run_bench_client(
-                h,
-                classes,
-                driver,
-                channels,
-                {
-                    "bench.mode": "latency",
-                    "bench.replay.channel": replay_channel,
-                    "bench.length": args.length,
-                    "bench.reps": args.reps,
-                    "bench.warmup": args.warmup,
-                    "bench.timeout.ms": 30_000,
-                },
-                args.timeout,
-                DONE,
-            )
+        def bench_props() -> dict[str, Any]:
+            return {
+                "bench.mode": "latency",
+                "bench.replay.channel": ipc_or_udp_channel(args.channel),
+                "bench.length": args.length,
+                "bench.reps": args.reps,
+                "bench.warmup": args.warmup,
+                "bench.timeout.ms": 30_000,
+            }
+
+        lines = measure_bench_client(peers, classes, kind, props[kind], bench_props, args.timeout, DONE)
         return fields(next(ln for ln in lines if DONE.search(ln)))
 
     host = host_info()
@@ -109,11 +75,7 @@ def main() -> int:
         result[f"{p.removesuffix('_us')}_ratio"] = ratio(ours, java)
         ratios.append(result[f"{p.removesuffix('_us')}_ratio"])
     result["goal"] = f"<= {GOAL:g}"
-    for kind in ("ours", "java"):
-        error = first_error(results[kind])
-        if error:
-            result[f"{kind}_error"] = error
-        result[f"{kind}_runs"] = results[kind]
+    result.update(errors_and_runs(results))
     result.update(runs=args.runs, **host)
     emit(result)
     if any(r is None for r in ratios):

@@ -27,34 +27,27 @@ import argparse
 import re
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from archive_harness import (
-    JAVA_ARCHIVE_DEFAULT_PROPS,
-    archive_channel_props,
-    compile_bench_client,
+    archive_driver_props,
+    errors_and_runs,
     fields,
-    run_bench_client,
-    start_archiving_driver,
+    ipc_or_udp_channel,
+    measure_bench_client,
+    prepare_bench_client,
 )
 from harness import (
     BenchError,
-    Harness,
     add_compare_args,
     compare,
     emit,
-    first_error,
-    free_udp_port,
     host_info,
     median_of,
-    parse_props,
-    progress,
     ratio,
-    require_peers,
     rounded,
     run_main,
 )
@@ -101,21 +94,11 @@ def main() -> int:
     add_compare_args(parser, timeout=300.0)
     args = parser.parse_args()
     lengths = [int(x) for x in args.lengths.split(",")]
-    props = {
-        "ours": {"aeron.spies.simulate.connection": "true", **parse_props(args.ours_prop)},
-        "java": {
-            "aeron.spies.simulate.connection": "true",
-            **JAVA_ARCHIVE_DEFAULT_PROPS,
-            **parse_props(args.java_prop),
-        },
-    }
-    try:
-        peers = require_peers()
-        classes = compile_bench_client(peers, Path(tempfile.mkdtemp(prefix="archive-bench-classes-")))
-    except BenchError as exc:
-        progress(str(exc))
-        emit({"bench": "archive_throughput", "error": str(exc)})
+    props = archive_driver_props(args, {"aeron.spies.simulate.connection": "true"})
+    prepared = prepare_bench_client("archive_throughput")
+    if prepared is None:
         return 2
+    peers, classes = prepared
 
     host = host_info()
     result: dict[str, Any] = {
@@ -128,35 +111,24 @@ def main() -> int:
         messages = args.messages or max(1, DEFAULT_BYTES // length)
 
         def measure(kind: str, length: int = length, messages: int = messages) -> dict[str, Any]:
-            with Harness(peers) as h:
-                channels = archive_channel_props()
-                driver = start_archiving_driver(h, kind, channels, props[kind])
-                channel = (
-                    "aeron:ipc"
-                    if args.channel == "ipc"
-                    else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
-                )
-                if args.mode == "steady":
-                    bench = {"bench.mode": "steady", "bench.seconds": args.seconds}
-                    done, count = STEADY_DONE, 1
-                else:
-                    bench = {"bench.messages": messages, "bench.passes": args.passes}
-                    done, count = DONE, args.passes
-                lines = run_bench_client(
-                    h,
-                    classes,
-                    driver,
-                    channels,
-                    {
-                        "bench.channel": channel,
-                        "bench.length": length,
-                        "bench.timeout.ms": int(args.timeout * 1000),
-                        **bench,
-                    },
-                    args.timeout,
-                    done,
-                    count,
-                )
+            if args.mode == "steady":
+                bench = {"bench.mode": "steady", "bench.seconds": args.seconds}
+                done, count = STEADY_DONE, 1
+            else:
+                bench = {"bench.messages": messages, "bench.passes": args.passes}
+                done, count = DONE, args.passes
+
+            def bench_props() -> dict[str, Any]:
+                return {
+                    "bench.channel": ipc_or_udp_channel(args.channel),
+                    "bench.length": length,
+                    "bench.timeout.ms": int(args.timeout * 1000),
+                    **bench,
+                }
+
+            lines = measure_bench_client(
+                peers, classes, kind, props[kind], bench_props, args.timeout, done, count
+            )
             if args.mode == "steady":
                 return steady_rates(lines, args.warmup)
             record = fields([ln for ln in lines if ln.startswith("RECORD ")][-1])
@@ -182,13 +154,7 @@ def main() -> int:
                     median_of(results["ours"], f"{what}_cold_msgs_per_s"),
                     median_of(results["java"], f"{what}_cold_msgs_per_s"),
                 )
-        for kind in ("ours", "java"):
-            error = first_error(results[kind])
-            if error:
-                entry[f"{kind}_error"] = error
-            entry[f"{kind}_runs"] = [
-                r if "error" in r else {k: round(v, 1) for k, v in r.items()} for r in results[kind]
-            ]
+        entry.update(errors_and_runs(results, digits=1))
         result[f"len_{length}"] = entry
     result.update(runs=args.runs, mode=args.mode, **host)
     if args.mode == "steady":

@@ -12,6 +12,9 @@ What it does
   Children also get SIGTERM from the kernel if the harness itself is killed (PR_SET_PDEATHSIG).
 - ``CpuSampler`` reads utime+stime of a process and its descendants from /proc, on demand or every 50 ms in a
   thread, and answers "CPU % of one core between t0 and t1".
+- ``compile_java``/``compiled_java`` compile the benchmarks' own Java clients (tools/bench/java,
+  tests/system/java) against the jar; ``Harness.java(..., classes=...)`` runs them. ``Counters`` reads a driver's
+  cnc.dat counters (either driver) and ``check_sequenced`` the Sequenced* clients' health (the loss benchmarks).
 - Parsers for ``RateSubscriber``/``StreamingPublisher`` rate lines, Java exceptions, and the HdrHistogram
   percentile table ``Ping`` prints; ``measure_stream`` (StreamingPublisher -> RateSubscriber, used by the IPC and
   UDP throughput benchmarks) and ``compare``/``summarize`` to run ours and Java alternately and take medians.
@@ -39,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,10 @@ JVM_OPTS = (
     "-Duser.country=US",
 )
 JAVA_DRIVER_MAIN = "io.aeron.driver.MediaDriver"
+# The loss benchmarks' clients: every message checked, in order (compiled at start with ``compiled_java``).
+SEQUENCED_SOURCES = [
+    ROOT / "tests" / "system" / "java" / f"Sequenced{end}.java" for end in ("Publisher", "Subscriber")
+]
 
 CNC_VERSION = 15
 CNC_METADATA_LENGTH = 128  # cnc.dat: version, buffer lengths, client liveness ... padded to 128
@@ -81,6 +88,13 @@ def progress(message: str) -> None:
 
 def emit(result: Mapping[str, Any]) -> None:
     print(json.dumps(result, separators=(", ", ": ")), flush=True)
+
+
+def no_comparison(base: Mapping[str, Any], exc: BaseException) -> int:
+    """Say why nothing could be measured (stderr, and the JSON line ``{**base, "error": ...}``); exit code 2."""
+    progress(str(exc))
+    emit({**base, "error": str(exc)})
+    return 2
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -133,6 +147,55 @@ def cnc_ready(aeron_dir: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     return len(raw) == 8 and struct.unpack("<q", raw)[0] != 0
+
+
+_METADATA_RECORD = 512
+_VALUE_RECORD = 128
+
+
+class Counters:
+    """The counters of one driver's cnc.dat: find by type and label/key, read values by id."""
+
+    def __init__(self, aeron_dir: Path) -> None:
+        self._file = open(aeron_dir / "cnc.dat", "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        header = os.pread(self._file.fileno(), 24, 0)
+        _, to_driver, to_clients, metadata_length, values_length, _ = struct.unpack("<6i", header)
+        self._metadata = 128 + to_driver + to_clients
+        self._values = self._metadata + metadata_length
+        self._capacity = values_length // _VALUE_RECORD
+
+    def close(self) -> None:
+        self._file.close()
+
+    def find(
+        self, type_id: int, label: str | None = None, session_id: int | None = None, stream_id: int = 0
+    ) -> int | None:
+        """Id of the first allocated counter of ``type_id`` with that label (system counters) or session id and
+        stream id (a stream's position counters)."""
+        fd = self._file.fileno()
+        for cid in range(self._capacity):
+            record = os.pread(fd, _METADATA_RECORD, self._metadata + cid * _METADATA_RECORD)
+            state, record_type = struct.unpack_from("<ii", record, 0)
+            if state == 0:
+                return None
+            if state != 1 or record_type != type_id:
+                continue
+            if session_id is not None and struct.unpack_from("<ii", record, 24) != (session_id, stream_id):
+                continue
+            (length,) = struct.unpack_from("<i", record, 128)
+            if label is not None and record[132 : 132 + length].decode("ascii", "replace") != label:
+                continue
+            return cid
+        return None
+
+    def value(self, cid: int) -> int:
+        return struct.unpack("<q", os.pread(self._file.fileno(), 8, self._values + cid * _VALUE_RECORD))[0]
+
+    def system(self, label: str) -> int:
+        cid = self.find(0, label=label)
+        if cid is None:
+            raise BenchError(f"no system counter {label!r}")
+        return self.value(cid)
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -317,6 +380,16 @@ def describe_failure(proc: Proc) -> str:
     return f"{proc.name} exited with code {proc.returncode}" + (f": {last}" if last else "")
 
 
+def check_sequenced(*procs: Proc) -> None:
+    """SequencedPublisher/SequencedSubscriber still running and neither reported an ERROR or TIMEOUT line."""
+    for proc in procs:
+        bad = proc.find(r"^(ERROR|TIMEOUT).*")
+        if bad is not None:
+            raise BenchError(f"{proc.name}: {bad.group(0)}")
+        if not proc.alive:
+            raise BenchError(describe_failure(proc))
+
+
 def unsupported_or(error: str) -> str:
     """Prefix "unsupported: " when the driver refused a channel it does not implement yet."""
     return f"unsupported: {error}" if re.search(r"not (yet )?supported|unsupported", error, re.I) else error
@@ -420,16 +493,22 @@ class Harness:
         return proc
 
     def java_cmd(
-        self, main_class: str, props: Mapping[str, Any] | None = None, args: Sequence[str] = ()
+        self,
+        main_class: str,
+        props: Mapping[str, Any] | None = None,
+        args: Sequence[Any] = (),
+        classes: Path | None = None,
     ) -> list[str]:
+        """``java`` with the harness's JVM options; ``classes`` (from ``compile_java``) join the jar's classpath."""
+        classpath = str(self.peers.jar) if classes is None else f"{self.peers.jar}{os.pathsep}{classes}"
         return [
             str(self.peers.java),
             *JVM_OPTS,
             "-cp",
-            str(self.peers.jar),
+            classpath,
             *_props_args(props),
             main_class,
-            *args,
+            *map(str, args),
         ]
 
     def java(
@@ -437,13 +516,14 @@ class Harness:
         main_class: str,
         props: Mapping[str, Any] | None = None,
         *,
+        args: Sequence[Any] = (),
+        classes: Path | None = None,
         name: str | None = None,
         stdin: bytes | None = None,
     ) -> Proc:
-        """Start an Aeron Java class (a sample client) with the harness's JVM options."""
-        return self.spawn(
-            name or main_class.rsplit(".", 1)[-1], self.java_cmd(main_class, props), stdin=stdin
-        )
+        """Start an Aeron Java class (a sample client, or one of ours in ``classes``) with the JVM options."""
+        cmd = self.java_cmd(main_class, props, args, classes)
+        return self.spawn(name or main_class.rsplit(".", 1)[-1], cmd, stdin=stdin)
 
     def start_driver(
         self,
@@ -453,24 +533,27 @@ class Harness:
     ) -> Driver:
         """Start ``ours`` or ``java`` in a fresh dir under /dev/shm and wait until its cnc.dat is ready."""
         aeron_dir = self.new_dir(kind) / "aeron"
-        if kind == "ours":
-            cmd = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir), *_props_args(props)]
-        elif kind == "java":
-            java_props = {"aeron.dir": aeron_dir, "aeron.dir.delete.on.start": "true", **(props or {})}
-            cmd = self.java_cmd(JAVA_DRIVER_MAIN, java_props)
-        else:
-            raise ValueError(f"unknown driver kind {kind!r} (expected one of {KINDS})")
-        proc = self.spawn(f"{kind}-driver", cmd)
-        deadline = time.monotonic() + ready_timeout
-        while not cnc_ready(aeron_dir):
-            if not proc.alive:
-                raise BenchError(
-                    f"{kind} driver exited before it was ready (rc={proc.returncode}): {proc.tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise BenchError(f"{kind} driver not ready after {ready_timeout:g}s: {proc.tail()}")
-            time.sleep(0.02)
+        proc = self.spawn(f"{kind}-driver", self.driver_cmd(kind, aeron_dir, props))
+        wait_ready(proc, lambda: cnc_ready(aeron_dir), f"{kind} driver", ready_timeout)
         return Driver(kind, aeron_dir, proc)
+
+    def driver_cmd(
+        self,
+        kind: str,
+        aeron_dir: Path,
+        props: Mapping[str, Any] | None = None,
+        ours_args: Sequence[str] = (),
+        java_main: str = JAVA_DRIVER_MAIN,
+    ) -> list[str]:
+        """The command line of ``ours`` (``python -m driver run --dir D *ours_args``) or ``java`` (``java_main``
+        with ``aeron.dir=D`` deleted on start), with ``props`` as -D properties."""
+        if kind == "ours":
+            run = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir)]
+            return [*run, *ours_args, *_props_args(props)]
+        if kind == "java":
+            java_props = {"aeron.dir": aeron_dir, "aeron.dir.delete.on.start": "true", **(props or {})}
+            return self.java_cmd(java_main, java_props)
+        raise ValueError(f"unknown driver kind {kind!r} (expected one of {KINDS})")
 
     def wait_for(
         self,
@@ -501,6 +584,17 @@ class Harness:
             time.sleep(0.02)
 
 
+def wait_ready(proc: Proc, ready: Callable[[], bool], what: str, timeout: float = READY_TIMEOUT_S) -> None:
+    """Poll ``ready`` every 20 ms; BenchError if ``proc`` exits first or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if not proc.alive:
+            raise BenchError(f"{what} exited before it was ready: {describe_failure(proc)}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"{what} not ready after {timeout:g}s: {proc.tail()}")
+        time.sleep(0.02)
+
+
 def _raise_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -519,6 +613,38 @@ def stop_all(procs: Sequence[Proc], grace: float = STOP_GRACE_S) -> None:
             proc.signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.popen.wait(timeout=10)
+
+
+def compile_java(peers: Peers, sources: Iterable[Path], out_dir: Path) -> Path:
+    """The benchmarks' own Java clients, compiled against the 1.15.1 jar into ``out_dir`` (returned)."""
+    javac = os.environ.get("JAVAC") or shutil.which("javac")
+    if javac is None:
+        raise BenchError("javac not found (any JDK >= 11)")
+    cmd = [javac, "--release", "11", "-nowarn", "-cp", str(peers.jar), "-d", str(out_dir), *map(str, sources)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if result.returncode != 0:
+        raise BenchError(f"javac failed: {result.stderr.strip()[-2000:]}")
+    return out_dir
+
+
+@contextlib.contextmanager
+def compiled_java(peers: Peers, sources: Iterable[Path]) -> Iterator[Path]:
+    """``compile_java`` into a temporary dir, removed on leaving the block."""
+    out_dir = Path(tempfile.mkdtemp(prefix="aeron-bench-classes-"))
+    try:
+        yield compile_java(peers, sources, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def terminate(popen: subprocess.Popen[Any], grace: float = STOP_GRACE_S) -> None:
+    """SIGTERM one child started without a ``Harness``; SIGKILL if it has not exited after ``grace`` seconds."""
+    popen.send_signal(signal.SIGTERM)
+    try:
+        popen.wait(grace)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
 
 
 def host_info() -> dict[str, Any]:
@@ -721,6 +847,11 @@ def add_compare_args(parser: argparse.ArgumentParser, timeout: float) -> None:
         default=timeout,
         help=f"seconds one run may take before it is recorded as failed (default {timeout:g})",
     )
+    add_prop_args(parser)
+
+
+def add_prop_args(parser: argparse.ArgumentParser) -> None:
+    """--ours-prop, --java-prop (repeatable -D properties, read with ``driver_props``)."""
     parser.add_argument(
         "--ours-prop", action="append", metavar="NAME=VALUE", help="-D property for our driver"
     )

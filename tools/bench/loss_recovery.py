@@ -40,16 +40,13 @@ Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed every run, or 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +55,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "system")
 
 import netns  # tests/system/netns.py
 from harness import (
-    JVM_OPTS,
-    ROOT,
+    SEQUENCED_SOURCES,
     BenchError,
+    Counters,
     Harness,
     Peers,
     Proc,
     add_compare_args,
+    check_sequenced,
     cnc_ready,
     compare,
+    compiled_java,
     describe_failure,
     driver_props,
     emit,
     first_error,
     host_info,
     median_of,
-    progress,
+    no_comparison,
     ratio,
     require_peers,
     rounded,
     run_main,
+    wait_ready,
 )
 
-JAVA_SOURCES = ROOT / "tests" / "system" / "java"
-CLIENTS = ("SequencedPublisher", "SequencedSubscriber")
 STREAM_ID = 1002
 PORT = 40124
 POLL_INTERVAL_S = 0.0005
@@ -104,55 +102,6 @@ def drop_program(probability: float) -> str:
     return f"4,{_LD_RAND},53 1 0 {threshold},6 0 0 4294967295,6 0 0 0"
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# cnc.dat counters, read with pread (works for either driver)
-
-_METADATA_RECORD = 512
-_VALUE_RECORD = 128
-
-
-class Counters:
-    """The counters of one driver's cnc.dat: find by type and label/key, read values by id."""
-
-    def __init__(self, aeron_dir: Path) -> None:
-        self._file = open(aeron_dir / "cnc.dat", "rb", buffering=0)  # noqa: SIM115 - closed in close()
-        header = os.pread(self._file.fileno(), 24, 0)
-        _, to_driver, to_clients, metadata_length, values_length, _ = struct.unpack("<6i", header)
-        self._metadata = 128 + to_driver + to_clients
-        self._values = self._metadata + metadata_length
-        self._capacity = values_length // _VALUE_RECORD
-
-    def close(self) -> None:
-        self._file.close()
-
-    def find(self, type_id: int, label: str | None = None, session_id: int | None = None) -> int | None:
-        """Id of the first allocated counter of ``type_id`` with that label (system counters) or session id."""
-        fd = self._file.fileno()
-        for cid in range(self._capacity):
-            record = os.pread(fd, _METADATA_RECORD, self._metadata + cid * _METADATA_RECORD)
-            state, record_type = struct.unpack_from("<ii", record, 0)
-            if state == 0:
-                return None
-            if state != 1 or record_type != type_id:
-                continue
-            if session_id is not None and struct.unpack_from("<ii", record, 24) != (session_id, STREAM_ID):
-                continue
-            (length,) = struct.unpack_from("<i", record, 128)
-            if label is not None and record[132 : 132 + length].decode("ascii", "replace") != label:
-                continue
-            return cid
-        return None
-
-    def value(self, cid: int) -> int:
-        return struct.unpack("<q", os.pread(self._file.fileno(), 8, self._values + cid * _VALUE_RECORD))[0]
-
-    def system(self, label: str) -> int:
-        cid = self.find(0, label=label)
-        if cid is None:
-            raise BenchError(f"no system counter {label!r}")
-        return self.value(cid)
-
-
 SYSTEM_COUNTERS = ("NAKs sent", "NAKs received", "Retransmits sent")
 SENDER_POSITION, SUBSCRIBER_POSITION = 2, 4
 
@@ -161,50 +110,22 @@ SENDER_POSITION, SUBSCRIBER_POSITION = 2, 4
 # One run
 
 
-def compile_clients(peers: Peers, out_dir: Path) -> Path:
-    javac = os.environ.get("JAVAC") or shutil.which("javac")
-    if javac is None:
-        raise BenchError("javac not found (any JDK >= 11): `make peers` installs one")
-    sources = [str(JAVA_SOURCES / f"{name}.java") for name in CLIENTS]
-    cmd = [javac, "--release", "11", "-nowarn", "-cp", str(peers.jar), "-d", str(out_dir), *sources]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        raise BenchError(f"javac failed: {result.stderr.strip()[-2000:]}")
-    return out_dir
-
-
 class Run:
     """Both hosts of one run: drivers, clients and the burst filters."""
 
-    def __init__(self, h: Harness, peers: Peers, classes: Path, a: netns.Host, b: netns.Host) -> None:
-        self.h, self.peers, self.classes, self.hosts = h, peers, classes, (a, b)
+    def __init__(self, h: Harness, classes: Path, a: netns.Host, b: netns.Host) -> None:
+        self.h, self.classes, self.hosts = h, classes, (a, b)
         self.drop_devices: dict[str, str] = {}
-
-    def java_cmd(self, main_class: str, props: Mapping[str, Any], args: Sequence[Any] = ()) -> list[str]:
-        classpath = os.pathsep.join([str(self.peers.jar), str(self.classes)])
-        props_args = [f"-D{k}={v}" for k, v in props.items()]
-        return [str(self.peers.java), *JVM_OPTS, "-cp", classpath, *props_args, main_class, *map(str, args)]
 
     def start_driver(self, host: netns.Host, kind: str, props: Mapping[str, Any]) -> Path:
         aeron_dir = self.h.new_dir(f"{kind}-{host.name[-1]}") / "aeron"
-        if kind == "ours":
-            props_args = [f"-D{k}={v}" for k, v in props.items()]
-            cmd = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir), *props_args]
-        else:
-            all_props = {"aeron.dir": aeron_dir, "aeron.dir.delete.on.start": "true", **props}
-            cmd = self.java_cmd("io.aeron.driver.MediaDriver", all_props)
-        proc = self.h.spawn(f"{kind}-driver-{host.name[-1]}", host.command(*cmd))
-        deadline = time.monotonic() + 30.0
-        while not cnc_ready(aeron_dir):
-            if not proc.alive:
-                raise BenchError(f"{kind} driver exited before it was ready: {describe_failure(proc)}")
-            if time.monotonic() > deadline:
-                raise BenchError(f"{kind} driver not ready after 30 s: {proc.tail()}")
-            time.sleep(0.02)
+        cmd = host.command(*self.h.driver_cmd(kind, aeron_dir, props))
+        proc = self.h.spawn(f"{kind}-driver-{host.name[-1]}", cmd)
+        wait_ready(proc, lambda: cnc_ready(aeron_dir), f"{kind} driver")
         return aeron_dir
 
     def client(self, host: netns.Host, main_class: str, aeron_dir: Path, *args: Any) -> Proc:
-        cmd = self.java_cmd(main_class, {"aeron.dir": aeron_dir}, args)
+        cmd = self.h.java_cmd(main_class, {"aeron.dir": aeron_dir}, args, self.classes)
         return self.h.spawn(f"{main_class}-{host.name[-1]}", host.command(*cmd))
 
     def install_filters(self) -> None:
@@ -241,7 +162,7 @@ def measure_recovery(
     try:
         hosts = netns.two_hosts(delay_ms=args.delay_ms)
         with hosts as (a, b), Harness(peers) as h:
-            return _measure(Run(h, peers, classes, a, b), kind, args, props)
+            return _measure(Run(h, classes, a, b), kind, args, props)
     except netns.NetnsUnavailable as exc:
         raise BenchError(str(exc)) from None
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
@@ -274,15 +195,15 @@ def _measure(run: Run, kind: str, args: argparse.Namespace, props: Mapping[str, 
         found: dict[str, int | None] = {}
 
         def positions_found() -> bool:
-            found["snd"] = sending.find(SENDER_POSITION, session_id=session_id)
-            found["sub"] = receiving.find(SUBSCRIBER_POSITION, session_id=session_id)
+            found["snd"] = sending.find(SENDER_POSITION, session_id=session_id, stream_id=STREAM_ID)
+            found["sub"] = receiving.find(SUBSCRIBER_POSITION, session_id=session_id, stream_id=STREAM_ID)
             return found["snd"] is not None and found["sub"] is not None
 
         h.wait_for(positions_found, CONNECT_TIMEOUT_S, "snd-pos and sub-pos counters", watch=watch)
         snd_pos, sub_pos = found["snd"], found["sub"]
         assert snd_pos is not None and sub_pos is not None
         time.sleep(args.warmup)
-        _check_clients(sub, pub)
+        check_sequenced(sub, pub)
         before = _system(sending, receiving)
         rate_before = _stream_rate(receiving, sub_pos, 1.0)
         if rate_before <= 0:
@@ -310,7 +231,7 @@ def _measure(run: Run, kind: str, args: argparse.Namespace, props: Mapping[str, 
         recovered = time.monotonic()
         after = _system(sending, receiving)
         time.sleep(0.5)
-        _check_clients(sub, pub)
+        check_sequenced(sub, pub)
         return {
             "recovery_ms": (recovered - burst_end) * 1000,
             "burst_ms": (burst_end - burst_start) * 1000,
@@ -341,15 +262,6 @@ def _stream_rate(counters: Counters, cid: int, seconds: float) -> float:
     start = counters.value(cid)
     time.sleep(seconds)
     return (counters.value(cid) - start) / seconds
-
-
-def _check_clients(sub: Proc, pub: Proc) -> None:
-    for proc in (sub, pub):
-        bad = proc.find(r"^(ERROR|TIMEOUT).*")
-        if bad is not None:
-            raise BenchError(f"{proc.name}: {bad.group(0)}")
-        if not proc.alive:
-            raise BenchError(describe_failure(proc))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,9 +300,7 @@ def main() -> int:
         if reason is not None:
             raise BenchError(reason)
         peers = require_peers()
-        classes_dir = Path(tempfile.mkdtemp(prefix="aeron-bench-classes-"))
-        try:
-            classes = compile_clients(peers, classes_dir)
+        with compiled_java(peers, SEQUENCED_SOURCES) as classes:
             host = host_info()
             results = compare(
                 lambda kind: measure_recovery(kind, args, props[kind], peers, classes),
@@ -398,12 +308,8 @@ def main() -> int:
                 args.order,
                 label="loss_recovery",
             )
-        finally:
-            shutil.rmtree(classes_dir, ignore_errors=True)
     except BenchError as exc:
-        progress(str(exc))
-        emit({**base, "error": str(exc)})
-        return 2
+        return no_comparison(base, exc)
 
     ours_ms, java_ms = median_of(results["ours"], "recovery_ms"), median_of(results["java"], "recovery_ms")
     result_ratio = ratio(ours_ms, java_ms)

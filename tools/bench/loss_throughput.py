@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,25 +32,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (
-    JVM_OPTS,
+    SEQUENCED_SOURCES,
     BenchError,
+    Counters,
     Harness,
     Peers,
+    Proc,
     add_compare_args,
+    check_sequenced,
     compare,
+    compiled_java,
     driver_props,
     emit,
     first_error,
     free_udp_port,
     host_info,
     median_of,
-    progress,
+    no_comparison,
     ratio,
     require_peers,
     rounded,
     run_main,
 )
-from loss_recovery import Counters, compile_clients
 
 STREAM_ID = 1003
 PROGRESS = re.compile(r"^PROGRESS (\d+) (\d+)")
@@ -75,11 +76,9 @@ def measure(
         driver = h.start_driver(kind, {**loss_props(kind, args.loss), **props})
         channel = f"aeron:udp?endpoint=localhost:{free_udp_port()}"
         limit_s = int(args.skip + args.seconds + 30)
-        classpath = f"{peers.jar}:{classes}"
 
-        def java(main: str, *main_args: Any) -> Any:
-            cmd = [str(peers.java), *JVM_OPTS, "-cp", classpath, f"-Daeron.dir={driver.aeron_dir}", main]
-            return h.spawn(main, [*cmd, *map(str, main_args)])
+        def java(main: str, *main_args: Any) -> Proc:
+            return h.java(main, {"aeron.dir": driver.aeron_dir}, args=main_args, classes=classes)
 
         sub = java("SequencedSubscriber", channel, STREAM_ID, 10**15, args.length, limit_s)
         h.wait_for(lambda: sub.find(r"^READY") is not None, 30, "the subscriber", watch=[sub, driver.proc])
@@ -94,12 +93,7 @@ def measure(
             end = (time.monotonic(), _received(sub), *(counters.system(c) for c in COUNTERS))
         finally:
             counters.close()
-        for proc in (sub, pub):
-            bad = proc.find(r"^(ERROR|TIMEOUT).*")
-            if bad is not None:
-                raise BenchError(f"{proc.name}: {bad.group(0)}")
-            if not proc.alive:
-                raise BenchError(f"{proc.name} exited: {proc.tail()}")
+        check_sequenced(sub, pub)
         seconds = end[0] - start[0]
         return {
             "msgs_per_s": (end[1] - start[1]) / seconds,
@@ -108,7 +102,7 @@ def measure(
         }
 
 
-def _received(sub: Any) -> int:
+def _received(sub: Proc) -> int:
     """Messages received in order so far (the subscriber's last PROGRESS line)."""
     last = 0
     for _, line in list(sub.lines):
@@ -137,11 +131,7 @@ def main() -> int:
     base = {"bench": "loss_throughput", "loss": args.loss, "length": args.length}
     try:
         peers = require_peers()
-        if shutil.which("javac") is None:
-            raise BenchError("javac not found (any JDK >= 11)")
-        classes_dir = Path(tempfile.mkdtemp(prefix="aeron-bench-classes-"))
-        try:
-            classes = compile_clients(peers, classes_dir)
+        with compiled_java(peers, SEQUENCED_SOURCES) as classes:
             host = host_info()
             results = compare(
                 lambda kind: measure(kind, args, props[kind], peers, classes),
@@ -150,12 +140,8 @@ def main() -> int:
                 kinds=(args.only,) if args.only else ("ours", "java"),
                 label=f"loss_throughput {args.loss:g}",
             )
-        finally:
-            shutil.rmtree(classes_dir, ignore_errors=True)
     except BenchError as exc:
-        progress(str(exc))
-        emit({**base, "error": str(exc)})
-        return 2
+        return no_comparison(base, exc)
     results.setdefault("ours", [])
     results.setdefault("java", [])
     ours, java = median_of(results["ours"], "msgs_per_s"), median_of(results["java"], "msgs_per_s")

@@ -49,6 +49,7 @@ from harness import (
     free_udp_port,
     host_info,
     median_of,
+    no_comparison,
     parse_histogram,
     progress,
     ratio,
@@ -179,9 +180,7 @@ def main() -> int:
     try:
         peers = require_peers()
     except BenchError as exc:
-        progress(str(exc))
-        emit({"bench": "ping_pong", "error": str(exc)})
-        return 2
+        return no_comparison({"bench": "ping_pong"}, exc)
     host = host_info()
 
     kinds: tuple[str, ...] = ("ours", "java") if args.no_profile else ("ours", "ours_ll", "java")

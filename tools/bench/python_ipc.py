@@ -15,7 +15,6 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import terminate  # noqa: E402
 
 CHANNEL = "aeron:ipc"
 STREAM_ID = 1001
@@ -172,11 +174,7 @@ def main() -> int:
                 flush=True,
             )
     finally:
-        driver.send_signal(signal.SIGTERM)
-        try:
-            driver.wait(10)
-        except subprocess.TimeoutExpired:
-            driver.kill()
+        terminate(driver, 10)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import emit, free_udp_port, host_info, progress  # noqa: E402
+from harness import emit, free_udp_port, host_info, progress, terminate  # noqa: E402
 
 STREAM_ID = 1001
 REPLAY_STREAM_ID = 1101
@@ -216,11 +215,7 @@ def main() -> int:
         emit({"bench": "replay_merge", "error": repr(error)})
         return 2
     finally:
-        driver.send_signal(signal.SIGTERM)
-        try:
-            driver.wait(10)
-        except subprocess.TimeoutExpired:
-            driver.kill()
+        terminate(driver, 10)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(aeron_dir, ignore_errors=True)
     emit(result)

@@ -19,14 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -36,13 +31,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
 from harness import BenchError, emit, free_udp_port, host_info, progress  # noqa: E402
+from service_harness import (  # noqa: E402
+    CONTROL_CHANNEL,
+    archive_channel_props,
+    driver_cmd,
+    run_bench,
+    start_api,
+    stop,
+    wait_done,
+)
 
 from driver.client import Aeron  # noqa: E402
 
 GOAL_MSGS_S = 200_000
 LENGTH = 32
 RECORD_STREAM_ID = 1001
-URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
 KINDS = ("plain", "paced", "service")
 
 
@@ -76,40 +79,14 @@ def drain(subscription, messages: int, timeout_s: float) -> tuple[float, float]:
     return first, time.monotonic()
 
 
-def wait_done(client: httpx.Client, path: str, timeout_s: float) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = client.get(path).json()
-        if not status["running"]:
-            return status
-        time.sleep(0.05)
-    raise BenchError(f"{path} still running after {timeout_s} s")
-
-
-def start_service(aeron_dir: Path, work: Path) -> tuple[subprocess.Popen, str, str]:
-    """The process, the API's base URL and the archive's control channel."""
-    props = [
-        f"-Daeron.archive.control.channel=aeron:udp?endpoint=127.0.0.1:{free_udp_port()}",
-        f"-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:{free_udp_port()}",
-    ]
-    args = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir), "--archive"]
-    args += ["--archive-dir", str(work / "archive"), "--http", "0", *props]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    while True:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        if not line:
-            raise BenchError(f"the driver exited with {proc.wait()}")
-        if match := URL.search(line):
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-            return proc, match.group(1), props[0].split("=", 1)[1]
-
-
 def run(args: argparse.Namespace, work: Path) -> dict:
     from driver.archive.client import AeronArchive
 
     aeron_dir = Path("/dev/shm") / f"aeron-bench-service-replay-{os.getpid()}"
-    proc, url, control = start_service(aeron_dir, work)
+    props = archive_channel_props()
+    procs: list[subprocess.Popen] = []
     try:
+        url = start_api(driver_cmd(aeron_dir, work / "archive", props, "--http", "0"), procs)
         client = httpx.Client(base_url=url, timeout=60)
         with Aeron.connect(aeron_dir) as aeron:
             count = args.messages
@@ -130,7 +107,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                     sent += went
                 else:
                     time.sleep(0)
-            status = wait_done(client, "/api/v1/record", 120)
+            status = wait_done(client, "/api/v1/record", 120, 0.05)
             record_s = time.monotonic() - started
             publication.close()
             if status["messages"] != count:
@@ -143,7 +120,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
 
             archive = AeronArchive.connect(
                 aeron,
-                control_request_channel=control,
+                control_request_channel=props[CONTROL_CHANNEL],
                 control_response_channel=f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}",
             )
             position, length = (
@@ -175,7 +152,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                             ).raise_for_status()
                         first, last = drain(subscription, count, 120)
                         if kind == "service":
-                            replayed = wait_done(client, "/api/v1/replay", 30)
+                            replayed = wait_done(client, "/api/v1/replay", 30, 0.05)
                             if replayed["messages"] != count or replayed["state"] != "done":
                                 raise BenchError(f"service replay: {replayed}")
                         rates[kind].append(count / (last - started))
@@ -203,13 +180,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
             "service_vs_plain": round(medians["service"] / medians["plain"], 2),
         }
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(aeron_dir, ignore_errors=True)
+        stop(procs, aeron_dir)
 
 
 def main() -> int:
@@ -218,14 +189,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="replay rate (default 1000)")
     parser.add_argument("--runs", type=int, default=3, help="runs of the three replays (default 3)")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-service-replay-"))
-    try:
-        result = run(args, work)
-    except (BenchError, httpx.HTTPError, OSError) as e:
-        emit({"bench": "service_replay", "error": str(e), "host": host_info()})
+    result = run_bench("service_replay", lambda work: run(args, work), "bench-service-replay-")
+    if result is None:
         return 2
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     met = result["msgs_per_s"]["service"] >= GOAL_MSGS_S
     emit(
         {"bench": "service_replay", **result, "goal_msgs_per_s": GOAL_MSGS_S, "met": met, "host": host_info()}

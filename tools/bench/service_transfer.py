@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,13 +25,21 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
-from harness import BenchError, emit, free_udp_port, host_info, progress  # noqa: E402
+from harness import BenchError, emit, host_info, progress  # noqa: E402
+from service_harness import (  # noqa: E402
+    archive_channel_props,
+    driver_cmd,
+    run_bench,
+    serve_cmd,
+    start_api,
+    stop,
+    wait_done,
+)
 
 from driver.client import Aeron  # noqa: E402
 
 GOAL_MB = 300
 MESSAGE = 8192
-URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
@@ -66,59 +70,26 @@ class Sampler(threading.Thread):
         return {"peak_rss_mb": round(self.peak_rss, 1), "peak_anon_mb": round(self.peak_anon, 1)}
 
 
-def wait_done(client: httpx.Client, path: str, timeout_s: float) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = client.get(path).json()
-        if not status["running"]:
-            return status
-        time.sleep(0.2)
-    raise BenchError(f"{path} still running after {timeout_s} s")
-
-
 def run(args: argparse.Namespace, work: Path) -> dict:
     aeron_dir = Path("/dev/shm") / f"aeron-bench-service-{os.getpid()}"
     archive_dir = work / "archive"
-    props = [
-        f"-Daeron.archive.control.channel=aeron:udp?endpoint=127.0.0.1:{free_udp_port()}",
-        f"-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:{free_udp_port()}",
-    ]
-    driver = [sys.executable, "-m", "driver"]
-    run_args = [
-        *driver,
-        "run",
-        "--dir",
-        str(aeron_dir),
-        "--archive",
-        "--archive-dir",
-        str(archive_dir),
-        *props,
-    ]
-    procs = []
-    if args.embedded:
-        run_args += ["--http", "0"]
-    else:
-        procs.append(
-            subprocess.Popen(run_args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        )
-        deadline = time.monotonic() + 30
-        while not (archive_dir / "archive.catalog").exists():
-            if time.monotonic() > deadline:
-                raise BenchError("the archive did not start")
-            time.sleep(0.05)
-        run_args = [*driver, "serve", "--aeron-dir", str(aeron_dir), "--archive-dir", str(archive_dir)]
-        run_args += ["--port", "0", *props]
-    proc = subprocess.Popen(run_args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    procs.append(proc)
+    props = archive_channel_props()
+    procs: list[subprocess.Popen] = []
     try:
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            if not line:
-                raise BenchError(f"the driver exited with {proc.wait()}")
-            if match := URL.search(line):
-                url = match.group(1)
-        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+        if args.embedded:
+            url = start_api(driver_cmd(aeron_dir, archive_dir, props, "--http", "0"), procs)
+        else:
+            cmd = driver_cmd(aeron_dir, archive_dir, props)
+            procs.append(
+                subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            )
+            deadline = time.monotonic() + 30
+            while not (archive_dir / "archive.catalog").exists():
+                if time.monotonic() > deadline:
+                    raise BenchError("the archive did not start")
+                time.sleep(0.05)
+            url = start_api(serve_cmd(aeron_dir, archive_dir, props), procs)
+        proc = procs[-1]
         client = httpx.Client(base_url=url, timeout=600)
         count = int(args.gib * (1 << 30)) // MESSAGE
         progress(f"recording {count} messages of {MESSAGE} B ({args.gib} GiB)")
@@ -134,7 +105,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                 payload[:8] = i.to_bytes(8, "little")
                 while publication.offer(payload) < 0:
                     time.sleep(0.0001)
-            status = wait_done(client, "/api/v1/record", 3600)
+            status = wait_done(client, "/api/v1/record", 3600, 0.2)
             publication.close()
         record_s = time.monotonic() - started
         dataset_id = status["dataset_id"]
@@ -190,14 +161,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
             result["phases"][compression] = {"export": export, "import": import_}
         return result
     finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        shutil.rmtree(aeron_dir, ignore_errors=True)
+        stop(procs, aeron_dir)
 
 
 def main() -> int:
@@ -207,14 +171,9 @@ def main() -> int:
     parser.add_argument("--embedded", action="store_true", help="measure run --archive --http (one process)")
     parser.add_argument("--dir", help="work dir (archive, export file; default a temp dir under /tmp)")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-service-", dir=args.dir))
-    try:
-        result = run(args, work)
-    except (BenchError, httpx.HTTPError, OSError) as e:
-        emit({"bench": "service_transfer", "error": str(e), "host": host_info()})
+    result = run_bench("service_transfer", lambda work: run(args, work), "bench-service-", args.dir)
+    if result is None:
         return 2
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     peak = max(p[k]["peak_rss_mb"] for p in result["phases"].values() for k in ("export", "import"))
     emit(
         {

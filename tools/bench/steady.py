@@ -39,8 +39,10 @@ from harness import (
     Harness,
     Peers,
     _rounded_floats,
+    add_prop_args,
     emit,
     host_info,
+    no_comparison,
     parse_props,
     progress,
     rate_samples,
@@ -209,13 +211,7 @@ def add_steady_args(parser: argparse.ArgumentParser, setups: Sequence[str], time
         default=timeout,
         help=f"seconds one measurement may take (default {timeout:g})",
     )
-    parser.add_argument(
-        "--ours-prop", action="append", metavar="NAME=VALUE", help="-D property for our driver"
-    )
-    parser.add_argument(
-        "--java-prop", action="append", metavar="NAME=VALUE",
-        help="-D property for the Java driver (default aeron.threading.mode=SHARED)",
-    )  # fmt: skip
+    add_prop_args(parser)
 
 
 def _split(text: str, allowed: Sequence[str] | None = None) -> list[str]:
@@ -255,9 +251,7 @@ def steady_main(
     try:
         peers = require_peers()
     except BenchError as exc:
-        progress(str(exc))
-        emit({"bench": bench, "error": str(exc)})
-        return 2
+        return no_comparison({"bench": bench}, exc)
 
     host = host_info()
     results: dict[tuple[str, str], list[dict[str, Any]]] = {(s, o): [] for s in chosen for o in orders}
