@@ -18,6 +18,9 @@
 #define ALIGN_FRAME(length) (((int64_t)(length) + (AMD_FRAME_ALIGNMENT - 1)) & ~(int64_t)(AMD_FRAME_ALIGNMENT - 1))
 #define OFFER_CLOSED (-4)
 #define UNFRAGMENTED 0xC0 /* BEGIN | END */
+/* For the bodies shared by the shared and exclusive entry points: inlined into each, the native offer they are
+ * given is a direct call (left to itself GCC kept offer_many_with out of line, calling through the pointer). */
+#define OFFER_INLINE static inline __attribute__((always_inline))
 
 static PyObject *offset_name; /* "offset", interned */
 
@@ -29,6 +32,27 @@ static inline int32_t frame_length_acquire(const uint8_t *term, int64_t offset)
 static inline int is_padding(const uint8_t *term, int64_t offset)
 {
     return __atomic_load_n((const uint16_t *)(term + offset + AMD_TYPE_OFFSET), __ATOMIC_RELAXED) == AMD_HDR_TYPE_PAD;
+}
+
+/* The walk of poll, scan and messages (TermReader.read): from *offset, stepping over padding, to the next
+ * committed frame (acquire load of its length) whose header is inside the term. Returns its length with
+ * *offset at it, or 0 where the walk ends (nothing committed there, or the end of the term). */
+static inline int32_t next_data_frame(const uint8_t *term, int64_t *offset, int64_t last_header)
+{
+    while (*offset <= last_header)
+    {
+        const int32_t frame_length = frame_length_acquire(term, *offset);
+        if (frame_length <= 0)
+        {
+            return 0;
+        }
+        if (!is_padding(term, *offset))
+        {
+            return frame_length;
+        }
+        *offset += ALIGN_FRAME(frame_length);
+    }
+    return 0;
 }
 
 /* The native offer of a shared or an exclusive publication (native/include/amd_publication.h). */
@@ -45,7 +69,7 @@ static int64_t exclusive_offer(void *publication, const uint8_t *src, int32_t le
 }
 
 /* One message: bytes without a copy of their object, any other contiguous buffer through the buffer protocol. */
-static inline int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t reserved_value, int *error)
+OFFER_INLINE int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t reserved_value, int *error)
 {
     if (PyBytes_CheckExact(data))
     {
@@ -69,24 +93,47 @@ static inline int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t re
     return result;
 }
 
+/* The two addresses every offer starts with: the publication (into *p) and its closed flag. Returns 1 when the
+ * publication is open, 0 when it is closed, -1 when an address is bad (the caller returns NULL). */
+static inline int open_publication(PyObject *const *args, void **p)
+{
+    *p = PyLong_AsVoidPtr(args[0]);
+    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
+    if (*p == NULL || closed == NULL)
+    {
+        return -1;
+    }
+    return *closed == 0;
+}
+
+/* on_error(code, data) for an offer that failed with a code below MAX_POSITION_EXCEEDED: its result or NULL. */
+static inline PyObject *call_on_error(PyObject *on_error, int64_t result, PyObject *data)
+{
+    PyObject *code = PyLong_FromLongLong(result);
+    if (code == NULL)
+    {
+        return NULL;
+    }
+    PyObject *call_args[2] = {code, data};
+    PyObject *value = PyObject_Vectorcall(on_error, call_args, 2, NULL);
+    Py_DECREF(code);
+    return value;
+}
+
 /* offer(publication_address, closed_address, on_error, data, reserved_value=0) -> position or code.
  * *closed != 0 -> CLOSED without touching the log; codes below MAX_POSITION_EXCEEDED go to on_error(code, data). */
-static PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
+OFFER_INLINE PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 4 || nargs > 5)
     {
         PyErr_SetString(PyExc_TypeError, "offer(publication, closed, on_error, data, reserved_value=0)");
         return NULL;
     }
-    void *p = PyLong_AsVoidPtr(args[0]);
-    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
-    if (p == NULL || closed == NULL)
+    void *p;
+    const int open = open_publication(args, &p);
+    if (open <= 0)
     {
-        return NULL;
-    }
-    if (*closed)
-    {
-        return PyLong_FromLong(OFFER_CLOSED);
+        return open < 0 ? NULL : PyLong_FromLong(OFFER_CLOSED);
     }
     int64_t reserved_value = 0;
     if (nargs == 5)
@@ -105,15 +152,7 @@ static PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs
     }
     if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
     {
-        PyObject *code = PyLong_FromLongLong(result);
-        if (code == NULL)
-        {
-            return NULL;
-        }
-        PyObject *call_args[2] = {code, args[3]};
-        PyObject *value = PyObject_Vectorcall(args[2], call_args, 2, NULL);
-        Py_DECREF(code);
-        return value;
+        return call_on_error(args[2], result, args[3]);
     }
     return PyLong_FromLongLong(result);
 }
@@ -121,22 +160,18 @@ static PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs
 /* offer_many(publication_address, closed_address, on_error, messages) -> count or code.
  * Offers the messages of a list or tuple in order, retrying ADMIN_ACTION (a rotation) at once; stops at the
  * first that does not go. Returns how many went, or, when the first did not, its code (<= 0). */
-static PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
+OFFER_INLINE PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4)
     {
         PyErr_SetString(PyExc_TypeError, "offer_many(publication, closed, on_error, messages)");
         return NULL;
     }
-    void *p = PyLong_AsVoidPtr(args[0]);
-    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
-    if (p == NULL || closed == NULL)
+    void *p;
+    const int open = open_publication(args, &p);
+    if (open <= 0)
     {
-        return NULL;
-    }
-    if (*closed)
-    {
-        return PyLong_FromLong(OFFER_CLOSED);
+        return open < 0 ? NULL : PyLong_FromLong(OFFER_CLOSED);
     }
     PyObject *seq = PySequence_Fast(args[3], "offer_many takes a sequence of messages");
     if (seq == NULL)
@@ -173,15 +208,7 @@ static PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t 
     }
     if (sent == 0 && result < AMD_OFFER_MAX_POSITION_EXCEEDED)
     {
-        PyObject *code = PyLong_FromLongLong(result);
-        if (code == NULL)
-        {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        PyObject *call_args[2] = {code, items[0]};
-        PyObject *value = PyObject_Vectorcall(args[2], call_args, 2, NULL);
-        Py_DECREF(code);
+        PyObject *value = call_on_error(args[2], result, items[0]);
         Py_DECREF(seq);
         return value;
     }
@@ -214,6 +241,46 @@ static PyObject *fast_offer_many_exclusive(PyObject *self, PyObject *const *args
     return offer_many_with(exclusive_offer, args, nargs);
 }
 
+/* __await__ (and __iter__, __aiter__) of Done and MessageStream: the object itself. */
+static PyObject *same_object(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+/* am_send of an awaitable that is already finished (Done, MessageStream): the value in *ready moves to the
+ * caller and the slot is emptied; with no value there (awaited twice, or too early) RuntimeError(misuse). */
+static inline PySendResult send_ready(PyObject **ready, const char *misuse, PyObject **result)
+{
+    if (*ready == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, misuse);
+        *result = NULL;
+        return PYGEN_ERROR;
+    }
+    *result = *ready; /* the reference moves to the caller */
+    *ready = NULL;
+    return PYGEN_RETURN;
+}
+
+/* __next__ of such an awaitable, for drivers that do not use am_send: finish at once with the value. */
+static inline PyObject *next_ready(PyObject **ready, const char *misuse)
+{
+    PyObject *value = NULL;
+    if (send_ready(ready, misuse, &value) == PYGEN_ERROR)
+    {
+        return NULL;
+    }
+    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (stop != NULL)
+    {
+        PyErr_SetObject(PyExc_StopIteration, stop);
+        Py_DECREF(stop);
+    }
+    return NULL;
+}
+
 /* Done: an awaitable that is already finished with a value (the position of an offer_async that went at
  * once), so that ``await`` costs no coroutine. Awaiting it a second time is an error, as for a coroutine. */
 typedef struct
@@ -228,45 +295,21 @@ static void done_dealloc(Done *self)
     PyObject_Free(self);
 }
 
-static PyObject *done_await(PyObject *self)
-{
-    Py_INCREF(self);
-    return self;
-}
+#define DONE_REUSED "cannot reuse an already awaited offer"
 
 static PySendResult done_send(Done *self, PyObject *arg, PyObject **result)
 {
     (void)arg;
-    if (self->value == NULL)
-    {
-        PyErr_SetString(PyExc_RuntimeError, "cannot reuse an already awaited offer");
-        *result = NULL;
-        return PYGEN_ERROR;
-    }
-    *result = self->value; /* the reference moves to the caller */
-    self->value = NULL;
-    return PYGEN_RETURN;
+    return send_ready(&self->value, DONE_REUSED, result);
 }
 
 static PyObject *done_iternext(Done *self)
 {
-    PyObject *value = NULL;
-    if (done_send(self, Py_None, &value) == PYGEN_ERROR)
-    {
-        return NULL;
-    }
-    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
-    Py_DECREF(value);
-    if (stop != NULL)
-    {
-        PyErr_SetObject(PyExc_StopIteration, stop);
-        Py_DECREF(stop);
-    }
-    return NULL;
+    return next_ready(&self->value, DONE_REUSED);
 }
 
 static PyAsyncMethods done_async = {
-    .am_await = done_await,
+    .am_await = same_object,
     .am_send = (sendfunc)done_send,
 };
 
@@ -278,27 +321,27 @@ static PyTypeObject DoneType = {
     .tp_doc = "An awaitable already finished with a value.",
     .tp_dealloc = (destructor)done_dealloc,
     .tp_as_async = &done_async,
-    .tp_iter = done_await,
+    .tp_iter = same_object,
     .tp_iternext = (iternextfunc)done_iternext,
 };
 
 /* offer_async(publication_address, closed_address, on_error, wait, data, **kwargs) -> awaitable position.
  * The offer once, as offer: when it goes, a Done holding the position; otherwise (any code, closed included)
  * wait(data, **kwargs), the caller's coroutine that waits out back pressure and raises on a closed publication. */
-static PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+OFFER_INLINE PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     if (nargs != 5)
     {
         PyErr_SetString(PyExc_TypeError, "offer_async(publication, closed, on_error, wait, data, **kwargs)");
         return NULL;
     }
-    void *p = PyLong_AsVoidPtr(args[0]);
-    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
-    if (p == NULL || closed == NULL)
+    void *p;
+    const int open = open_publication(args, &p);
+    if (open < 0)
     {
         return NULL;
     }
-    if (!*closed)
+    if (open)
     {
         int error = 0;
         const int64_t result = offer_one(fn, p, args[4], 0, &error);
@@ -323,14 +366,7 @@ static PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t
         }
         if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
         {
-            PyObject *code = PyLong_FromLongLong(result);
-            if (code == NULL)
-            {
-                return NULL;
-            }
-            PyObject *call_args[2] = {code, args[4]};
-            PyObject *value = PyObject_Vectorcall(args[2], call_args, 2, NULL);
-            Py_DECREF(code);
+            PyObject *value = call_on_error(args[2], result, args[4]);
             if (value == NULL)
             {
                 return NULL;
@@ -385,19 +421,15 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int64_t offset = start;
     long long fragments = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
-    while (fragments < limit && offset <= last_header)
+    while (fragments < limit)
     {
-        const int32_t frame_length = frame_length_acquire(term, offset);
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
         if (frame_length <= 0)
         {
             break;
         }
         const int64_t frame_offset = offset;
         offset += ALIGN_FRAME(frame_length);
-        if (is_padding(term, frame_offset))
-        {
-            continue;
-        }
         PyObject *frame_offset_obj = PyLong_FromLongLong(frame_offset);
         PyObject *payload_offset = PyLong_FromLongLong(frame_offset + AMD_DATA_HEADER_LENGTH);
         PyObject *payload_length = PyLong_FromLong(frame_length - AMD_DATA_HEADER_LENGTH);
@@ -497,22 +529,18 @@ static PyObject *fast_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int64_t offset = start;
     Py_ssize_t count = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
-    while (count < max && offset <= last_header)
+    while (count < max)
     {
-        const int32_t frame_length = frame_length_acquire(term, offset);
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
         if (frame_length <= 0)
         {
             break;
         }
-        const int64_t frame_offset = offset;
+        out_offsets[count] = (int32_t)(offset + AMD_DATA_HEADER_LENGTH);
+        out_lengths[count] = frame_length - AMD_DATA_HEADER_LENGTH;
+        out_flags[count] = term[offset + AMD_FLAGS_OFFSET];
         offset += ALIGN_FRAME(frame_length);
-        if (!is_padding(term, frame_offset))
-        {
-            out_offsets[count] = (int32_t)(frame_offset + AMD_DATA_HEADER_LENGTH);
-            out_lengths[count] = frame_length - AMD_DATA_HEADER_LENGTH;
-            out_flags[count] = term[frame_offset + AMD_FLAGS_OFFSET];
-            ++count;
-        }
+        ++count;
     }
     if (offset > capacity)
     {
@@ -569,17 +597,12 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     long long count = 0;
     int fragment = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
-    while (count < limit && offset <= last_header)
+    while (count < limit)
     {
-        const int32_t frame_length = frame_length_acquire(term, offset);
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
         if (frame_length <= 0)
         {
             break;
-        }
-        if (is_padding(term, offset))
-        {
-            offset += ALIGN_FRAME(frame_length);
-            continue;
         }
         const uint8_t flags = term[offset + AMD_FLAGS_OFFSET];
         if ((flags & UNFRAGMENTED) != UNFRAGMENTED)
@@ -684,12 +707,6 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
-static PyObject *stream_self(PyObject *self)
-{
-    Py_INCREF(self);
-    return self;
-}
-
 static PyObject *stream_anext(MessageStream *self)
 {
     if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
@@ -709,36 +726,17 @@ static PyObject *stream_anext(MessageStream *self)
     return PyObject_CallNoArgs(self->refill);
 }
 
+#define STREAM_NOT_READY "MessageStream awaited without __anext__"
+
 static PySendResult stream_send(MessageStream *self, PyObject *arg, PyObject **result)
 {
     (void)arg;
-    if (self->ready == NULL)
-    {
-        PyErr_SetString(PyExc_RuntimeError, "MessageStream awaited without __anext__");
-        *result = NULL;
-        return PYGEN_ERROR;
-    }
-    *result = self->ready; /* the reference moves to the caller */
-    self->ready = NULL;
-    return PYGEN_RETURN;
+    return send_ready(&self->ready, STREAM_NOT_READY, result);
 }
 
 static PyObject *stream_iternext(MessageStream *self)
 {
-    /* __next__ of the awaitable, for drivers that do not use am_send: finish at once with the message. */
-    PyObject *value = NULL;
-    if (stream_send(self, Py_None, &value) == PYGEN_ERROR)
-    {
-        return NULL;
-    }
-    PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
-    Py_DECREF(value);
-    if (stop != NULL)
-    {
-        PyErr_SetObject(PyExc_StopIteration, stop);
-        Py_DECREF(stop);
-    }
-    return NULL;
+    return next_ready(&self->ready, STREAM_NOT_READY);
 }
 
 static PyMemberDef stream_members[] = {
@@ -746,8 +744,8 @@ static PyMemberDef stream_members[] = {
     {NULL, 0, 0, 0, NULL}};
 
 static PyAsyncMethods stream_async = {
-    .am_await = (unaryfunc)stream_self,
-    .am_aiter = (unaryfunc)stream_self,
+    .am_await = same_object,
+    .am_aiter = same_object,
     .am_anext = (unaryfunc)stream_anext,
     .am_send = (sendfunc)stream_send,
 };
@@ -764,7 +762,7 @@ static PyTypeObject MessageStreamType = {
     .tp_traverse = (traverseproc)stream_traverse,
     .tp_clear = (inquiry)stream_clear,
     .tp_as_async = &stream_async,
-    .tp_iter = stream_self,
+    .tp_iter = same_object,
     .tp_iternext = (iternextfunc)stream_iternext,
     .tp_members = stream_members,
 };

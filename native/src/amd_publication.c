@@ -32,6 +32,18 @@ static void rotate_log(uint8_t *meta, int32_t term_count, int32_t term_id)
         __ATOMIC_SEQ_CST);
 }
 
+/* Publication.backPressureStatus: the result of an offer at or beyond the publisher limit. */
+static inline int64_t back_pressure_status(const amd_publication_t *p, int64_t position, int32_t length)
+{
+    if (position + length >= p->max_possible_position)
+    {
+        return AMD_OFFER_MAX_POSITION_EXCEEDED;
+    }
+    return __atomic_load_n((const int32_t *)(p->meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
+        ? AMD_OFFER_BACK_PRESSURED
+        : AMD_OFFER_NOT_CONNECTED;
+}
+
 int64_t amd_publication_offer(
     const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value)
 {
@@ -88,24 +100,7 @@ int64_t amd_publication_offer(
         return AMD_OFFER_ADMIN_ACTION;
     }
 
-    if (position + length >= p->max_possible_position)
-    {
-        return AMD_OFFER_MAX_POSITION_EXCEEDED;
-    }
-    return __atomic_load_n((const int32_t *)(meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
-        ? AMD_OFFER_BACK_PRESSURED
-        : AMD_OFFER_NOT_CONNECTED;
-}
-
-static int64_t back_pressure_status(const amd_publication_t *p, int64_t position, int32_t length)
-{
-    if (position + length >= p->max_possible_position)
-    {
-        return AMD_OFFER_MAX_POSITION_EXCEEDED;
-    }
-    return __atomic_load_n((const int32_t *)(p->meta + IS_CONNECTED_OFFSET), __ATOMIC_ACQUIRE) == 1
-        ? AMD_OFFER_BACK_PRESSURED
-        : AMD_OFFER_NOT_CONNECTED;
+    return back_pressure_status(p, position, length);
 }
 
 /* The term is full (padding written, or it was exactly full): move to the next one, no contention to handle.

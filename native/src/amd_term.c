@@ -29,11 +29,14 @@ static inline int is_padding(const uint8_t *term, int64_t offset)
 }
 
 /* The first word (length + version/flags/type) goes first, negative, so a reader that races ahead sees
- * "not yet committed"; the release fence keeps the later header and payload stores behind it. */
+ * "not yet committed"; the release fence keeps the later header and payload stores behind it. The session
+ * and stream ids are the header template's. */
 static inline void header_write(
-    uint8_t *term, int64_t offset, int32_t frame_length, uint32_t version_flags_type, uint32_t session_id,
-    uint32_t stream_id, int32_t term_id)
+    uint8_t *term, int64_t offset, int32_t frame_length, uint32_t version_flags_type, const uint8_t *header_template,
+    int32_t term_id)
 {
+    const uint32_t session_id = template_u32(header_template, AMD_SESSION_ID_OFFSET);
+    const uint32_t stream_id = template_u32(header_template, AMD_STREAM_ID_OFFSET);
     const uint64_t word0 = ((uint64_t)version_flags_type << 32) | (uint32_t)(-frame_length);
     const uint64_t word1 = ((uint64_t)session_id << 32) | (uint32_t)offset;
     const uint64_t word2 = ((uint64_t)(uint32_t)term_id << 32) | stream_id;
@@ -47,14 +50,7 @@ static inline void header_write(
 void amd_frame_header_write(
     uint8_t *term, int64_t offset, int32_t frame_length, const uint8_t *header_template, int32_t term_id)
 {
-    header_write(
-        term,
-        offset,
-        frame_length,
-        template_u32(header_template, 4),
-        template_u32(header_template, AMD_SESSION_ID_OFFSET),
-        template_u32(header_template, AMD_STREAM_ID_OFFSET),
-        term_id);
+    header_write(term, offset, frame_length, template_u32(header_template, 4), header_template, term_id);
 }
 
 void amd_frame_write(
@@ -75,14 +71,7 @@ void amd_frame_write(
         version_flags_type = (version_flags_type & 0xFFFF00FFu) | ((uint32_t)(flags & 0xFF) << 8);
     }
 
-    header_write(
-        term,
-        offset,
-        frame_length,
-        version_flags_type,
-        template_u32(header_template, AMD_SESSION_ID_OFFSET),
-        template_u32(header_template, AMD_STREAM_ID_OFFSET),
-        term_id);
+    header_write(term, offset, frame_length, version_flags_type, header_template, term_id);
     __atomic_store_n((int64_t *)(term + offset + AMD_RESERVED_VALUE_OFFSET), reserved_value, __ATOMIC_RELAXED);
     memcpy(term + offset + AMD_DATA_HEADER_LENGTH, src + src_offset, (size_t)(frame_length - AMD_DATA_HEADER_LENGTH));
     __atomic_store_n((int32_t *)(term + offset), frame_length, __ATOMIC_RELEASE);
@@ -95,13 +84,7 @@ void amd_frame_write_padding(
     const uint32_t version_flags_type = template_u32(header_template, 4) & 0x0000FFFFu;
 
     header_write(
-        term,
-        offset,
-        frame_length,
-        version_flags_type | ((uint32_t)AMD_HDR_TYPE_PAD << 16),
-        template_u32(header_template, AMD_SESSION_ID_OFFSET),
-        template_u32(header_template, AMD_STREAM_ID_OFFSET),
-        term_id);
+        term, offset, frame_length, version_flags_type | ((uint32_t)AMD_HDR_TYPE_PAD << 16), header_template, term_id);
     __atomic_store_n((int32_t *)(term + offset), frame_length, __ATOMIC_RELEASE);
 }
 

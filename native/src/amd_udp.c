@@ -22,6 +22,57 @@ _Static_assert(
     sizeof(struct sockaddr_storage) == AMD_UDP_ADDRESS_SLOT_LENGTH,
     "AMD_UDP_ADDRESS_SLOT_LENGTH must be sizeof(struct sockaddr_storage)");
 
+/* The receive slots: buffer i at buffers + i * slot_length, its source address (when addrs is not NULL) in
+ * address slot i. Control buffers, when wanted, are the caller's to add. */
+static inline void set_receive_slots(
+    struct mmsghdr *messages, struct iovec *iov, uint8_t *buffers, int32_t slot_length, int32_t count, uint8_t *addrs)
+{
+    for (int32_t i = 0; i < count; i++)
+    {
+        iov[i].iov_base = buffers + (int64_t)i * slot_length;
+        iov[i].iov_len = (size_t)slot_length;
+        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
+        messages[i].msg_hdr.msg_iov = &iov[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        if (NULL != addrs)
+        {
+            messages[i].msg_hdr.msg_name = addrs + (int64_t)i * AMD_UDP_ADDRESS_SLOT_LENGTH;
+            messages[i].msg_hdr.msg_namelen = AMD_UDP_ADDRESS_SLOT_LENGTH;
+        }
+        messages[i].msg_len = 0;
+    }
+}
+
+/* recvmmsg without blocking, EINTR retried: the count, 0 when nothing is waiting, or -errno. */
+static inline int receive_messages(int fd, struct mmsghdr *messages, int32_t count)
+{
+    int result;
+    do
+    {
+        result = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
+    }
+    while (result < 0 && EINTR == errno);
+
+    if (result < 0)
+    {
+        return (EAGAIN == errno || EWOULDBLOCK == errno) ? 0 : -errno;
+    }
+    return result;
+}
+
+/* sendmmsg without blocking, EINTR retried: how many went, or -errno. */
+static inline int send_messages(int fd, struct mmsghdr *messages, int32_t count)
+{
+    int sent;
+    do
+    {
+        sent = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
+    }
+    while (sent < 0 && EINTR == errno);
+
+    return sent < 0 ? -errno : sent;
+}
+
 int32_t amd_udp_recv_batch(
     int fd,
     uint8_t *buffers,
@@ -43,32 +94,8 @@ int32_t amd_udp_recv_batch(
         return -EINVAL;
     }
 
-    for (int32_t i = 0; i < max_messages; i++)
-    {
-        iov[i].iov_base = buffers + (int64_t)i * slot_length;
-        iov[i].iov_len = (size_t)slot_length;
-        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
-        messages[i].msg_hdr.msg_iov = &iov[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        if (NULL != addrs)
-        {
-            messages[i].msg_hdr.msg_name = addrs + (int64_t)i * AMD_UDP_ADDRESS_SLOT_LENGTH;
-            messages[i].msg_hdr.msg_namelen = AMD_UDP_ADDRESS_SLOT_LENGTH;
-        }
-        messages[i].msg_len = 0;
-    }
-
-    int result;
-    do
-    {
-        result = recvmmsg(fd, messages, (unsigned int)max_messages, MSG_DONTWAIT, NULL);
-    }
-    while (result < 0 && EINTR == errno);
-
-    if (result < 0)
-    {
-        return (EAGAIN == errno || EWOULDBLOCK == errno) ? 0 : -errno;
-    }
+    set_receive_slots(messages, iov, buffers, slot_length, max_messages, addrs);
+    const int result = receive_messages(fd, messages, max_messages);
 
     for (int i = 0; i < result; i++)
     {
@@ -145,14 +172,18 @@ int32_t amd_udp_send_batch(
         set_message(&messages[i], &iov[i], base + offsets[i], lengths[i], addr, addr_length);
     }
 
-    int result;
-    do
-    {
-        result = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
-    }
-    while (result < 0 && EINTR == errno);
+    return send_messages(fd, messages, count);
+}
 
-    return result < 0 ? -errno : result;
+/* The next datagram of a sender's burst, as TermScanner.scanForAvailability hands it out: its length (at most
+ * min(mtu, window); <= 0: nothing to send) and in *padding the padding skipped after it. */
+static inline int32_t next_datagram(
+    const uint8_t *term, int32_t term_length, int64_t offset, int64_t window, int32_t mtu, int32_t *padding)
+{
+    const int32_t max_length = window < mtu ? (int32_t)window : mtu;
+    const int64_t scan = amd_term_scan_for_availability(term, term_length, (int32_t)offset, max_length);
+    *padding = (int32_t)(scan >> 32);
+    return (int32_t)(scan & 0xFFFFFFFF);
 }
 
 int32_t amd_udp_send_term_burst(
@@ -183,14 +214,13 @@ int32_t amd_udp_send_term_burst(
 
     while (count < max_datagrams && window > 0 && offset < term_length)
     {
-        const int32_t max_length = window < mtu ? (int32_t)window : mtu;
-        const int64_t scan = amd_term_scan_for_availability(term, term_length, (int32_t)offset, max_length);
-        const int32_t available = (int32_t)(scan & 0xFFFFFFFF);
-        const int32_t advance = available + (int32_t)(scan >> 32);
+        int32_t padding;
+        const int32_t available = next_datagram(term, term_length, offset, window, mtu, &padding);
         if (available <= 0)
         {
             break;
         }
+        const int32_t advance = available + padding;
 
         set_message(&messages[count], &iov[count], term + offset, available, addr, addr_length);
         advances[count] = advance;
@@ -205,16 +235,10 @@ int32_t amd_udp_send_term_burst(
         return 0;
     }
 
-    int sent;
-    do
-    {
-        sent = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
-    }
-    while (sent < 0 && EINTR == errno);
-
+    const int sent = send_messages(fd, messages, count);
     if (sent < 0)
     {
-        return -errno;
+        return sent;
     }
 
     for (int i = 0; i < sent; i++)
@@ -257,33 +281,16 @@ int32_t amd_udp_recv_batch_gro(
         return -EINVAL;
     }
 
+    set_receive_slots(messages, iov, buffers, slot_length, max_messages, addrs);
     for (int32_t i = 0; i < max_messages; i++)
     {
-        iov[i].iov_base = buffers + (int64_t)i * slot_length;
-        iov[i].iov_len = (size_t)slot_length;
-        memset(&messages[i].msg_hdr, 0, sizeof(messages[i].msg_hdr));
-        messages[i].msg_hdr.msg_iov = &iov[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
         messages[i].msg_hdr.msg_control = control[i].buf;
         messages[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
-        if (NULL != addrs)
-        {
-            messages[i].msg_hdr.msg_name = addrs + (int64_t)i * AMD_UDP_ADDRESS_SLOT_LENGTH;
-            messages[i].msg_hdr.msg_namelen = AMD_UDP_ADDRESS_SLOT_LENGTH;
-        }
-        messages[i].msg_len = 0;
     }
-
-    int result;
-    do
+    const int result = receive_messages(fd, messages, max_messages);
+    if (result <= 0)
     {
-        result = recvmmsg(fd, messages, (unsigned int)max_messages, MSG_DONTWAIT, NULL);
-    }
-    while (result < 0 && EINTR == errno);
-
-    if (result < 0)
-    {
-        return (EAGAIN == errno || EWOULDBLOCK == errno) ? 0 : -errno;
+        return result;
     }
     *buffers_received = result;
 
@@ -377,10 +384,8 @@ int32_t amd_udp_send_term_burst_gso(
 
     while (scanned < max_datagrams && window > 0 && offset < term_length)
     {
-        const int32_t max_length = window < mtu ? (int32_t)window : mtu;
-        const int64_t scan = amd_term_scan_for_availability(term, term_length, (int32_t)offset, max_length);
-        const int32_t available = (int32_t)(scan & 0xFFFFFFFF);
-        const int32_t padding = (int32_t)(scan >> 32);
+        int32_t padding;
+        const int32_t available = next_datagram(term, term_length, offset, window, mtu, &padding);
         if (available <= 0)
         {
             break;
@@ -436,16 +441,10 @@ int32_t amd_udp_send_term_burst_gso(
         }
     }
 
-    int sent;
-    do
-    {
-        sent = sendmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT);
-    }
-    while (sent < 0 && EINTR == errno);
-
+    const int sent = send_messages(fd, messages, count);
     if (sent < 0)
     {
-        return -errno;
+        return sent;
     }
 
     int32_t datagrams = 0;
