@@ -219,8 +219,6 @@ class MediaDriver:
         self._stop_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self.realtime_refused: str | None = None
-        """Why ``aeron.driver.realtime.priority`` could not be applied (None: applied, or not asked for)."""
         self.invoker: AgentInvoker | None = None
         """INVOKER threading mode: the embedder calls ``invoker.start()``, then ``invoker.invoke()``
         repeatedly on the thread (event loop) of its choice, and ``close()`` (or the driver's ``close()``)."""
@@ -353,7 +351,6 @@ class MediaDriver:
         if self.ctx.realtime_priority:
             restore_scheduling, refused = use_realtime(self.ctx.realtime_priority)
             if refused is not None:
-                self.realtime_refused = refused
                 log.warning("aeron.driver.realtime.priority: %s; running with normal scheduling", refused)
         for runner in self._runners:
             runner.start()

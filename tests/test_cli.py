@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from driver.agent.scheduling import restore, use_realtime
 from driver.client import Aeron, RegistrationError
 from tests.support.wait import wait_for
 
@@ -108,13 +109,10 @@ def test_low_latency_profile_runs_the_driver_real_time_where_permitted(
 
 
 def _may_use_realtime() -> bool:
-    try:
-        before = os.sched_getscheduler(0), os.sched_getparam(0)
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except OSError:
-        return False
-    os.sched_setscheduler(0, before[0], before[1])
-    return True
+    before, refused = use_realtime(1)
+    if before is not None:
+        restore(before)
+    return refused is None
 
 
 def test_low_latency_profile_runs_and_a_property_still_overrides_it(driver_process, tmp_path: Path) -> None:
