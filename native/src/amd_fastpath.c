@@ -93,19 +93,6 @@ OFFER_INLINE int64_t offer_one(offer_fn fn, void *p, PyObject *data, int64_t res
     return result;
 }
 
-/* The two addresses every offer starts with: the publication (into *p) and its closed flag. Returns 1 when the
- * publication is open, 0 when it is closed, -1 when an address is bad (the caller returns NULL). */
-static inline int open_publication(PyObject *const *args, void **p)
-{
-    *p = PyLong_AsVoidPtr(args[0]);
-    const int32_t *closed = (const int32_t *)PyLong_AsVoidPtr(args[1]);
-    if (*p == NULL || closed == NULL)
-    {
-        return -1;
-    }
-    return *closed == 0;
-}
-
 /* on_error(code, data) for an offer that failed with a code below MAX_POSITION_EXCEEDED: its result or NULL. */
 static inline PyObject *call_on_error(PyObject *on_error, int64_t result, PyObject *data)
 {
@@ -118,127 +105,6 @@ static inline PyObject *call_on_error(PyObject *on_error, int64_t result, PyObje
     PyObject *value = PyObject_Vectorcall(on_error, call_args, 2, NULL);
     Py_DECREF(code);
     return value;
-}
-
-/* offer(publication_address, closed_address, on_error, data, reserved_value=0) -> position or code.
- * *closed != 0 -> CLOSED without touching the log; codes below MAX_POSITION_EXCEEDED go to on_error(code, data). */
-OFFER_INLINE PyObject *offer_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs < 4 || nargs > 5)
-    {
-        PyErr_SetString(PyExc_TypeError, "offer(publication, closed, on_error, data, reserved_value=0)");
-        return NULL;
-    }
-    void *p;
-    const int open = open_publication(args, &p);
-    if (open <= 0)
-    {
-        return open < 0 ? NULL : PyLong_FromLong(OFFER_CLOSED);
-    }
-    int64_t reserved_value = 0;
-    if (nargs == 5)
-    {
-        reserved_value = PyLong_AsLongLong(args[4]);
-        if (reserved_value == -1 && PyErr_Occurred())
-        {
-            return NULL;
-        }
-    }
-    int error = 0;
-    const int64_t result = offer_one(fn, p, args[3], reserved_value, &error);
-    if (error)
-    {
-        return NULL;
-    }
-    if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
-    {
-        return call_on_error(args[2], result, args[3]);
-    }
-    return PyLong_FromLongLong(result);
-}
-
-/* offer_many(publication_address, closed_address, on_error, messages) -> count or code.
- * Offers the messages of a list or tuple in order, retrying ADMIN_ACTION (a rotation) at once; stops at the
- * first that does not go. Returns how many went, or, when the first did not, its code (<= 0). */
-OFFER_INLINE PyObject *offer_many_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4)
-    {
-        PyErr_SetString(PyExc_TypeError, "offer_many(publication, closed, on_error, messages)");
-        return NULL;
-    }
-    void *p;
-    const int open = open_publication(args, &p);
-    if (open <= 0)
-    {
-        return open < 0 ? NULL : PyLong_FromLong(OFFER_CLOSED);
-    }
-    PyObject *seq = PySequence_Fast(args[3], "offer_many takes a sequence of messages");
-    if (seq == NULL)
-    {
-        return NULL;
-    }
-    const Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t sent = 0;
-    int64_t result = 0;
-    while (sent < count)
-    {
-        int error = 0;
-        result = offer_one(fn, p, items[sent], 0, &error);
-        if (error)
-        {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        if (result == AMD_OFFER_ADMIN_ACTION)
-        {
-            result = offer_one(fn, p, items[sent], 0, &error);
-            if (error)
-            {
-                Py_DECREF(seq);
-                return NULL;
-            }
-        }
-        if (result <= 0)
-        {
-            break;
-        }
-        ++sent;
-    }
-    if (sent == 0 && result < AMD_OFFER_MAX_POSITION_EXCEEDED)
-    {
-        PyObject *value = call_on_error(args[2], result, items[0]);
-        Py_DECREF(seq);
-        return value;
-    }
-    Py_DECREF(seq);
-    return PyLong_FromLongLong(sent > 0 ? (int64_t)sent : result);
-}
-
-static PyObject *fast_offer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return offer_with(shared_offer, args, nargs);
-}
-
-static PyObject *fast_offer_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return offer_many_with(shared_offer, args, nargs);
-}
-
-/* The same two for an exclusive publication: the first argument is an amd_exclusive_publication_t. */
-static PyObject *fast_offer_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return offer_with(exclusive_offer, args, nargs);
-}
-
-static PyObject *fast_offer_many_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return offer_many_with(exclusive_offer, args, nargs);
 }
 
 /* __await__ (and __iter__, __aiter__) of Done and MessageStream: the object itself. */
@@ -328,45 +194,254 @@ static PyTypeObject DoneType = {
 /* offer_async(publication_address, closed_address, on_error, wait, data, **kwargs) -> awaitable position.
  * The offer once, as offer: when it goes, a Done holding the position; otherwise (any code, closed included)
  * wait(data, **kwargs), the caller's coroutine that waits out back pressure and raises on a closed publication. */
-OFFER_INLINE PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+
+/* Offers: one publication's offer, offer_many and offer_async as the methods of one object. Bound to it they
+ * are builtin methods, which CPython's interpreter calls straight (no functools.partial between, and the
+ * publication's addresses are read from the object, not converted from ints at each call). */
+typedef struct
 {
-    if (nargs != 5)
+    PyObject_HEAD
+    void *publication;     /* an amd_publication_t, or an amd_exclusive_publication_t for ExclusiveOffers */
+    const int32_t *closed; /* nonzero once the publication is closed: every later offer returns CLOSED */
+    PyObject *owner;       /* keeps the memory of both alive */
+    PyObject *on_error;    /* on_error(code, data) for MESSAGE_TOO_LONG and TERM_ID_MISMATCH */
+    PyObject *wait;        /* wait(data, **kwargs): offer_async's coroutine when the offer did not go at once */
+    PyObject *position;    /* the int the last offer returned, rewritten by the next one (position_result) */
+    Done *done;            /* the Done the last offer_async returned, reused the same way */
+} Offers;
+
+/* Rewriting an int in place needs its layout, known for CPython 3.11 to 3.13 with the GIL. */
+#if !defined(Py_LIMITED_API) && !defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+#define REUSE_POSITION 1
+#define POSITION_DIGITS ((63 + PyLong_SHIFT - 1) / PyLong_SHIFT)
+#else
+#define REUSE_POSITION 0
+#endif
+
+/* The position an offer returns, as an int. Without reuse every offer allocates one (positions are past the
+ * cached small ints), a third of an offer's cost. When the caller has dropped the int returned last, so that
+ * only this object still holds it, nothing can observe it change: it is rewritten with the new value and
+ * returned again, as CPython's zip and enumerate reuse their result tuple. */
+static PyObject *position_result(Offers *self, int64_t value)
+{
+#if REUSE_POSITION
+    if (value > 256) /* the small ints are shared singletons: never kept, never rewritten */
     {
-        PyErr_SetString(PyExc_TypeError, "offer_async(publication, closed, on_error, wait, data, **kwargs)");
+        PyLongObject *n = (PyLongObject *)self->position;
+        if (n == NULL || Py_REFCNT(n) != 1)
+        {
+            n = _PyLong_New(POSITION_DIGITS);
+            if (n == NULL)
+            {
+                return NULL;
+            }
+            Py_XSETREF(self->position, (PyObject *)n);
+        }
+        Py_ssize_t count = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+        digit *digits = n->long_value.ob_digit;
+#else
+        digit *digits = n->ob_digit;
+#endif
+        for (uint64_t rest = (uint64_t)value; rest != 0; rest >>= PyLong_SHIFT)
+        {
+            digits[count++] = (digit)(rest & PyLong_MASK);
+        }
+#if PY_VERSION_HEX >= 0x030C0000
+        n->long_value.lv_tag = (uintptr_t)count << _PyLong_NON_SIZE_BITS; /* sign bits 0: positive */
+#else
+        Py_SET_SIZE(n, count);
+#endif
+        Py_INCREF(n);
+        return (PyObject *)n;
+    }
+#else
+    (void)self;
+#endif
+    return PyLong_FromLongLong(value);
+}
+
+static int offers_init(Offers *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *owner, *publication, *closed, *on_error, *wait;
+    static char *keywords[] = {"owner", "publication", "closed", "on_error", "wait", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO", keywords, &owner, &publication, &closed, &on_error, &wait))
+    {
+        return -1;
+    }
+    void *p = PyLong_AsVoidPtr(publication);
+    const int32_t *c = (const int32_t *)PyLong_AsVoidPtr(closed);
+    if (p == NULL || c == NULL)
+    {
+        if (!PyErr_Occurred())
+        {
+            PyErr_SetString(PyExc_ValueError, "Offers needs the publication's and the closed flag's addresses");
+        }
+        return -1;
+    }
+    self->publication = p;
+    self->closed = c;
+    Py_INCREF(owner);
+    Py_XSETREF(self->owner, owner);
+    Py_INCREF(on_error);
+    Py_XSETREF(self->on_error, on_error);
+    Py_INCREF(wait);
+    Py_XSETREF(self->wait, wait);
+    return 0;
+}
+
+static int offers_traverse(Offers *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    Py_VISIT(self->on_error); /* the publication's bound method: a cycle back to this object */
+    Py_VISIT(self->wait);
+    return 0;
+}
+
+static int offers_clear(Offers *self)
+{
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->on_error);
+    Py_CLEAR(self->wait);
+    Py_CLEAR(self->position);
+    Py_CLEAR(self->done);
+    return 0;
+}
+
+static void offers_dealloc(Offers *self)
+{
+    PyObject_GC_UnTrack(self);
+    offers_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* offer(data, reserved_value=0) -> position or code; codes below MAX_POSITION_EXCEEDED go to on_error. */
+OFFER_INLINE PyObject *offer_with(offer_fn fn, Offers *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2)
+    {
+        PyErr_SetString(PyExc_TypeError, "offer(data, reserved_value=0)");
         return NULL;
     }
-    void *p;
-    const int open = open_publication(args, &p);
-    if (open < 0)
+    if (*self->closed != 0)
+    {
+        return PyLong_FromLong(OFFER_CLOSED);
+    }
+    int64_t reserved_value = 0;
+    if (nargs == 2)
+    {
+        reserved_value = PyLong_AsLongLong(args[1]);
+        if (reserved_value == -1 && PyErr_Occurred())
+        {
+            return NULL;
+        }
+    }
+    int error = 0;
+    const int64_t result = offer_one(fn, self->publication, args[0], reserved_value, &error);
+    if (error)
     {
         return NULL;
     }
-    if (open)
+    if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
+    {
+        return call_on_error(self->on_error, result, args[0]);
+    }
+    return result > 0 ? position_result(self, result) : PyLong_FromLongLong(result);
+}
+
+/* offer_many(messages) -> count or code. Offers the messages of a list or tuple in order, retrying
+ * ADMIN_ACTION (a rotation) at once; stops at the first that does not go. Returns how many went, or, when the
+ * first did not, its code (<= 0). */
+OFFER_INLINE PyObject *offer_many_with(offer_fn fn, Offers *self, PyObject *messages)
+{
+    if (*self->closed != 0)
+    {
+        return PyLong_FromLong(OFFER_CLOSED);
+    }
+    PyObject *seq = PySequence_Fast(messages, "offer_many takes a sequence of messages");
+    if (seq == NULL)
+    {
+        return NULL;
+    }
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t sent = 0;
+    int64_t result = 0;
+    while (sent < count)
     {
         int error = 0;
-        const int64_t result = offer_one(fn, p, args[4], 0, &error);
+        result = offer_one(fn, self->publication, items[sent], 0, &error);
+        if (!error && result == AMD_OFFER_ADMIN_ACTION)
+        {
+            result = offer_one(fn, self->publication, items[sent], 0, &error);
+        }
+        if (error)
+        {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (result <= 0)
+        {
+            break;
+        }
+        ++sent;
+    }
+    PyObject *value = sent == 0 && result < AMD_OFFER_MAX_POSITION_EXCEEDED
+        ? call_on_error(self->on_error, result, items[0])
+        : PyLong_FromLongLong(sent > 0 ? (int64_t)sent : result);
+    Py_DECREF(seq);
+    return value;
+}
+
+/* A Done holding the position of an offer_async that went: the one returned last when the caller has dropped
+ * it (its value was taken by the await), else a new one. */
+static PyObject *done_result(Offers *self, int64_t position)
+{
+    Done *done = self->done;
+    if (done == NULL || Py_REFCNT(done) != 1 || done->value != NULL)
+    {
+        done = PyObject_New(Done, &DoneType);
+        if (done == NULL)
+        {
+            return NULL;
+        }
+        done->value = NULL;
+        Py_XSETREF(self->done, done);
+    }
+    done->value = position_result(self, position);
+    if (done->value == NULL)
+    {
+        return NULL;
+    }
+    Py_INCREF(done);
+    return (PyObject *)done;
+}
+
+/* offer_async(data, **kwargs) -> awaitable position. The offer once, as offer: when it goes, a Done holding
+ * the position; otherwise (any code, closed included) wait(data, **kwargs), the caller's coroutine that waits
+ * out back pressure and raises on a closed publication. */
+OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs != 1)
+    {
+        PyErr_SetString(PyExc_TypeError, "offer_async(data, **kwargs)");
+        return NULL;
+    }
+    if (*self->closed == 0)
+    {
+        int error = 0;
+        const int64_t result = offer_one(fn, self->publication, args[0], 0, &error);
         if (error)
         {
             return NULL;
         }
         if (result > 0)
         {
-            Done *done = PyObject_New(Done, &DoneType);
-            if (done == NULL)
-            {
-                return NULL;
-            }
-            done->value = PyLong_FromLongLong(result);
-            if (done->value == NULL)
-            {
-                Py_DECREF(done);
-                return NULL;
-            }
-            return (PyObject *)done;
+            return done_result(self, result);
         }
         if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
         {
-            PyObject *value = call_on_error(args[2], result, args[4]);
+            PyObject *value = call_on_error(self->on_error, result, args[0]);
             if (value == NULL)
             {
                 return NULL;
@@ -374,21 +449,56 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, PyObject *const *args, Py_s
             Py_DECREF(value);
         }
     }
-    /* args[4] is the data, followed by the keyword values named by kwnames */
-    return PyObject_Vectorcall(args[3], args + 4, 1, kwnames);
+    /* args[0] is the data, followed by the keyword values named by kwnames */
+    return PyObject_Vectorcall(self->wait, args, 1, kwnames);
 }
 
-static PyObject *fast_offer_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)self;
-    return offer_async_with(shared_offer, args, nargs, kwnames);
-}
+/* The methods of Offers (shared publication) and ExclusiveOffers: the same bodies, each inlined with its
+ * publication's native offer so that the offer is a direct call. */
+#define OFFERS_METHODS(prefix, fn)                                                                             \
+    static PyObject *prefix##_offer(Offers *self, PyObject *const *args, Py_ssize_t nargs)                    \
+    {                                                                                                          \
+        return offer_with(fn, self, args, nargs);                                                              \
+    }                                                                                                          \
+    static PyObject *prefix##_offer_many(Offers *self, PyObject *messages)                                     \
+    {                                                                                                          \
+        return offer_many_with(fn, self, messages);                                                            \
+    }                                                                                                          \
+    static PyObject *prefix##_offer_async(Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) \
+    {                                                                                                          \
+        return offer_async_with(fn, self, args, nargs, kw);                                                    \
+    }                                                                                                          \
+    static PyMethodDef prefix##_methods[] = {                                                                  \
+        {"offer", (PyCFunction)(void (*)(void))prefix##_offer, METH_FASTCALL,                                  \
+         "offer(data, reserved_value=0) -> new position, or a code (<= 0)."},                                 \
+        {"offer_many", (PyCFunction)prefix##_offer_many, METH_O,                                               \
+         "offer_many(messages) -> how many went, or the first one's code (<= 0)."},                           \
+        {"offer_async", (PyCFunction)(void (*)(void))prefix##_offer_async, METH_FASTCALL | METH_KEYWORDS,      \
+         "offer_async(data, **kwargs) -> an awaitable position: done at once, or the caller's wait."},        \
+        {NULL, NULL, 0, NULL}};
 
-static PyObject *fast_offer_async_exclusive(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)self;
-    return offer_async_with(exclusive_offer, args, nargs, kwnames);
-}
+OFFERS_METHODS(offers, shared_offer)
+OFFERS_METHODS(exclusive_offers, exclusive_offer)
+
+#define OFFERS_TYPE(type_name, name, methods_table, doc)            \
+    static PyTypeObject type_name = {                                \
+        PyVarObject_HEAD_INIT(NULL, 0)                               \
+        .tp_name = "driver.concurrent.logbuffer._fastpath." name,   \
+        .tp_basicsize = sizeof(Offers),                              \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,         \
+        .tp_doc = doc,                                               \
+        .tp_new = PyType_GenericNew,                                 \
+        .tp_init = (initproc)offers_init,                            \
+        .tp_traverse = (traverseproc)offers_traverse,                \
+        .tp_clear = (inquiry)offers_clear,                           \
+        .tp_dealloc = (destructor)offers_dealloc,                    \
+        .tp_methods = methods_table,                                 \
+    };
+
+OFFERS_TYPE(OffersType, "Offers", offers_methods,
+            "Offers(owner, publication, closed, on_error, wait): a shared publication's offers.")
+OFFERS_TYPE(ExclusiveOffersType, "ExclusiveOffers", exclusive_offers_methods,
+            "ExclusiveOffers(owner, publication, closed, on_error, wait): an exclusive publication's offers.")
 
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
@@ -818,16 +928,6 @@ static PyObject *fast_wait_for_change(PyObject *self, PyObject *const *args, Py_
 }
 
 static PyMethodDef methods[] = {
-    {"offer", (PyCFunction)(void (*)(void))fast_offer, METH_FASTCALL, "A shared publication's offer in one call."},
-    {"offer_many", (PyCFunction)(void (*)(void))fast_offer_many, METH_FASTCALL, "Many offers in one call."},
-    {"offer_async", (PyCFunction)(void (*)(void))fast_offer_async, METH_FASTCALL | METH_KEYWORDS,
-     "An offer, as an awaitable: done at once, or the caller's waiting coroutine."},
-    {"offer_async_exclusive", (PyCFunction)(void (*)(void))fast_offer_async_exclusive, METH_FASTCALL | METH_KEYWORDS,
-     "offer_async of an exclusive publication."},
-    {"offer_exclusive", (PyCFunction)(void (*)(void))fast_offer_exclusive, METH_FASTCALL,
-     "An exclusive publication's offer in one call."},
-    {"offer_many_exclusive", (PyCFunction)(void (*)(void))fast_offer_many_exclusive, METH_FASTCALL,
-     "Many offers of an exclusive publication in one call."},
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
     {"wait_for_change", (PyCFunction)(void (*)(void))fast_wait_for_change, METH_FASTCALL,
@@ -844,7 +944,8 @@ PyMODINIT_FUNC PyInit__fastpath(void)
     {
         return NULL;
     }
-    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&MessageStreamType) < 0)
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&MessageStreamType) < 0 || PyType_Ready(&OffersType) < 0
+        || PyType_Ready(&ExclusiveOffersType) < 0)
     {
         return NULL;
     }
@@ -853,12 +954,14 @@ PyMODINIT_FUNC PyInit__fastpath(void)
     {
         return NULL;
     }
-    Py_INCREF(&MessageStreamType);
-    if (PyModule_AddObject(m, "MessageStream", (PyObject *)&MessageStreamType) < 0)
+    PyTypeObject *types[] = {&MessageStreamType, &OffersType, &ExclusiveOffersType};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); ++i)
     {
-        Py_DECREF(&MessageStreamType);
-        Py_DECREF(m);
-        return NULL;
+        if (PyModule_AddType(m, types[i]) < 0)
+        {
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -138,6 +139,46 @@ def test_exclusive_publication_runs_across_term_rotations(aeron: Aeron) -> None:
     assert [int.from_bytes(m[0][:4], "little") for m in collector.messages] == list(range(count))
     # Each 64 KiB term holds 682 whole frames of 96 bytes; the rest of a term is padding.
     assert publication.position == last_position == 4 * TERM_LENGTH + (count - 4 * 682) * 96
+
+
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_positions_kept_by_the_caller_never_change(aeron: Aeron, kind: str) -> None:
+    """The fast path rewrites the int an offer returned once the caller has dropped it: every position the
+    caller keeps stays the value it was given, from offer and offer_async, and (exclusive, placed 64 KiB
+    short of 2**30) across the value where the int grows a digit."""
+    stream_id = 1011 if kind == "shared" else 1012
+    subscription = aeron.add_subscription(CHANNEL, stream_id)
+    if kind == "shared":
+        publication = aeron.add_publication(CHANNEL, stream_id)
+    else:
+        placed = f"{CHANNEL}|init-term-id=0|term-id={2**30 // TERM_LENGTH - 1}|term-offset=0"
+        publication = aeron.add_exclusive_publication(placed, stream_id)
+    wait_for(lambda: publication.is_connected, what="connection")
+
+    def offered(data: bytes) -> int:
+        while (position := publication.offer(data)) < 0:
+            subscription.poll(lambda *_: None, 100)
+        return position
+
+    kept: list[int] = []
+    seen: list[str] = []  # each kept value as text, written when it was returned
+    for n in [0, 1, 31, 32, 100, 1000] * 100:
+        kept.append(offered(bytes(n)))
+        seen.append(str(kept[-1]))
+        assert kept[-1] == publication.position
+        offered(b"x")  # dropped at once: the next offer may reuse its int
+
+    async def offered_async() -> None:
+        for _ in range(50):
+            kept.append(await publication.offer_async(b"y"))
+            seen.append(str(kept[-1]))
+            await publication.offer_async(b"z")
+
+    asyncio.run(offered_async())
+    assert [str(p) for p in kept] == seen
+    assert kept == sorted(set(kept)) and kept[-1] == publication.position - 64
+    if kind == "exclusive":
+        assert kept[0] < 2**30 < kept[-1]
 
 
 def test_shared_publication_is_one_stream_for_both_publishers(aeron: Aeron) -> None:

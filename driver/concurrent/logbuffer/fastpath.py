@@ -11,7 +11,6 @@ same results.
 from __future__ import annotations
 
 import ctypes
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ def active() -> bool:
 
 
 def bind_offers(
+    owner: Any,
     address: int,
     closed: int,
     on_error: Callable[[int, Any], int],
@@ -39,25 +39,18 @@ def bind_offers(
 ) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
     """``offer(data, reserved_value=0)``, ``offer_many(messages)`` and ``offer_async(data, **kwargs)`` bound to
     one native publication struct (``address``: an amd_publication_t, or an amd_exclusive_publication_t when
-    ``exclusive``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero).
-    ``offer_async`` offers once: an awaitable already done with the position when that went, else
-    ``wait(data, **kwargs)`` (a coroutine that waits out back pressure)."""
+    ``exclusive``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero); both
+    live as long as ``owner``, which the offers keep. ``offer_async`` offers once: an awaitable already done with
+    the position when that went, else ``wait(data, **kwargs)`` (a coroutine that waits out back pressure).
+
+    They are builtin methods of one C object, which the interpreter calls without an intermediate Python call;
+    the int an offer returns is reused by the next offer once the caller has dropped it (no allocation)."""
     if not active():
         return None
     assert _fastpath is not None
-    if exclusive:
-        offer, offer_many, offer_async = (
-            _fastpath.offer_exclusive,
-            _fastpath.offer_many_exclusive,
-            _fastpath.offer_async_exclusive,
-        )
-    else:
-        offer, offer_many, offer_async = _fastpath.offer, _fastpath.offer_many, _fastpath.offer_async
-    return (
-        functools.partial(offer, address, closed, on_error),
-        functools.partial(offer_many, address, closed, on_error),
-        functools.partial(offer_async, address, closed, on_error, wait),
-    )
+    offers_type = _fastpath.ExclusiveOffers if exclusive else _fastpath.Offers
+    offers = offers_type(owner, address, closed, on_error, wait)
+    return offers.offer, offers.offer_many, offers.offer_async
 
 
 def poller() -> Callable[..., tuple[int, int]] | None:

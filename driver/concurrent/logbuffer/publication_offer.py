@@ -67,7 +67,7 @@ class NativeOffer:
         ``wait(data, **kwargs)`` is the coroutine ``offer_async`` returns when its offer did not go at once."""
         address = int(ffi.cast("uintptr_t", self._struct))
         closed = int(ffi.cast("uintptr_t", self._closed))
-        return fastpath.bind_offers(address, closed, on_error, wait, exclusive=self._EXCLUSIVE)
+        return fastpath.bind_offers(self, address, closed, on_error, wait, exclusive=self._EXCLUSIVE)
 
     def offer(self, src: Any, reserved_value: int = 0) -> int:
         """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""
