@@ -206,36 +206,38 @@ typedef struct
     PyObject *owner;       /* keeps the memory of both alive */
     PyObject *on_error;    /* on_error(code, data) for MESSAGE_TOO_LONG and TERM_ID_MISMATCH */
     PyObject *wait;        /* wait(data, **kwargs): offer_async's coroutine when the offer did not go at once */
-    PyObject *position;    /* the int the last offer returned, rewritten by the next one (position_result) */
+    PyObject *position;    /* the int the last offer returned, rewritten by the next one (reused_int) */
     Done *done;            /* the Done the last offer_async returned, reused the same way */
 } Offers;
 
 /* Rewriting an int in place needs its layout, known for CPython 3.11 to 3.13 with the GIL. */
 #if !defined(Py_LIMITED_API) && !defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
-#define REUSE_POSITION 1
-#define POSITION_DIGITS ((63 + PyLong_SHIFT - 1) / PyLong_SHIFT)
+#define REUSE_INTS 1
+#define INT64_DIGITS ((63 + PyLong_SHIFT - 1) / PyLong_SHIFT)
 #else
-#define REUSE_POSITION 0
+#define REUSE_INTS 0
 #endif
 
-/* The position an offer returns, as an int. Without reuse every offer allocates one (positions are past the
- * cached small ints), a third of an offer's cost. When the caller has dropped the int returned last, so that
- * only this object still holds it, nothing can observe it change: it is rewritten with the new value and
- * returned again, as CPython's zip and enumerate reuse their result tuple. */
-static PyObject *position_result(Offers *self, int64_t value)
+/* A new reference to an int of `value` (>= 0) for the hot paths, which hand out positions and offsets past the
+ * cached small ints: allocating one each time was a third of an offer's cost. *cache holds the one handed out
+ * last; when nothing but the cache and `holder` (a slot the caller is about to overwrite with the result, or
+ * NULL) refers to it, nothing can observe it change, so it is rewritten with the new value and handed out
+ * again, as CPython's zip and enumerate reuse their result tuple. Otherwise a new int replaces it in *cache. */
+static inline PyObject *reused_int(PyObject **cache, int64_t value, PyObject *const *holder)
 {
-#if REUSE_POSITION
-    if (value > 256) /* the small ints are shared singletons: never kept, never rewritten */
+#if REUSE_INTS
+    if (value > 256) /* the small ints are shared singletons: never cached, never rewritten */
     {
-        PyLongObject *n = (PyLongObject *)self->position;
-        if (n == NULL || Py_REFCNT(n) != 1)
+        PyLongObject *n = (PyLongObject *)*cache;
+        const Py_ssize_t others = holder != NULL && *holder == (PyObject *)n ? 2 : 1;
+        if (n == NULL || Py_REFCNT(n) != others)
         {
-            n = _PyLong_New(POSITION_DIGITS);
+            n = _PyLong_New(INT64_DIGITS);
             if (n == NULL)
             {
                 return NULL;
             }
-            Py_XSETREF(self->position, (PyObject *)n);
+            Py_XSETREF(*cache, (PyObject *)n);
         }
         Py_ssize_t count = 0;
 #if PY_VERSION_HEX >= 0x030C0000
@@ -256,9 +258,15 @@ static PyObject *position_result(Offers *self, int64_t value)
         return (PyObject *)n;
     }
 #else
-    (void)self;
+    (void)cache;
+    (void)holder;
 #endif
     return PyLong_FromLongLong(value);
+}
+
+static PyObject *position_result(Offers *self, int64_t value)
+{
+    return reused_int(&self->position, value, NULL);
 }
 
 static int offers_init(Offers *self, PyObject *args, PyObject *kwargs)
@@ -500,6 +508,48 @@ OFFERS_TYPE(OffersType, "Offers", offers_methods,
 OFFERS_TYPE(ExclusiveOffersType, "ExclusiveOffers", exclusive_offers_methods,
             "ExclusiveOffers(owner, publication, closed, on_error, wait): an exclusive publication's offers.")
 
+/* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
+static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
+
+/* Where header.offset lives when the header's type keeps it in a __slots__ member: written straight there, as
+ * the member's own setter would, instead of a setattr per fragment (a fifth of a fragment's cost). NULL when
+ * it lives elsewhere (a subclass's property, say): then setattr. */
+static PyObject **offset_slot(PyObject *header)
+{
+    PyObject *descr = _PyType_Lookup(Py_TYPE(header), offset_name);
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type))
+    {
+        const PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
+        {
+            return (PyObject **)((char *)header + member->offset);
+        }
+    }
+    return NULL;
+}
+
+static int set_header_offset(PyObject *header, PyObject **slot, int64_t frame_offset)
+{
+    if (slot == NULL)
+    {
+        PyObject *value = PyLong_FromLongLong(frame_offset);
+        if (value == NULL)
+        {
+            return -1;
+        }
+        const int set = PyObject_SetAttr(header, offset_name, value);
+        Py_DECREF(value);
+        return set;
+    }
+    PyObject *value = reused_int(&poll_frame_offset, frame_offset, slot);
+    if (value == NULL)
+    {
+        return -1;
+    }
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
  * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
@@ -528,6 +578,7 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
     {
         return NULL;
     }
+    PyObject **slot = offset_slot(header);
     int64_t offset = start;
     long long fragments = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
@@ -540,18 +591,14 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         const int64_t frame_offset = offset;
         offset += ALIGN_FRAME(frame_length);
-        PyObject *frame_offset_obj = PyLong_FromLongLong(frame_offset);
-        PyObject *payload_offset = PyLong_FromLongLong(frame_offset + AMD_DATA_HEADER_LENGTH);
-        PyObject *payload_length = PyLong_FromLong(frame_length - AMD_DATA_HEADER_LENGTH);
-        if (frame_offset_obj == NULL || payload_offset == NULL || payload_length == NULL ||
-            PyObject_SetAttr(header, offset_name, frame_offset_obj) < 0)
+        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
+        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
+        if (payload_offset == NULL || payload_length == NULL || set_header_offset(header, slot, frame_offset) < 0)
         {
-            Py_XDECREF(frame_offset_obj);
             Py_XDECREF(payload_offset);
             Py_XDECREF(payload_length);
             return NULL;
         }
-        Py_DECREF(frame_offset_obj);
         PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
         PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
         Py_DECREF(payload_offset);

@@ -181,6 +181,33 @@ def test_positions_kept_by_the_caller_never_change(aeron: Aeron, kind: str) -> N
         assert kept[0] < 2**30 < kept[-1]
 
 
+def test_offsets_kept_by_a_poll_handler_never_change(aeron: Aeron) -> None:
+    """The fast path's poll reuses the ints it hands its handler (offset, length, header.offset) while the
+    handler keeps none of them: the ones it keeps stay the values they were given."""
+    subscription = aeron.add_subscription(CHANNEL, 1013)
+    publication = aeron.add_publication(CHANNEL, 1013)
+    wait_for(lambda: publication.is_connected, what="connection")
+    sizes = [1000, 300, 500, 1300, 257, 700] * 5  # lengths and offsets past the shared small ints
+    for n in sizes:
+        offer(publication, bytes(n))
+    kept: list[tuple[int, int, int]] = []
+    seen: list[str] = []
+
+    def handler(buffer, offset: int, length: int, header: Header) -> None:
+        if len(kept) % 2:  # every other fragment keeps nothing
+            kept.append((offset, length, header.offset))
+            seen.append(repr(kept[-1]))
+        else:
+            kept.append((0, length, 0))
+            seen.append(repr(kept[-1]))
+
+    wait_for(lambda: subscription.poll(handler, 4) >= 0 and len(kept) >= len(sizes), what="fragments")
+    assert [repr(k) for k in kept] == seen
+    assert [length for _, length, _ in kept] == sizes
+    frames = [offset for offset, _, _ in kept[1::2]]
+    assert frames == sorted(set(frames)) and all(o == h + 32 for o, _, h in kept[1::2])
+
+
 def test_shared_publication_is_one_stream_for_both_publishers(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1006)
     first = aeron.add_publication(CHANNEL, 1006)
