@@ -35,6 +35,16 @@ typedef struct
 int64_t amd_publication_offer(
     const amd_publication_t *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
 
+/* Many unfragmented messages (each at most max_payload_length) offered back to back with ONE fetch-and-add on
+ * the tail for all of them: an offer's fetch-and-add is a full barrier that waits for the previous frame's
+ * stores, so one per message bounded a vectored offer. Taken from the front while each message starts before
+ * the limit, as consecutive offers would; when the space crosses the end of the term, the frames that fit are
+ * written, the rest of the term padded and the log rotated. *sent is how many went; returns the position
+ * after the last, or, when none went, the code amd_publication_offer would have returned for the first. */
+int64_t amd_publication_offer_block(
+    const amd_publication_t *publication, const uint8_t *const *sources, const int32_t *lengths, int32_t count,
+    int32_t *sent);
+
 /* An exclusive publication (one publisher only): the constants plus where it is, which it keeps to itself
  * (Aeron 1.15.1's ExclusivePublication fields). Each offer reads and moves the position fields; the owner's
  * other appends (claims, padding, blocks) read and write the same fields. */

@@ -357,10 +357,29 @@ OFFER_INLINE PyObject *offer_with(offer_fn fn, Offers *self, PyObject *const *ar
     return result > 0 ? position_result(self, result) : PyLong_FromLongLong(result);
 }
 
+/* Up to BLOCK messages of a shared publication's offer_many go with one reservation (amd_publication_offer_block). */
+#define BLOCK 64
+
+/* How many of items[0..count) from the front are bytes that fit one frame each (a block's messages), at most
+ * BLOCK; their addresses and lengths go into sources and lengths. */
+static inline int32_t gather_block(
+    PyObject *const *items, Py_ssize_t count, int32_t max_payload_length, const uint8_t **sources, int32_t *lengths)
+{
+    int32_t n = 0;
+    while (n < count && n < BLOCK && PyBytes_CheckExact(items[n]) && PyBytes_GET_SIZE(items[n]) <= max_payload_length)
+    {
+        sources[n] = (const uint8_t *)PyBytes_AS_STRING(items[n]);
+        lengths[n] = (int32_t)PyBytes_GET_SIZE(items[n]);
+        ++n;
+    }
+    return n;
+}
+
 /* offer_many(messages) -> count or code. Offers the messages of a list or tuple in order, retrying
  * ADMIN_ACTION (a rotation) at once; stops at the first that does not go. Returns how many went, or, when the
- * first did not, its code (<= 0). */
-OFFER_INLINE PyObject *offer_many_with(offer_fn fn, Offers *self, PyObject *messages)
+ * first did not, its code (<= 0). A shared publication (`blocks`) offers runs of bytes messages that fit a
+ * frame as blocks with one reservation each; anything else goes one offer at a time. */
+OFFER_INLINE PyObject *offer_many_with(offer_fn fn, int blocks, Offers *self, PyObject *messages)
 {
     if (*self->closed != 0)
     {
@@ -375,24 +394,42 @@ OFFER_INLINE PyObject *offer_many_with(offer_fn fn, Offers *self, PyObject *mess
     PyObject **items = PySequence_Fast_ITEMS(seq);
     Py_ssize_t sent = 0;
     int64_t result = 0;
+    int error = 0;
+    int retried = 0; /* one immediate retry of ADMIN_ACTION per message, as for a single offer */
     while (sent < count)
     {
-        int error = 0;
-        result = offer_one(fn, self->publication, items[sent], 0, &error);
-        if (!error && result == AMD_OFFER_ADMIN_ACTION)
+        const uint8_t *sources[BLOCK];
+        int32_t lengths[BLOCK];
+        const amd_publication_t *p = (const amd_publication_t *)self->publication;
+        const int32_t n = blocks ? gather_block(items + sent, count - sent, p->max_payload_length, sources, lengths) : 0;
+        int32_t went = 1;
+        if (n > 1)
+        {
+            result = amd_publication_offer_block(p, sources, lengths, n, &went);
+        }
+        else
         {
             result = offer_one(fn, self->publication, items[sent], 0, &error);
+            if (error)
+            {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            went = result > 0;
         }
-        if (error)
+        if (went > 0)
         {
-            Py_DECREF(seq);
-            return NULL;
+            sent += went;
+            retried = 0;
         }
-        if (result <= 0)
+        else if (result == AMD_OFFER_ADMIN_ACTION && !retried)
+        {
+            retried = 1;
+        }
+        else
         {
             break;
         }
-        ++sent;
     }
     PyObject *value = sent == 0 && result < AMD_OFFER_MAX_POSITION_EXCEEDED
         ? call_on_error(self->on_error, result, items[0])
@@ -463,14 +500,14 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *con
 
 /* The methods of Offers (shared publication) and ExclusiveOffers: the same bodies, each inlined with its
  * publication's native offer so that the offer is a direct call. */
-#define OFFERS_METHODS(prefix, fn)                                                                             \
+#define OFFERS_METHODS(prefix, fn, blocks)                                                                           \
     static PyObject *prefix##_offer(Offers *self, PyObject *const *args, Py_ssize_t nargs)                    \
     {                                                                                                          \
         return offer_with(fn, self, args, nargs);                                                              \
     }                                                                                                          \
     static PyObject *prefix##_offer_many(Offers *self, PyObject *messages)                                     \
     {                                                                                                          \
-        return offer_many_with(fn, self, messages);                                                            \
+        return offer_many_with(fn, blocks, self, messages);                                                    \
     }                                                                                                          \
     static PyObject *prefix##_offer_async(Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) \
     {                                                                                                          \
@@ -485,8 +522,8 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *con
          "offer_async(data, **kwargs) -> an awaitable position: done at once, or the caller's wait."},        \
         {NULL, NULL, 0, NULL}};
 
-OFFERS_METHODS(offers, shared_offer)
-OFFERS_METHODS(exclusive_offers, exclusive_offer)
+OFFERS_METHODS(offers, shared_offer, 1)
+OFFERS_METHODS(exclusive_offers, exclusive_offer, 0)
 
 #define OFFERS_TYPE(type_name, name, methods_table, doc)            \
     static PyTypeObject type_name = {                                \

@@ -103,6 +103,81 @@ int64_t amd_publication_offer(
     return back_pressure_status(p, position, length);
 }
 
+int64_t amd_publication_offer_block(
+    const amd_publication_t *p, const uint8_t *const *sources, const int32_t *lengths, int32_t count, int32_t *sent)
+{
+    *sent = 0;
+    uint8_t *meta = p->meta;
+    const int64_t limit = __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE);
+    const int32_t term_count = __atomic_load_n((const int32_t *)(meta + ACTIVE_TERM_COUNT_OFFSET), __ATOMIC_ACQUIRE);
+    const int index = (int)((uint32_t)term_count % PARTITION_COUNT);
+    int64_t *tail = (int64_t *)(meta + TAIL_COUNTERS_OFFSET + index * 8);
+    const int64_t raw_tail = __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+    const int32_t term_id = (int32_t)(raw_tail >> 32);
+    if (term_count != (int32_t)((uint32_t)term_id - (uint32_t)p->initial_term_id))
+    {
+        return AMD_OFFER_ADMIN_ACTION;
+    }
+    const int64_t term_begin = (int64_t)term_count << p->position_bits_to_shift;
+    const int64_t position = term_begin + (raw_tail & 0xFFFFFFFFLL);
+    if (position >= limit)
+    {
+        return back_pressure_status(p, position, lengths[0]);
+    }
+    /* As many as start before the limit (seen from this tail: another publisher may move it first, as it may
+     * between the limit check and the append of a single offer). */
+    int32_t taken = 0;
+    int64_t required = 0;
+    while (taken < count && position + required < limit)
+    {
+        required += ALIGN_FRAME((int64_t)lengths[taken] + AMD_DATA_HEADER_LENGTH);
+        ++taken;
+    }
+    const int64_t reserved = __atomic_fetch_add(tail, required, __ATOMIC_SEQ_CST);
+    if ((int32_t)(reserved >> 32) != term_id)
+    {
+        return AMD_OFFER_TERM_ID_MISMATCH;
+    }
+    uint8_t *term = p->log + (int64_t)index * p->term_length;
+    const int64_t start = reserved & 0xFFFFFFFFLL;
+    int64_t offset = start;
+    int32_t written = 0;
+    while (written < taken)
+    {
+        const int32_t frame_length = lengths[written] + AMD_DATA_HEADER_LENGTH;
+        const int64_t next = offset + ALIGN_FRAME(frame_length);
+        if (next > p->term_length)
+        {
+            break;
+        }
+        amd_frame_write(term, offset, frame_length, p->header_template, term_id, -1, 0, sources[written], 0);
+        offset = next;
+        ++written;
+    }
+    *sent = written;
+    if (written == taken)
+    {
+        return term_begin + offset;
+    }
+    /* The space crossed the end of the term: pad what is left of it (if this reservation began inside it),
+     * then rotate, as a single offer that trips. */
+    if (offset < p->term_length)
+    {
+        amd_frame_write_padding(term, offset, (int32_t)(p->term_length - offset), p->header_template, term_id);
+    }
+    if (written > 0)
+    {
+        rotate_log(meta, term_count, term_id);
+        return term_begin + offset;
+    }
+    if (position + (raw_tail & 0xFFFFFFFFLL) > p->max_possible_position) /* as amd_publication_offer */
+    {
+        return AMD_OFFER_MAX_POSITION_EXCEEDED;
+    }
+    rotate_log(meta, term_count, term_id);
+    return AMD_OFFER_ADMIN_ACTION;
+}
+
 /* The term is full (padding written, or it was exactly full): move to the next one, no contention to handle.
  * The next partition's tail first, then the active term count, both release stores (docs/logbuffer.md §2). */
 static int64_t exclusive_rotate(amd_exclusive_publication_t *x)
