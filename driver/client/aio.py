@@ -78,6 +78,7 @@ def messages(
     messages of a poll are then handed over from C too (driver/concurrent/logbuffer/fastpath.py). Messages
     already polled when the iteration is left are dropped with it."""
     pending: list[Message] = []
+    spare: list[Message] = []  # the last poll's messages: rewritten by the next where the loop kept none
     poll = subscription.poll_messages
     stream_type = fastpath.message_stream_type() or _MessageStream
 
@@ -85,8 +86,10 @@ def messages(
         await asyncio.sleep(0)  # once per poll: the other tasks run between batches
         delay = 0.0
         while not subscription.is_closed:
-            pending.clear()
-            poll(pending, fragment_limit)
+            if pending:
+                spare[:] = pending
+                pending.clear()
+            poll(pending, fragment_limit, spare)
             if pending:
                 stream.next = 1
                 return pending[0]

@@ -132,12 +132,19 @@ class Image:
             self._subscriber_position.set_ordered(position)
         return fragments
 
-    def poll_messages(self, out: list[Message], fragment_limit: int, assembler: FragmentHandler) -> int:
+    def poll_messages(
+        self,
+        out: list[Message],
+        fragment_limit: int,
+        assembler: FragmentHandler,
+        spare: list[Message] | None = None,
+    ) -> int:
         """Whole messages appended to ``out`` (as ``Message`` tuples, their bytes copied); fragments read.
 
         With the fast path the unfragmented messages are made in C with no Python call each; the frames of a
         fragmented message go to ``assembler`` (a FragmentAssembler whose handler appends to ``out``), as does
-        everything on the cffi path."""
+        everything on the cffi path. ``spare``: messages of earlier polls that the caller has let go; the fast
+        path rewrites those nothing else holds instead of making new ones, and removes what it took."""
         fast = self._fast_messages
         if fast is None or self.is_closed:
             return self.poll(assembler, fragment_limit)
@@ -156,6 +163,7 @@ class Image:
             self.session_id,
             self.stream_id,
             out,
+            spare,
         )
         if new_offset != term_offset:
             position += new_offset - term_offset

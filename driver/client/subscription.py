@@ -84,9 +84,13 @@ class Subscription:
             fragments += images[(start + i) % count].poll(handler, fragment_limit - fragments)
         return fragments
 
-    def poll_messages(self, out: list[Message], fragment_limit: int) -> int:
+    def poll_messages(
+        self, out: list[Message], fragment_limit: int, spare: list[Message] | None = None
+    ) -> int:
         """Whole messages (fragments reassembled, bytes copied) appended to ``out`` as ``Message`` tuples, from
-        the images in turn; fragments read. On the fast path an unfragmented message costs no Python call."""
+        the images in turn; fragments read. On the fast path an unfragmented message costs no Python call.
+        ``spare``: messages of earlier polls the caller has let go, which the fast path may rewrite as new
+        ones where nothing else holds them (Image.poll_messages)."""
         images = self._images
         count = len(images)
         if count == 0:
@@ -100,7 +104,9 @@ class Subscription:
         for i in range(count):
             if fragments >= fragment_limit:
                 break
-            fragments += images[(start + i) % count].poll_messages(out, fragment_limit - fragments, assembler)
+            fragments += images[(start + i) % count].poll_messages(
+                out, fragment_limit - fragments, assembler, spare
+            )
         return fragments
 
     def _append_message(self, buffer: Any, offset: int, length: int, header: Header) -> None:

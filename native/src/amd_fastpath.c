@@ -218,6 +218,47 @@ typedef struct
 #define REUSE_INTS 0
 #endif
 
+#if REUSE_INTS
+static inline Py_ssize_t int_digit_count(const PyLongObject *n)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return (Py_ssize_t)(n->long_value.lv_tag >> _PyLong_NON_SIZE_BITS);
+#else
+    return Py_SIZE(n); /* positive ints only here */
+#endif
+}
+
+static inline Py_ssize_t digits_needed(uint64_t value)
+{
+    Py_ssize_t count = 0;
+    for (; value != 0; value >>= PyLong_SHIFT)
+    {
+        ++count;
+    }
+    return count;
+}
+
+/* Writes a positive value into an int that has room for its digits. */
+static inline void int_write(PyLongObject *n, uint64_t value)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    digit *digits = n->long_value.ob_digit;
+#else
+    digit *digits = n->ob_digit;
+#endif
+    Py_ssize_t count = 0;
+    for (; value != 0; value >>= PyLong_SHIFT)
+    {
+        digits[count++] = (digit)(value & PyLong_MASK);
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    n->long_value.lv_tag = (uintptr_t)count << _PyLong_NON_SIZE_BITS; /* sign bits 0: positive */
+#else
+    Py_SET_SIZE(n, count);
+#endif
+}
+#endif
+
 /* A new reference to an int of `value` (>= 0) for the hot paths, which hand out positions and offsets past the
  * cached small ints: allocating one each time was a third of an offer's cost. *cache holds the one handed out
  * last; when nothing but the cache and `holder` (a slot the caller is about to overwrite with the result, or
@@ -239,21 +280,7 @@ static inline PyObject *reused_int(PyObject **cache, int64_t value, PyObject *co
             }
             Py_XSETREF(*cache, (PyObject *)n);
         }
-        Py_ssize_t count = 0;
-#if PY_VERSION_HEX >= 0x030C0000
-        digit *digits = n->long_value.ob_digit;
-#else
-        digit *digits = n->ob_digit;
-#endif
-        for (uint64_t rest = (uint64_t)value; rest != 0; rest >>= PyLong_SHIFT)
-        {
-            digits[count++] = (digit)(rest & PyLong_MASK);
-        }
-#if PY_VERSION_HEX >= 0x030C0000
-        n->long_value.lv_tag = (uintptr_t)count << _PyLong_NON_SIZE_BITS; /* sign bits 0: positive */
-#else
-        Py_SET_SIZE(n, count);
-#endif
+        int_write(n, (uint64_t)value);
         Py_INCREF(n);
         return (PyObject *)n;
     }
@@ -746,21 +773,102 @@ static PyObject *fast_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(nL)", count, (long long)offset);
 }
 
-/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out)
- *   -> (messages, new term offset, stopped at a fragment)
+/* The last message left in `spare` (the caller's messages of an earlier poll, which it has let go), rewritten
+ * as a new message: possible when nothing but `spare` refers to it, to its bytes (of the same length) or to its
+ * position (an int of as many digits), so that nothing can observe the change; that saves the four objects a
+ * message otherwise allocates. A new reference, or NULL (no error) when it cannot be rewritten. Either way
+ * *spare_left counts it as taken (the caller drops what was taken from spare at the end). */
+static PyObject *recycled_message(
+    PyObject *spare, Py_ssize_t *spare_left, PyTypeObject *type, const uint8_t *payload, Py_ssize_t length,
+    PyObject *session_id, PyObject *stream_id, int64_t position, int64_t reserved_value)
+{
+#if REUSE_INTS
+    if (spare == NULL || *spare_left == 0)
+    {
+        return NULL;
+    }
+    PyObject *message = PyList_GET_ITEM(spare, --*spare_left);
+    if (!Py_IS_TYPE(message, type) || Py_REFCNT(message) != 1 || Py_SIZE(message) != 5)
+    {
+        return NULL;
+    }
+    PyObject *data = PyTuple_GET_ITEM(message, 0);
+    PyObject *old_position = PyTuple_GET_ITEM(message, 3);
+    if (!PyBytes_CheckExact(data) || Py_REFCNT(data) != 1 || PyBytes_GET_SIZE(data) != length ||
+        !PyLong_CheckExact(old_position) || Py_REFCNT(old_position) != 1 ||
+        int_digit_count((PyLongObject *)old_position) != digits_needed((uint64_t)position) || position <= 256)
+    {
+        return NULL;
+    }
+    PyObject *reserved = PyLong_FromLongLong(reserved_value);
+    if (reserved == NULL)
+    {
+        return NULL;
+    }
+    memcpy(PyBytes_AS_STRING(data), payload, (size_t)length);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    ((PyBytesObject *)data)->ob_shash = -1; /* the hash of the old contents, if one was taken */
+#pragma GCC diagnostic pop
+    int_write((PyLongObject *)old_position, (uint64_t)position);
+    Py_INCREF(session_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[1], session_id);
+    Py_INCREF(stream_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[2], stream_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[4], reserved);
+    Py_INCREF(message);
+    return message;
+#else
+    (void)spare, (void)spare_left, (void)type, (void)payload, (void)length, (void)session_id, (void)stream_id;
+    (void)position, (void)reserved_value;
+    return NULL;
+#endif
+}
+
+/* A new message_type(data, session_id, stream_id, position, reserved_value), filled as tuple.__new__ would. */
+static PyObject *new_message(
+    PyTypeObject *type, const uint8_t *payload, Py_ssize_t length, PyObject *session_id, PyObject *stream_id,
+    int64_t position, int64_t reserved_value)
+{
+    PyObject *data = PyBytes_FromStringAndSize((const char *)payload, length);
+    PyObject *position_obj = PyLong_FromLongLong(position);
+    PyObject *reserved = PyLong_FromLongLong(reserved_value);
+    PyObject *message = type->tp_alloc(type, 5);
+    if (data == NULL || position_obj == NULL || reserved == NULL || message == NULL)
+    {
+        Py_XDECREF(data);
+        Py_XDECREF(position_obj);
+        Py_XDECREF(reserved);
+        Py_XDECREF(message);
+        return NULL;
+    }
+    Py_INCREF(session_id);
+    Py_INCREF(stream_id);
+    PyTuple_SET_ITEM(message, 0, data);
+    PyTuple_SET_ITEM(message, 1, session_id);
+    PyTuple_SET_ITEM(message, 2, stream_id);
+    PyTuple_SET_ITEM(message, 3, position_obj);
+    PyTuple_SET_ITEM(message, 4, reserved);
+    return message;
+}
+
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
+ *          spare=None) -> (messages, new term offset, stopped at a fragment)
  * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
  * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
  * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
  * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
- * so that the caller's assembler takes it. */
+ * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
+ * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
+ * taken is removed from it. */
 static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 9)
+    if (nargs < 9 || nargs > 10)
     {
         PyErr_SetString(PyExc_TypeError,
                         "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
-                        "session_id, stream_id, out)");
+                        "session_id, stream_id, out, spare=None)");
         return NULL;
     }
     if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
@@ -782,11 +890,15 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     {
         return NULL;
     }
-    if (!PyList_Check(out))
+    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
     {
-        PyErr_SetString(PyExc_TypeError, "messages: out must be a list");
+        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
         return NULL;
     }
+    Py_ssize_t spare_left = spare != NULL ? PyList_GET_SIZE(spare) : 0;
+    const Py_ssize_t spare_count = spare_left;
+    PyObject *result = NULL;
     int64_t offset = start;
     long long count = 0;
     int fragment = 0;
@@ -807,31 +919,28 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
         const int64_t next = offset + ALIGN_FRAME(frame_length);
         int64_t reserved_value;
         memcpy(&reserved_value, term + offset + AMD_RESERVED_VALUE_OFFSET, sizeof reserved_value);
-        PyObject *data = PyBytes_FromStringAndSize(
-            (const char *)term + offset + AMD_DATA_HEADER_LENGTH, frame_length - AMD_DATA_HEADER_LENGTH);
-        PyObject *position = PyLong_FromLongLong(term_begin + (next > capacity ? capacity : next));
-        PyObject *reserved = PyLong_FromLongLong(reserved_value);
-        PyObject *message = message_type->tp_alloc(message_type, 5);
-        if (data == NULL || position == NULL || reserved == NULL || message == NULL)
+        const uint8_t *payload = term + offset + AMD_DATA_HEADER_LENGTH;
+        const Py_ssize_t length = frame_length - AMD_DATA_HEADER_LENGTH;
+        const int64_t position = term_begin + (next > capacity ? capacity : next);
+        PyObject *message = recycled_message(
+            spare, &spare_left, message_type, payload, length, session_id, stream_id, position, reserved_value);
+        if (message == NULL)
         {
-            Py_XDECREF(data);
-            Py_XDECREF(position);
-            Py_XDECREF(reserved);
-            Py_XDECREF(message);
-            return NULL;
+            if (PyErr_Occurred())
+            {
+                goto done;
+            }
+            message = new_message(message_type, payload, length, session_id, stream_id, position, reserved_value);
+            if (message == NULL)
+            {
+                goto done;
+            }
         }
-        Py_INCREF(session_id);
-        Py_INCREF(stream_id);
-        PyTuple_SET_ITEM(message, 0, data);
-        PyTuple_SET_ITEM(message, 1, session_id);
-        PyTuple_SET_ITEM(message, 2, stream_id);
-        PyTuple_SET_ITEM(message, 3, position);
-        PyTuple_SET_ITEM(message, 4, reserved);
         const int appended = PyList_Append(out, message);
         Py_DECREF(message);
         if (appended < 0)
         {
-            return NULL;
+            goto done;
         }
         offset = next;
         ++count;
@@ -840,7 +949,13 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     {
         offset = capacity;
     }
-    return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+    result = Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+done:
+    if (spare != NULL && spare_left < spare_count && PyList_SetSlice(spare, spare_left, spare_count, NULL) < 0)
+    {
+        Py_CLEAR(result);
+    }
+    return result;
 }
 
 /* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).

@@ -129,3 +129,42 @@ def test_offer_async_is_an_awaitable_for_every_asyncio_helper(embedded_driver, l
             return positions
 
     assert loop.run_until_complete(main()) == [64, 128, 192, 256]
+
+
+def test_messages_the_loop_keeps_never_change(embedded_driver, loop, client_path) -> None:
+    """On the fast path the messages of a poll that the loop let go are rewritten as later ones (their bytes,
+    hash and position included); the messages it keeps stay as they were."""
+    driver = embedded_driver()
+    count = 3000
+
+    def expected(i: int) -> bytes:
+        return i.to_bytes(4, "little") * 20  # one size: every message can take a let-go one's place
+
+    async def main() -> list[tuple[Message, str, str]]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc?term-length=64k", 78)
+            publication = await aeron.add_publication_async("aeron:ipc?term-length=64k", 78)
+            kept: list[tuple[Message, str, str]] = []
+
+            async def produce() -> None:
+                for i in range(count):
+                    await publication.offer_async(expected(i), timeout_s=10)
+
+            async def consume() -> None:
+                i = 0
+                async for message in subscription.messages():
+                    assert message.data == expected(i) and hash(message.data) == hash(expected(i))
+                    if i % 3 == 0:
+                        kept.append((message, message.data.hex(), str(message.position)))
+                    i += 1
+                    if i == count:
+                        return
+
+            await asyncio.wait_for(asyncio.gather(produce(), consume()), 30)
+            subscription.close()
+            return kept
+
+    kept = loop.run_until_complete(main())
+    assert [m.data for m, _, _ in kept] == [expected(i) for i in range(0, count, 3)]
+    assert all(m.data.hex() == data and str(m.position) == position for m, data, position in kept)
+    assert [m.position for m, _, _ in kept] == sorted({m.position for m, _, _ in kept})
