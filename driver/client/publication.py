@@ -103,14 +103,15 @@ class _PublicationBase:
     """Called once when the publication closes (the native offer's closed flag)."""
 
     def _bind_native(self, native: NativeOffer) -> None:
-        """The native offer serves ``offer``; on the fast path ``offer`` and ``offer_many`` are its C calls."""
+        """The native offer serves ``offer``; on the fast path ``offer``, ``offer_many``, ``offer_async`` and
+        ``try_claim`` are its C calls."""
         self._native_offer = native.offer
         self._on_close = native.close
         fast = native.fast_offers(self._on_fast_offer_error, self._offer_waiting)
         if fast is not None:
-            # Instance attributes shadow the methods: one C call per offer (or per offer_many, or per
-            # offer_async that goes at once).
-            self.offer, self.offer_many, self.offer_async = fast
+            # Instance attributes shadow the methods: one C call per offer (or per offer_many, per
+            # offer_async that goes at once, per try_claim).
+            self.offer, self.offer_many, self.offer_async, self.try_claim = fast
 
     def _native_args(self) -> tuple[Any, ...]:
         return (

@@ -62,4 +62,14 @@ typedef struct
  * the next (ADMIN_ACTION), with no atomic read-modify-write. Same results as amd_publication_offer. */
 int64_t amd_exclusive_publication_offer(
     amd_exclusive_publication_t *publication, const uint8_t *src, int32_t length, int64_t reserved_value);
+
+/* tryClaim of one unfragmented frame of `length` payload bytes (at most max_payload_length, else
+ * MESSAGE_TOO_LONG): as the offers, but the frame's header is written with its length negated and nothing
+ * else; the caller fills the payload and commits with a release store of the positive length (or aborts).
+ * On success (a new position) the frame's term offset and partition index go to *frame_offset and
+ * *partition. */
+int64_t amd_publication_claim(
+    const amd_publication_t *publication, int32_t length, int32_t *frame_offset, int32_t *partition);
+int64_t amd_exclusive_publication_claim(
+    amd_exclusive_publication_t *publication, int32_t length, int32_t *frame_offset, int32_t *partition);
 #endif

@@ -23,6 +23,8 @@
 #define OFFER_INLINE static inline __attribute__((always_inline))
 
 static PyObject *offset_name; /* "offset", interned */
+/* BufferClaim's slots, interned */
+static PyObject *claim_buffer_name, *claim_offset_name, *claim_length_name, *claim_address_name;
 
 static inline int32_t frame_length_acquire(const uint8_t *term, int64_t offset)
 {
@@ -195,7 +197,38 @@ static PyTypeObject DoneType = {
  * The offer once, as offer: when it goes, a Done holding the position; otherwise (any code, closed included)
  * wait(data, **kwargs), the caller's coroutine that waits out back pressure and raises on a closed publication. */
 
-/* Offers: one publication's offer, offer_many and offer_async as the methods of one object. Bound to it they
+/* Where the attribute `name` of obj lives when its type keeps it in a __slots__ member: written straight there,
+ * as the member's own setter would, instead of a setattr each time (for header.offset, a fifth of a polled
+ * fragment's cost). NULL when it lives elsewhere (a subclass's property, say): then setattr. */
+static PyObject **member_slot(PyObject *obj, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup(Py_TYPE(obj), name);
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type))
+    {
+        const PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
+        {
+            return (PyObject **)((char *)obj + member->offset);
+        }
+    }
+    return NULL;
+}
+
+/* obj.name = value (a new reference, which this takes), through its slot when it has one. */
+static int set_member(PyObject *obj, PyObject *name, PyObject *value)
+{
+    PyObject **slot = member_slot(obj, name);
+    if (slot == NULL)
+    {
+        const int set = PyObject_SetAttr(obj, name, value);
+        Py_DECREF(value);
+        return set;
+    }
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+/* Offers: one publication's offer, offer_many, offer_async and try_claim as the methods of one object. Bound to it they
  * are builtin methods, which CPython's interpreter calls straight (no functools.partial between, and the
  * publication's addresses are read from the object, not converted from ints at each call). */
 typedef struct
@@ -206,8 +239,10 @@ typedef struct
     PyObject *owner;       /* keeps the memory of both alive */
     PyObject *on_error;    /* on_error(code, data) for MESSAGE_TOO_LONG and TERM_ID_MISMATCH */
     PyObject *wait;        /* wait(data, **kwargs): offer_async's coroutine when the offer did not go at once */
+    PyObject *terms;       /* the three term buffers, for the BufferClaim of a try_claim */
     PyObject *position;    /* the int the last offer returned, rewritten by the next one (reused_int) */
     Done *done;            /* the Done the last offer_async returned, reused the same way */
+    PyObject *claim_ints[3]; /* the frame offset, length and address last set in a BufferClaim (reused_int) */
 } Offers;
 
 /* Rewriting an int in place needs its layout, known for CPython 3.11 to 3.13 with the GIL. */
@@ -291,6 +326,25 @@ static inline PyObject *reused_int(PyObject **cache, int64_t value, PyObject *co
     return PyLong_FromLongLong(value);
 }
 
+/* obj.name = an int of value (>= 0), through its slot when it has one, reusing *cache's int (reused_int). */
+static int set_member_int(PyObject *obj, PyObject *name, PyObject **cache, int64_t value)
+{
+    PyObject **slot = member_slot(obj, name);
+    PyObject *n = reused_int(cache, value, slot);
+    if (n == NULL)
+    {
+        return -1;
+    }
+    if (slot == NULL)
+    {
+        const int set = PyObject_SetAttr(obj, name, n);
+        Py_DECREF(n);
+        return set;
+    }
+    Py_XSETREF(*slot, n);
+    return 0;
+}
+
 static PyObject *position_result(Offers *self, int64_t value)
 {
     return reused_int(&self->position, value, NULL);
@@ -298,10 +352,16 @@ static PyObject *position_result(Offers *self, int64_t value)
 
 static int offers_init(Offers *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *owner, *publication, *closed, *on_error, *wait;
-    static char *keywords[] = {"owner", "publication", "closed", "on_error", "wait", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO", keywords, &owner, &publication, &closed, &on_error, &wait))
+    PyObject *owner, *publication, *closed, *on_error, *wait, *terms;
+    static char *keywords[] = {"owner", "publication", "closed", "on_error", "wait", "terms", NULL};
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OOOOOO!", keywords, &owner, &publication, &closed, &on_error, &wait, &PyTuple_Type, &terms))
     {
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(terms) != 3)
+    {
+        PyErr_SetString(PyExc_ValueError, "Offers needs the three term buffers");
         return -1;
     }
     void *p = PyLong_AsVoidPtr(publication);
@@ -322,6 +382,8 @@ static int offers_init(Offers *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->on_error, on_error);
     Py_INCREF(wait);
     Py_XSETREF(self->wait, wait);
+    Py_INCREF(terms);
+    Py_XSETREF(self->terms, terms);
     return 0;
 }
 
@@ -330,6 +392,7 @@ static int offers_traverse(Offers *self, visitproc visit, void *arg)
     Py_VISIT(self->owner);
     Py_VISIT(self->on_error); /* the publication's bound method: a cycle back to this object */
     Py_VISIT(self->wait);
+    Py_VISIT(self->terms);
     return 0;
 }
 
@@ -338,8 +401,13 @@ static int offers_clear(Offers *self)
     Py_CLEAR(self->owner);
     Py_CLEAR(self->on_error);
     Py_CLEAR(self->wait);
+    Py_CLEAR(self->terms);
     Py_CLEAR(self->position);
     Py_CLEAR(self->done);
+    for (int i = 0; i < 3; ++i)
+    {
+        Py_CLEAR(self->claim_ints[i]);
+    }
     return 0;
 }
 
@@ -525,9 +593,81 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *con
     return PyObject_Vectorcall(self->wait, args, 1, kwnames);
 }
 
+/* The native claim of a shared or an exclusive publication (native/include/amd_publication.h). */
+typedef int64_t (*claim_fn)(void *publication, int32_t length, int32_t *frame_offset, int32_t *partition);
+
+static int64_t shared_claim(void *publication, int32_t length, int32_t *frame_offset, int32_t *partition)
+{
+    return amd_publication_claim((const amd_publication_t *)publication, length, frame_offset, partition);
+}
+
+static int64_t exclusive_claim(void *publication, int32_t length, int32_t *frame_offset, int32_t *partition)
+{
+    return amd_exclusive_publication_claim((amd_exclusive_publication_t *)publication, length, frame_offset, partition);
+}
+
+/* try_claim(length, buffer_claim) -> new position or code. On success buffer_claim holds the frame (its
+ * _buffer, _frame_offset and _frame_length set, as BufferClaim.wrap would) for the caller to fill and commit.
+ * A negative length or one over the maximum payload raises ValueError, as the Python path does. */
+OFFER_INLINE PyObject *try_claim_with(claim_fn fn, Offers *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+    {
+        PyErr_SetString(PyExc_TypeError, "try_claim(length, buffer_claim)");
+        return NULL;
+    }
+    const long length = PyLong_AsLong(args[0]);
+    if (length == -1 && PyErr_Occurred())
+    {
+        return NULL;
+    }
+    const int32_t max_payload_length = ((const amd_publication_t *)self->publication)->max_payload_length;
+    if (length < 0 || length > max_payload_length)
+    {
+        if (length < 0)
+        {
+            PyErr_Format(PyExc_ValueError, "cannot claim a negative length, length=%ld", length);
+        }
+        else
+        {
+            PyErr_Format(
+                PyExc_ValueError, "claim of %ld bytes exceeds the max payload length %d", length, (int)max_payload_length);
+        }
+        return NULL;
+    }
+    if (*self->closed != 0)
+    {
+        return PyLong_FromLong(OFFER_CLOSED);
+    }
+    int32_t frame_offset = 0, partition = 0;
+    const int64_t result = fn(self->publication, (int32_t)length, &frame_offset, &partition);
+    if (result < AMD_OFFER_MAX_POSITION_EXCEEDED)
+    {
+        return call_on_error(self->on_error, result, Py_None);
+    }
+    if (result <= 0)
+    {
+        return PyLong_FromLongLong(result);
+    }
+    /* As BufferClaim.wrap, plus the frame's address, which lets commit() store its length with one C call. */
+    PyObject *claim = args[1];
+    PyObject *term = PyTuple_GET_ITEM(self->terms, partition);
+    const amd_publication_t *p = (const amd_publication_t *)self->publication;
+    const uint8_t *frame = p->log + (int64_t)partition * p->term_length + frame_offset;
+    Py_INCREF(term);
+    if (set_member(claim, claim_buffer_name, term) < 0 ||
+        set_member_int(claim, claim_offset_name, &self->claim_ints[0], frame_offset) < 0 ||
+        set_member_int(claim, claim_length_name, &self->claim_ints[1], length + AMD_DATA_HEADER_LENGTH) < 0 ||
+        set_member_int(claim, claim_address_name, &self->claim_ints[2], (int64_t)(uintptr_t)frame) < 0)
+    {
+        return NULL; /* a frame claimed but not handed over is unblocked by the driver after its timeout */
+    }
+    return position_result(self, result);
+}
+
 /* The methods of Offers (shared publication) and ExclusiveOffers: the same bodies, each inlined with its
  * publication's native offer so that the offer is a direct call. */
-#define OFFERS_METHODS(prefix, fn, blocks)                                                                           \
+#define OFFERS_METHODS(prefix, fn, claim, blocks)                                                                           \
     static PyObject *prefix##_offer(Offers *self, PyObject *const *args, Py_ssize_t nargs)                    \
     {                                                                                                          \
         return offer_with(fn, self, args, nargs);                                                              \
@@ -540,6 +680,10 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *con
     {                                                                                                          \
         return offer_async_with(fn, self, args, nargs, kw);                                                    \
     }                                                                                                          \
+    static PyObject *prefix##_try_claim(Offers *self, PyObject *const *args, Py_ssize_t nargs)                 \
+    {                                                                                                          \
+        return try_claim_with(claim, self, args, nargs);                                                       \
+    }                                                                                                          \
     static PyMethodDef prefix##_methods[] = {                                                                  \
         {"offer", (PyCFunction)(void (*)(void))prefix##_offer, METH_FASTCALL,                                  \
          "offer(data, reserved_value=0) -> new position, or a code (<= 0)."},                                 \
@@ -547,10 +691,12 @@ OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *con
          "offer_many(messages) -> how many went, or the first one's code (<= 0)."},                           \
         {"offer_async", (PyCFunction)(void (*)(void))prefix##_offer_async, METH_FASTCALL | METH_KEYWORDS,      \
          "offer_async(data, **kwargs) -> an awaitable position: done at once, or the caller's wait."},        \
+        {"try_claim", (PyCFunction)(void (*)(void))prefix##_try_claim, METH_FASTCALL,                          \
+         "try_claim(length, buffer_claim) -> new position, or a code (<= 0)."},                               \
         {NULL, NULL, 0, NULL}};
 
-OFFERS_METHODS(offers, shared_offer, 1)
-OFFERS_METHODS(exclusive_offers, exclusive_offer, 0)
+OFFERS_METHODS(offers, shared_offer, shared_claim, 1)
+OFFERS_METHODS(exclusive_offers, exclusive_offer, exclusive_claim, 0)
 
 #define OFFERS_TYPE(type_name, name, methods_table, doc)            \
     static PyTypeObject type_name = {                                \
@@ -568,29 +714,12 @@ OFFERS_METHODS(exclusive_offers, exclusive_offer, 0)
     };
 
 OFFERS_TYPE(OffersType, "Offers", offers_methods,
-            "Offers(owner, publication, closed, on_error, wait): a shared publication's offers.")
+            "Offers(owner, publication, closed, on_error, wait, terms): a shared publication's offers.")
 OFFERS_TYPE(ExclusiveOffersType, "ExclusiveOffers", exclusive_offers_methods,
-            "ExclusiveOffers(owner, publication, closed, on_error, wait): an exclusive publication's offers.")
+            "ExclusiveOffers(owner, publication, closed, on_error, wait, terms): an exclusive publication's offers.")
 
 /* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
 static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
-
-/* Where header.offset lives when the header's type keeps it in a __slots__ member: written straight there, as
- * the member's own setter would, instead of a setattr per fragment (a fifth of a fragment's cost). NULL when
- * it lives elsewhere (a subclass's property, say): then setattr. */
-static PyObject **offset_slot(PyObject *header)
-{
-    PyObject *descr = _PyType_Lookup(Py_TYPE(header), offset_name);
-    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type))
-    {
-        const PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
-        {
-            return (PyObject **)((char *)header + member->offset);
-        }
-    }
-    return NULL;
-}
 
 static int set_header_offset(PyObject *header, PyObject **slot, int64_t frame_offset)
 {
@@ -642,7 +771,7 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
     {
         return NULL;
     }
-    PyObject **slot = offset_slot(header);
+    PyObject **slot = member_slot(header, offset_name);
     int64_t offset = start;
     long long fragments = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
@@ -1126,9 +1255,34 @@ static PyObject *fast_wait_for_change(PyObject *self, PyObject *const *args, Py_
     return PyBool_FromLong(changed);
 }
 
+/* put_int32_release(address, value): a release store of an int32 (BufferClaim.commit of a fast-path claim). */
+static PyObject *fast_put_int32_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2)
+    {
+        PyErr_SetString(PyExc_TypeError, "put_int32_release(address, value)");
+        return NULL;
+    }
+    int32_t *address = (int32_t *)PyLong_AsVoidPtr(args[0]);
+    const long value = PyLong_AsLong(args[1]);
+    if (address == NULL || (value == -1 && PyErr_Occurred()))
+    {
+        if (!PyErr_Occurred())
+        {
+            PyErr_SetString(PyExc_ValueError, "put_int32_release: no address");
+        }
+        return NULL;
+    }
+    __atomic_store_n(address, (int32_t)value, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
     {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
+    {"put_int32_release", (PyCFunction)(void (*)(void))fast_put_int32_release, METH_FASTCALL,
+     "A release store of an int32 at an address."},
     {"wait_for_change", (PyCFunction)(void (*)(void))fast_wait_for_change, METH_FASTCALL,
      "Wait, without the GIL, until an int64 changes, a stop flag is set or a timeout passes."},
     {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},
@@ -1139,7 +1293,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpath", NULL, -1
 PyMODINIT_FUNC PyInit__fastpath(void)
 {
     offset_name = PyUnicode_InternFromString("offset");
-    if (offset_name == NULL)
+    claim_buffer_name = PyUnicode_InternFromString("_buffer");
+    claim_offset_name = PyUnicode_InternFromString("_frame_offset");
+    claim_length_name = PyUnicode_InternFromString("_frame_length");
+    claim_address_name = PyUnicode_InternFromString("_address");
+    if (offset_name == NULL || claim_buffer_name == NULL || claim_offset_name == NULL || claim_length_name == NULL ||
+        claim_address_name == NULL)
     {
         return NULL;
     }

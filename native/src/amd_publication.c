@@ -1,5 +1,6 @@
 /* See native/README.md for the memory-ordering contract. Log metadata offsets: docs/logbuffer.md §2. */
 #include "amd_publication.h"
+#include <stddef.h>
 #include "amd_term.h"
 
 #define TAIL_COUNTERS_OFFSET 0
@@ -44,14 +45,13 @@ static inline int64_t back_pressure_status(const amd_publication_t *p, int64_t p
         : AMD_OFFER_NOT_CONNECTED;
 }
 
-int64_t amd_publication_offer(
-    const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value)
+/* ConcurrentPublication.offer and tryClaim: the checks, then the append: the message (unfragmented or
+ * fragmented) or, for a claim (claim_offset != NULL), one frame's header with its length negated, whose term
+ * offset and partition go to *claim_offset and *claim_partition. */
+static inline int64_t offer_or_claim(
+    const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value, int32_t *claim_offset,
+    int32_t *claim_partition)
 {
-    if (length > p->max_message_length)
-    {
-        return AMD_OFFER_MESSAGE_TOO_LONG; /* checked first, as the Java client: whatever the limit says */
-    }
-
     uint8_t *meta = p->meta;
     const int64_t limit = __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE);
     const int32_t term_count = __atomic_load_n((const int32_t *)(meta + ACTIVE_TERM_COUNT_OFFSET), __ATOMIC_ACQUIRE);
@@ -72,7 +72,16 @@ int64_t amd_publication_offer(
         uint8_t *term = p->log + (int64_t)index * p->term_length;
         const int64_t tail_offset = TAIL_COUNTERS_OFFSET + index * 8;
         int64_t result;
-        if (length <= p->max_payload_length)
+        if (claim_offset != NULL)
+        {
+            result = amd_term_claim(term, p->term_length, meta, tail_offset, term_id, p->header_template, length);
+            if (result > 0)
+            {
+                *claim_offset = (int32_t)(result - ALIGN_FRAME((int64_t)length + AMD_DATA_HEADER_LENGTH));
+                *claim_partition = index;
+            }
+        }
+        else if (length <= p->max_payload_length)
         {
             result = amd_term_append_unfragmented(
                 term, p->term_length, meta, tail_offset, term_id, p->header_template, src, length, reserved_value);
@@ -101,6 +110,25 @@ int64_t amd_publication_offer(
     }
 
     return back_pressure_status(p, position, length);
+}
+
+int64_t amd_publication_offer(
+    const amd_publication_t *p, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    if (length > p->max_message_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG; /* checked first, as the Java client: whatever the limit says */
+    }
+    return offer_or_claim(p, src, length, reserved_value, NULL, NULL);
+}
+
+int64_t amd_publication_claim(const amd_publication_t *p, int32_t length, int32_t *frame_offset, int32_t *partition)
+{
+    if (length > p->max_payload_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG;
+    }
+    return offer_or_claim(p, NULL, length, 0, frame_offset, partition);
 }
 
 int64_t amd_publication_offer_block(
@@ -202,14 +230,12 @@ static int64_t exclusive_rotate(amd_exclusive_publication_t *x)
     return AMD_OFFER_ADMIN_ACTION;
 }
 
-int64_t amd_exclusive_publication_offer(
-    amd_exclusive_publication_t *x, const uint8_t *src, int32_t length, int64_t reserved_value)
+/* ExclusivePublication.offer and tryClaim, as offer_or_claim. */
+static inline int64_t exclusive_offer_or_claim(
+    amd_exclusive_publication_t *x, const uint8_t *src, int32_t length, int64_t reserved_value,
+    int32_t *claim_offset, int32_t *claim_partition)
 {
     const amd_publication_t *p = &x->constants;
-    if (length > p->max_message_length)
-    {
-        return AMD_OFFER_MESSAGE_TOO_LONG;
-    }
     const int32_t term_offset = x->term_offset;
     const int64_t position = x->term_begin_position + term_offset;
     if (position >= __atomic_load_n((const int64_t *)p->limit, __ATOMIC_ACQUIRE))
@@ -245,7 +271,13 @@ int64_t amd_exclusive_publication_offer(
         }
         return exclusive_rotate(x);
     }
-    if (length <= p->max_payload_length)
+    if (claim_offset != NULL)
+    {
+        amd_frame_header_write(term, term_offset, length + AMD_DATA_HEADER_LENGTH, p->header_template, x->term_id);
+        *claim_offset = term_offset;
+        *claim_partition = index;
+    }
+    else if (length <= p->max_payload_length)
     {
         amd_frame_write(
             term, term_offset, length + AMD_DATA_HEADER_LENGTH, p->header_template, x->term_id, -1, reserved_value,
@@ -258,4 +290,24 @@ int64_t amd_exclusive_publication_offer(
     }
     x->term_offset = (int32_t)resulting_offset;
     return x->term_begin_position + resulting_offset;
+}
+
+int64_t amd_exclusive_publication_offer(
+    amd_exclusive_publication_t *x, const uint8_t *src, int32_t length, int64_t reserved_value)
+{
+    if (length > x->constants.max_message_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG;
+    }
+    return exclusive_offer_or_claim(x, src, length, reserved_value, NULL, NULL);
+}
+
+int64_t amd_exclusive_publication_claim(
+    amd_exclusive_publication_t *x, int32_t length, int32_t *frame_offset, int32_t *partition)
+{
+    if (length > x->constants.max_payload_length)
+    {
+        return AMD_OFFER_MESSAGE_TOO_LONG;
+    }
+    return exclusive_offer_or_claim(x, NULL, length, 0, frame_offset, partition);
 }

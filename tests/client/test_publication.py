@@ -106,9 +106,12 @@ def test_fragmented_messages_up_to_the_maximum_reassemble(aeron: Aeron) -> None:
         publication.offer(bytes(publication.max_message_length + 1))
 
 
-def test_try_claim_commit_and_abort(aeron: Aeron) -> None:
-    subscription = aeron.add_subscription(CHANNEL, 1004)
-    publication = aeron.add_publication(CHANNEL, 1004)
+@pytest.mark.parametrize("kind", ["shared", "exclusive"])
+def test_try_claim_commit_and_abort(aeron: Aeron, kind: str) -> None:
+    stream_id = 1004 if kind == "shared" else 1014
+    subscription = aeron.add_subscription(CHANNEL, stream_id)
+    add = aeron.add_exclusive_publication if kind == "exclusive" else aeron.add_publication
+    publication = add(CHANNEL, stream_id)
     wait_for(lambda: publication.is_connected, what="connection")
     claim = BufferClaim()
     wait_for(lambda: publication.try_claim(5, claim) > 0, what="claim")
@@ -118,9 +121,24 @@ def test_try_claim_commit_and_abort(aeron: Aeron) -> None:
     claim.put_bytes(b"aborted")
     claim.abort()
     offer(publication, b"third")
+    with pytest.raises(ValueError, match="exceeds the max payload length"):
+        publication.try_claim(publication.max_payload_length + 1, claim)
+    with pytest.raises(ValueError, match="negative"):
+        publication.try_claim(-1, claim)
     collector = Collector()
     collector.drain(subscription, 2)
     assert [m[0] for m in collector.messages] == [b"first", b"third"]
+    # Claims through three term ends: each lands whole in one term, the position after it is returned.
+    sent = [bytes([i & 0xFF]) * (100 + i) for i in range(600)]
+    for data in sent:
+        while (position := publication.try_claim(len(data), claim)) < 0:
+            subscription.poll(FragmentAssembler(collector), 100)
+        claim.put_bytes(data)
+        claim.commit()
+        assert position == publication.position
+    collector.drain(subscription, 2 + len(sent))
+    assert [m[0] for m in collector.messages[2:]] == sent
+    assert subscription.images[0].position == publication.position > 3 * TERM_LENGTH
 
 
 def test_exclusive_publication_runs_across_term_rotations(aeron: Aeron) -> None:

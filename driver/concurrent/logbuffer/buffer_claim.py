@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer import fastpath
 from driver.concurrent.logbuffer.frame_descriptor import (
     FLAGS_OFFSET,
     FRAME_LENGTH_OFFSET,
@@ -21,6 +22,8 @@ from driver.concurrent.logbuffer.frame_descriptor import (
 
 _U16 = struct.Struct("<H")
 _I64 = struct.Struct("<q")
+_put_int32_release = fastpath.int32_release_store()
+_UNCLAIMED = "no claimed frame: claim() did not succeed, or it was committed or aborted"
 
 
 class BufferClaimError(RuntimeError):
@@ -28,25 +31,26 @@ class BufferClaimError(RuntimeError):
 
 
 class BufferClaim:
-    __slots__ = ("_buffer", "_frame_length", "_frame_offset")
+    __slots__ = ("_address", "_buffer", "_frame_length", "_frame_offset")
 
     def __init__(self) -> None:
         self._buffer: AtomicBuffer | None = None
         self._frame_offset = 0
         self._frame_length = 0
+        self._address = 0
+        """The frame's address when the fast path's try_claim set it (then commit is one C call), else 0."""
 
     def wrap(self, buffer: AtomicBuffer, frame_offset: int, frame_length: int) -> None:
         """Called by the appender with the claimed frame (its header written, its length negative)."""
         self._buffer = buffer
         self._frame_offset = frame_offset
         self._frame_length = frame_length
+        self._address = 0
 
     def _claimed(self) -> AtomicBuffer:
         buffer = self._buffer
         if buffer is None:
-            raise BufferClaimError(
-                "no claimed frame: claim() did not succeed, or it was committed or aborted"
-            )
+            raise BufferClaimError(_UNCLAIMED)
         return buffer
 
     @property
@@ -80,12 +84,15 @@ class BufferClaim:
 
     def put_bytes(self, src: bytes | bytearray | memoryview, offset: int = 0) -> BufferClaim:
         """Copy ``src`` into the payload at ``offset``."""
-        length = memoryview(src).nbytes
+        buffer = self._buffer
+        if buffer is None:
+            raise BufferClaimError(_UNCLAIMED)
+        length = len(src) if type(src) is bytes else memoryview(src).nbytes
         if offset < 0 or offset + length > self._frame_length - HEADER_LENGTH:
             raise ValueError(
                 f"{length} bytes at {offset} do not fit a claim of {self._frame_length - HEADER_LENGTH} bytes"
             )
-        self._claimed().put_bytes(self._frame_offset + HEADER_LENGTH + offset, src)
+        buffer.put_bytes(self._frame_offset + HEADER_LENGTH + offset, src)
         return self
 
     @property
@@ -114,9 +121,14 @@ class BufferClaim:
 
     def commit(self) -> None:
         """Publish the frame: a release store of its positive length."""
-        buffer = self._claimed()
+        buffer = self._buffer
+        if buffer is None:
+            raise BufferClaimError(_UNCLAIMED)
         self._buffer = None
-        buffer.put_int32_release(self._frame_offset + FRAME_LENGTH_OFFSET, self._frame_length)
+        if self._address:
+            _put_int32_release(self._address + FRAME_LENGTH_OFFSET, self._frame_length)
+        else:
+            buffer.put_int32_release(self._frame_offset + FRAME_LENGTH_OFFSET, self._frame_length)
 
     def abort(self) -> None:
         """Give the space up: the frame becomes padding that readers step over."""

@@ -34,14 +34,17 @@ def bind_offers(
     closed: int,
     on_error: Callable[[int, Any], int],
     wait: Callable[..., Awaitable[int]],
+    terms: tuple[Any, Any, Any],
     *,
     exclusive: bool = False,
-) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
-    """``offer(data, reserved_value=0)``, ``offer_many(messages)`` and ``offer_async(data, **kwargs)`` bound to
-    one native publication struct (``address``: an amd_publication_t, or an amd_exclusive_publication_t when
-    ``exclusive``) and its closed flag (``closed``, an int32 that stops every later offer when nonzero); both
-    live as long as ``owner``, which the offers keep. ``offer_async`` offers once: an awaitable already done with
-    the position when that went, else ``wait(data, **kwargs)`` (a coroutine that waits out back pressure).
+) -> tuple[Callable[..., int], ...] | None:
+    """``offer(data, reserved_value=0)``, ``offer_many(messages)``, ``offer_async(data, **kwargs)`` and
+    ``try_claim(length, buffer_claim)`` bound to one native publication struct (``address``: an
+    amd_publication_t, or an amd_exclusive_publication_t when ``exclusive``) and its closed flag (``closed``, an
+    int32 that stops every later offer when nonzero); both live as long as ``owner``, which the offers keep.
+    ``offer_async`` offers once: an awaitable already done with the position when that went, else
+    ``wait(data, **kwargs)`` (a coroutine that waits out back pressure). ``try_claim`` wraps the BufferClaim
+    around one of ``terms`` (the three term buffers).
 
     They are builtin methods of one C object, which the interpreter calls without an intermediate Python call;
     the int an offer returns is reused by the next offer once the caller has dropped it (no allocation)."""
@@ -49,8 +52,14 @@ def bind_offers(
         return None
     assert _fastpath is not None
     offers_type = _fastpath.ExclusiveOffers if exclusive else _fastpath.Offers
-    offers = offers_type(owner, address, closed, on_error, wait)
-    return offers.offer, offers.offer_many, offers.offer_async
+    offers = offers_type(owner, address, closed, on_error, wait, terms)
+    return offers.offer, offers.offer_many, offers.offer_async, offers.try_claim
+
+
+def int32_release_store() -> Callable[[int, int], None] | None:
+    """``put_int32_release(address, value)``, a release store at an address (a fast-path claim's commit), or
+    None when the extension is not built (then no claim has an address)."""
+    return _fastpath.put_int32_release if _fastpath is not None else None
 
 
 def poller() -> Callable[..., tuple[int, int]] | None:

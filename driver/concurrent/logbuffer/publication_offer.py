@@ -22,7 +22,7 @@ TERM_ID_MISMATCH = lib.AMD_OFFER_TERM_ID_MISMATCH
 class NativeOffer:
     """Holds the per-publication constants of the native offer; ``offer`` is the hot path."""
 
-    __slots__ = ("_closed", "_struct")
+    __slots__ = ("_closed", "_struct", "_terms")
 
     _STRUCT = "amd_publication_t *"
     _EXCLUSIVE = False
@@ -40,6 +40,7 @@ class NativeOffer:
         max_possible_position: int,
     ) -> None:
         self._struct = ffi.new(self._STRUCT)
+        self._terms = tuple(log_buffers.term_buffers)
         s = self._struct.constants if self._EXCLUSIVE else self._struct
         s.log = log_buffers.term_buffers[0].address()
         s.meta = log_buffers.meta_data_buffer.address()
@@ -60,14 +61,17 @@ class NativeOffer:
 
     def fast_offers(
         self, on_error: Callable[[int, Any], int], wait: Callable[..., Awaitable[int]]
-    ) -> tuple[Callable[..., int], Callable[..., int], Callable[..., Awaitable[int]]] | None:
-        """``(offer(data, reserved_value=0), offer_many(messages), offer_async(data, **kwargs))`` as single C
-        calls (driver/concurrent/logbuffer/fastpath.py), or None when the fast path is off or not built.
-        ``on_error(code, data)`` gets MESSAGE_TOO_LONG and TERM_ID_MISMATCH; what it returns is returned.
-        ``wait(data, **kwargs)`` is the coroutine ``offer_async`` returns when its offer did not go at once."""
+    ) -> tuple[Callable[..., Any], ...] | None:
+        """``(offer(data, reserved_value=0), offer_many(messages), offer_async(data, **kwargs),
+        try_claim(length, buffer_claim))`` as single C calls (driver/concurrent/logbuffer/fastpath.py), or None
+        when the fast path is off or not built. ``on_error(code, data)`` gets MESSAGE_TOO_LONG and
+        TERM_ID_MISMATCH (data None for a claim); what it returns is returned. ``wait(data, **kwargs)`` is the
+        coroutine ``offer_async`` returns when its offer did not go at once."""
         address = int(ffi.cast("uintptr_t", self._struct))
         closed = int(ffi.cast("uintptr_t", self._closed))
-        return fastpath.bind_offers(self, address, closed, on_error, wait, exclusive=self._EXCLUSIVE)
+        return fastpath.bind_offers(
+            self, address, closed, on_error, wait, self._terms, exclusive=self._EXCLUSIVE
+        )
 
     def offer(self, src: Any, reserved_value: int = 0) -> int:
         """New position, or a negative code (Publication's, MESSAGE_TOO_LONG or TERM_ID_MISMATCH)."""
