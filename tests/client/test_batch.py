@@ -20,13 +20,6 @@ CHANNEL = "aeron:ipc?term-length=64k"
 STREAM_IDS = count(3001)
 
 
-@pytest.fixture
-def aeron(embedded_driver, client_path: str) -> Aeron:
-    driver = embedded_driver()
-    with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
-        yield client
-
-
 def connected(aeron: Aeron, subscriptions: int = 1, kind: str = "shared"):
     stream_id = next(STREAM_IDS)
     subs = [aeron.add_subscription(CHANNEL, stream_id) for _ in range(subscriptions)]

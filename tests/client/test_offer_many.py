@@ -17,13 +17,6 @@ CHANNEL = "aeron:ipc?term-length=64k"
 STREAM_IDS = count(3501)
 
 
-@pytest.fixture
-def aeron(embedded_driver, client_path: str) -> Aeron:
-    driver = embedded_driver()
-    with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
-        yield client
-
-
 @pytest.mark.parametrize("kind", ["shared", "exclusive"])
 def test_offer_many_mixed_with_offer_and_claim_over_several_terms(aeron: Aeron, kind: str) -> None:
     stream_id = next(STREAM_IDS)

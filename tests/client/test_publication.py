@@ -61,13 +61,6 @@ class Collector:
         wait_for(lambda: subscription.poll(handler, 100) >= 0 and len(self.messages) >= count, timeout_s)
 
 
-@pytest.fixture
-def aeron(embedded_driver, client_path: str) -> Aeron:
-    driver = embedded_driver()
-    with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
-        yield client
-
-
 def test_messages_arrive_in_order_with_their_header_fields(aeron: Aeron) -> None:
     subscription = aeron.add_subscription(CHANNEL, 1001)
     publication = aeron.add_publication(CHANNEL, 1001)
