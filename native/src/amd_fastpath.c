@@ -228,9 +228,9 @@ static int set_member(PyObject *obj, PyObject *name, PyObject *value)
     return 0;
 }
 
-/* Offers: one publication's offer, offer_many, offer_async and try_claim as the methods of one object. Bound to it they
- * are builtin methods, which CPython's interpreter calls straight (no functools.partial between, and the
- * publication's addresses are read from the object, not converted from ints at each call). */
+/* Offers: one publication's offer, offer_many, offer_async and try_claim as the methods of one object. Bound
+ * to it they are builtin methods, which CPython's interpreter calls straight (no functools.partial between,
+ * and the publication's addresses are read from the object, not converted from ints at each call). */
 typedef struct
 {
     PyObject_HEAD
@@ -496,7 +496,8 @@ OFFER_INLINE PyObject *offer_many_with(offer_fn fn, int blocks, Offers *self, Py
         const uint8_t *sources[BLOCK];
         int32_t lengths[BLOCK];
         const amd_publication_t *p = (const amd_publication_t *)self->publication;
-        const int32_t n = blocks ? gather_block(items + sent, count - sent, p->max_payload_length, sources, lengths) : 0;
+        const int32_t n =
+            blocks ? gather_block(items + sent, count - sent, p->max_payload_length, sources, lengths) : 0;
         int32_t went = 1;
         if (n > 1)
         {
@@ -560,7 +561,8 @@ static PyObject *done_result(Offers *self, int64_t position)
 /* offer_async(data, **kwargs) -> awaitable position. The offer once, as offer: when it goes, a Done holding
  * the position; otherwise (any code, closed included) wait(data, **kwargs), the caller's coroutine that waits
  * out back pressure and raises on a closed publication. */
-OFFER_INLINE PyObject *offer_async_with(offer_fn fn, Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+OFFER_INLINE PyObject *offer_async_with(
+    offer_fn fn, Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     if (nargs != 1)
     {
@@ -630,8 +632,8 @@ OFFER_INLINE PyObject *try_claim_with(claim_fn fn, Offers *self, PyObject *const
         }
         else
         {
-            PyErr_Format(
-                PyExc_ValueError, "claim of %ld bytes exceeds the max payload length %d", length, (int)max_payload_length);
+            PyErr_Format(PyExc_ValueError, "claim of %ld bytes exceeds the max payload length %d", length,
+                         (int)max_payload_length);
         }
         return NULL;
     }
@@ -667,50 +669,50 @@ OFFER_INLINE PyObject *try_claim_with(claim_fn fn, Offers *self, PyObject *const
 
 /* The methods of Offers (shared publication) and ExclusiveOffers: the same bodies, each inlined with its
  * publication's native offer so that the offer is a direct call. */
-#define OFFERS_METHODS(prefix, fn, claim, blocks)                                                                           \
-    static PyObject *prefix##_offer(Offers *self, PyObject *const *args, Py_ssize_t nargs)                    \
-    {                                                                                                          \
-        return offer_with(fn, self, args, nargs);                                                              \
-    }                                                                                                          \
-    static PyObject *prefix##_offer_many(Offers *self, PyObject *messages)                                     \
-    {                                                                                                          \
-        return offer_many_with(fn, blocks, self, messages);                                                    \
-    }                                                                                                          \
-    static PyObject *prefix##_offer_async(Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) \
-    {                                                                                                          \
-        return offer_async_with(fn, self, args, nargs, kw);                                                    \
-    }                                                                                                          \
-    static PyObject *prefix##_try_claim(Offers *self, PyObject *const *args, Py_ssize_t nargs)                 \
-    {                                                                                                          \
-        return try_claim_with(claim, self, args, nargs);                                                       \
-    }                                                                                                          \
-    static PyMethodDef prefix##_methods[] = {                                                                  \
-        {"offer", (PyCFunction)(void (*)(void))prefix##_offer, METH_FASTCALL,                                  \
-         "offer(data, reserved_value=0) -> new position, or a code (<= 0)."},                                 \
-        {"offer_many", (PyCFunction)prefix##_offer_many, METH_O,                                               \
-         "offer_many(messages) -> how many went, or the first one's code (<= 0)."},                           \
-        {"offer_async", (PyCFunction)(void (*)(void))prefix##_offer_async, METH_FASTCALL | METH_KEYWORDS,      \
-         "offer_async(data, **kwargs) -> an awaitable position: done at once, or the caller's wait."},        \
-        {"try_claim", (PyCFunction)(void (*)(void))prefix##_try_claim, METH_FASTCALL,                          \
-         "try_claim(length, buffer_claim) -> new position, or a code (<= 0)."},                               \
+#define OFFERS_METHODS(prefix, fn, claim, blocks)                                                                      \
+    static PyObject *prefix##_offer(Offers *self, PyObject *const *args, Py_ssize_t nargs)                             \
+    {                                                                                                                  \
+        return offer_with(fn, self, args, nargs);                                                                      \
+    }                                                                                                                  \
+    static PyObject *prefix##_offer_many(Offers *self, PyObject *messages)                                             \
+    {                                                                                                                  \
+        return offer_many_with(fn, blocks, self, messages);                                                            \
+    }                                                                                                                  \
+    static PyObject *prefix##_offer_async(Offers *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)         \
+    {                                                                                                                  \
+        return offer_async_with(fn, self, args, nargs, kw);                                                            \
+    }                                                                                                                  \
+    static PyObject *prefix##_try_claim(Offers *self, PyObject *const *args, Py_ssize_t nargs)                         \
+    {                                                                                                                  \
+        return try_claim_with(claim, self, args, nargs);                                                               \
+    }                                                                                                                  \
+    static PyMethodDef prefix##_methods[] = {                                                                          \
+        {"offer", (PyCFunction)(void (*)(void))prefix##_offer, METH_FASTCALL,                                          \
+         "offer(data, reserved_value=0) -> new position, or a code (<= 0)."},                                          \
+        {"offer_many", (PyCFunction)prefix##_offer_many, METH_O,                                                       \
+         "offer_many(messages) -> how many went, or the first one's code (<= 0)."},                                    \
+        {"offer_async", (PyCFunction)(void (*)(void))prefix##_offer_async, METH_FASTCALL | METH_KEYWORDS,              \
+         "offer_async(data, **kwargs) -> an awaitable position: done at once, or the caller's wait."},                 \
+        {"try_claim", (PyCFunction)(void (*)(void))prefix##_try_claim, METH_FASTCALL,                                  \
+         "try_claim(length, buffer_claim) -> new position, or a code (<= 0)."},                                        \
         {NULL, NULL, 0, NULL}};
 
 OFFERS_METHODS(offers, shared_offer, shared_claim, 1)
 OFFERS_METHODS(exclusive_offers, exclusive_offer, exclusive_claim, 0)
 
-#define OFFERS_TYPE(type_name, name, methods_table, doc)            \
-    static PyTypeObject type_name = {                                \
-        PyVarObject_HEAD_INIT(NULL, 0)                               \
-        .tp_name = "driver.concurrent.logbuffer._fastpath." name,   \
-        .tp_basicsize = sizeof(Offers),                              \
-        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,         \
-        .tp_doc = doc,                                               \
-        .tp_new = PyType_GenericNew,                                 \
-        .tp_init = (initproc)offers_init,                            \
-        .tp_traverse = (traverseproc)offers_traverse,                \
-        .tp_clear = (inquiry)offers_clear,                           \
-        .tp_dealloc = (destructor)offers_dealloc,                    \
-        .tp_methods = methods_table,                                 \
+#define OFFERS_TYPE(type_name, name, methods_table, doc)                                                               \
+    static PyTypeObject type_name = {                                                                                  \
+        PyVarObject_HEAD_INIT(NULL, 0)                                                                                 \
+        .tp_name = "driver.concurrent.logbuffer._fastpath." name,                                                      \
+        .tp_basicsize = sizeof(Offers),                                                                                \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,                                                           \
+        .tp_doc = doc,                                                                                                 \
+        .tp_new = PyType_GenericNew,                                                                                   \
+        .tp_init = (initproc)offers_init,                                                                              \
+        .tp_traverse = (traverseproc)offers_traverse,                                                                  \
+        .tp_clear = (inquiry)offers_clear,                                                                             \
+        .tp_dealloc = (destructor)offers_dealloc,                                                                      \
+        .tp_methods = methods_table,                                                                                   \
     };
 
 OFFERS_TYPE(OffersType, "Offers", offers_methods,
