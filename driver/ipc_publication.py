@@ -142,9 +142,10 @@ class IpcPublication:
                 self.consumer_position = max_position
             proposed_limit = min_position + self._term_window_length
             if proposed_limit > self._trip_limit:
+                # Clean first, as 1.15.1 does: the publisher may write into what the new limit opens at once.
+                self._clean_buffer(min_position)
                 self.publisher_limit.set(proposed_limit)
                 self._trip_limit = proposed_limit + self._trip_gain
-                self._clean_buffer(min_position)
                 time_since_last_trip_ns = now_ns - self._time_of_last_trip_ns
                 self._time_of_last_trip_ns = now_ns
                 return 1 if time_since_last_trip_ns < BUSY_TRIP_INTERVAL_NS else 0
@@ -154,16 +155,20 @@ class IpcPublication:
         return 0
 
     def _clean_buffer(self, min_consumer_position: int) -> None:
-        """Zero what every subscriber has read, up to one term per call, so the term can be reused."""
+        """Zero everything every subscriber has read, so the terms can be reused. 1.15.1 zeroes at most to the
+        end of one term per call; when the conductor runs seldom (an embedded driver sharing the GIL with a
+        busy client) that let the cleaning fall over two terms behind, and a subscriber then read a frame
+        left from three terms before just past the publisher's tail. All of it is zeroed here, one term's
+        piece at a time, before the limit lets the publisher reuse any of it."""
         clean_position = self._clean_position
-        length = min_consumer_position - clean_position
         term_length = self._term_length
-        term_offset = clean_position & (term_length - 1)
-        length = min(length, term_length - term_offset)
-        if length > 0:
+        while (length := min_consumer_position - clean_position) > 0:
+            term_offset = clean_position & (term_length - 1)
+            length = min(length, term_length - term_offset)
             index = lbd.index_by_position(clean_position, self._bits)
             self._term_buffers[index].set_zero(term_offset, length)
-            self._clean_position = clean_position + length
+            clean_position += length
+        self._clean_position = clean_position
 
     def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
         if self.state is State.ACTIVE:

@@ -186,6 +186,30 @@ def test_limit_follows_the_slowest_subscriber_and_cleans_behind_it(
         assert log.term_buffers[0].get_bytes(0, 4096) == bytes(4096)  # cleaned up to the slowest reader
 
 
+def test_cleaning_catches_up_before_the_limit_moves_however_far_the_reader_got(
+    client: Client, driver: MediaDriver
+) -> None:
+    """A conductor that ran seldom (an embedded driver sharing the GIL with a busy client) finds the reader
+    terms further on: everything it read is zeroed before the limit lets the publisher reuse those terms,
+    or a reader would take a frame left from three terms before as new."""
+    client.add_subscription()
+    client_events = client.add_publication()[1]
+    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
+    ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+    counters = driver.counters
+    with LogBuffers(ready.log_file_name) as log:
+        for term in log.term_buffers:
+            term.put_bytes(0, b"\xff" * TERM_LENGTH)  # stand-in for frames written and read
+        read = 2 * TERM_LENGTH + TERM_LENGTH // 2
+        counters.set_counter_value(image.subscriber_position_id, read)
+        client.run()
+        assert counters.get_counter_value(ready.publication_limit_counter_id) == read + TERM_LENGTH
+        assert log.term_buffers[0].get_bytes(0, TERM_LENGTH) == bytes(TERM_LENGTH)
+        assert log.term_buffers[1].get_bytes(0, TERM_LENGTH) == bytes(TERM_LENGTH)
+        assert log.term_buffers[2].get_bytes(0, TERM_LENGTH // 2) == bytes(TERM_LENGTH // 2)
+        assert log.term_buffers[2].get_bytes(TERM_LENGTH // 2, 32) == b"\xff" * 32  # not past the reader
+
+
 def test_limit_moves_count_as_work_only_when_they_come_quickly(
     client: Client, driver: MediaDriver, clock
 ) -> None:
