@@ -71,10 +71,13 @@ def wait_for_cnc_ready(
             raise AssertionError(
                 f"driver exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
             )
-        if path.exists() and path.stat().st_size >= 48:
+        try:
             with open(path, "rb") as f:
                 header = f.read(48)
-            # A restarted driver's dir may still hold the old cnc.dat: the pid says whose it is.
+        except FileNotFoundError:  # not made yet, or a restarted driver just deleted the old one
+            header = b""
+        # A restarted driver's dir may still hold the old cnc.dat: the pid says whose it is.
+        if len(header) == 48:
             pid_matches = proc is None or int.from_bytes(header[40:48], "little") == proc.pid
             if int.from_bytes(header[:4], "little") == CNC_VERSION and pid_matches:
                 return
