@@ -4,6 +4,8 @@ target without a subscriber drops rather than counts."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from driver.client import Aeron, FragmentAssembler
@@ -40,6 +42,9 @@ def test_every_message_once_in_order_through_back_pressure_and_fragmentation(aer
     offered = 0
     held = 0
     turns = 0
+    # A bound on time, not turns: how many turns it takes depends on how often the embedded driver's thread
+    # gets the GIL to move the limits, which a faster client changes.
+    deadline = time.monotonic() + 60
     while len(received) < len(messages):
         while offered < len(messages) and source.offer(messages[offered]) > 0:
             offered += 1
@@ -48,7 +53,7 @@ def test_every_message_once_in_order_through_back_pressure_and_fragmentation(aer
         turns += 1
         if turns % 8 == 0:  # the target's reader lags: back pressure on the forwarder
             target_sub.poll(assembler, 10_000)
-        assert turns < 200_000, (offered, len(received))
+        assert time.monotonic() < deadline, (turns, offered, len(received))
     assert held > 0  # the forwarder did hold messages over turns
     assert received == messages
     assert forwarder.messages == len(messages)
