@@ -326,10 +326,10 @@ static inline PyObject *reused_int(PyObject **cache, int64_t value, PyObject *co
     return PyLong_FromLongLong(value);
 }
 
-/* obj.name = an int of value (>= 0), through its slot when it has one, reusing *cache's int (reused_int). */
-static int set_member_int(PyObject *obj, PyObject *name, PyObject **cache, int64_t value)
+/* obj.name = an int of value (>= 0), reusing *cache's int (reused_int): into `slot` (member_slot(obj, name),
+ * looked up once by a caller that sets the same attribute many times) or, when that is NULL, by setattr. */
+static int set_int_at(PyObject *obj, PyObject *name, PyObject **slot, PyObject **cache, int64_t value)
 {
-    PyObject **slot = member_slot(obj, name);
     PyObject *n = reused_int(cache, value, slot);
     if (n == NULL)
     {
@@ -343,6 +343,11 @@ static int set_member_int(PyObject *obj, PyObject *name, PyObject **cache, int64
     }
     Py_XSETREF(*slot, n);
     return 0;
+}
+
+static int set_member_int(PyObject *obj, PyObject *name, PyObject **cache, int64_t value)
+{
+    return set_int_at(obj, name, member_slot(obj, name), cache, value);
 }
 
 static PyObject *position_result(Offers *self, int64_t value)
@@ -723,28 +728,6 @@ OFFERS_TYPE(ExclusiveOffersType, "ExclusiveOffers", exclusive_offers_methods,
 /* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
 static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
 
-static int set_header_offset(PyObject *header, PyObject **slot, int64_t frame_offset)
-{
-    if (slot == NULL)
-    {
-        PyObject *value = PyLong_FromLongLong(frame_offset);
-        if (value == NULL)
-        {
-            return -1;
-        }
-        const int set = PyObject_SetAttr(header, offset_name, value);
-        Py_DECREF(value);
-        return set;
-    }
-    PyObject *value = reused_int(&poll_frame_offset, frame_offset, slot);
-    if (value == NULL)
-    {
-        return -1;
-    }
-    Py_XSETREF(*slot, value);
-    return 0;
-}
-
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
  * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
@@ -788,7 +771,8 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
         offset += ALIGN_FRAME(frame_length);
         PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
         PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
-        if (payload_offset == NULL || payload_length == NULL || set_header_offset(header, slot, frame_offset) < 0)
+        if (payload_offset == NULL || payload_length == NULL ||
+            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
         {
             Py_XDECREF(payload_offset);
             Py_XDECREF(payload_length);
