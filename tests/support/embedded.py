@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,34 @@ from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 
 STOP_TIMEOUT_S = 10.0
+
+SWITCH_INTERVAL_S = 0.0002
+"""The GIL switch interval while an embedded driver runs. The driver thread shares the GIL with the test's
+client, which spins in C without letting go of it; every syscall the driver makes (each datagram sent or
+received) then waits up to one interval to get the GIL back. At Python's default 5 ms a retransmission of a
+few hundred datagrams took seconds and NAKs reached the sender seconds late; a separate driver process, as
+users run it, has no such wait."""
+
+_switch_interval_users = 0
+_saved_switch_interval = 0.0
+_switch_interval_lock = threading.Lock()
+
+
+def _hold_short_switch_interval() -> None:
+    global _switch_interval_users, _saved_switch_interval
+    with _switch_interval_lock:
+        if _switch_interval_users == 0:
+            _saved_switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(SWITCH_INTERVAL_S, _saved_switch_interval))
+        _switch_interval_users += 1
+
+
+def _release_short_switch_interval() -> None:
+    global _switch_interval_users
+    with _switch_interval_lock:
+        _switch_interval_users -= 1
+        if _switch_interval_users == 0:
+            sys.setswitchinterval(_saved_switch_interval)
 
 
 CREATED_AERON_DIRS: list[Path] = []
@@ -70,6 +99,7 @@ class EmbeddedDriver:
             target=self._run, name=f"embedded-driver-{aeron_dir.name}", daemon=True
         )
         self._stop = threading.Event()
+        _hold_short_switch_interval()
         self._thread.start()
 
     def _run(self) -> None:
@@ -109,6 +139,7 @@ class EmbeddedDriver:
         self._thread.join(STOP_TIMEOUT_S)
         assert not self._thread.is_alive(), "embedded driver did not stop"
         self._loop.close()
+        _release_short_switch_interval()
         self.driver.close()
         if self._failure is not None:
             raise AssertionError(f"embedded driver failed: {self._failure!r}") from self._failure
