@@ -13,6 +13,14 @@ from driver.client.exceptions import (
     RegistrationError,
 )
 from driver.client.fragment_assembler import FragmentAssembler
+from driver.client.idle_strategy import (
+    BackoffIdleStrategy,
+    BusySpinIdleStrategy,
+    IdleStrategy,
+    NoOpIdleStrategy,
+    SleepingIdleStrategy,
+    YieldingIdleStrategy,
+)
 from driver.client.image import BlockHandler, Image, RawBlockHandler
 from driver.client.publication import (
     ADMIN_ACTION,
@@ -34,8 +42,10 @@ __all__ = [
     "NOT_CONNECTED",
     "Aeron",
     "AeronError",
+    "BackoffIdleStrategy",
     "BlockHandler",
     "BufferClaim",
+    "BusySpinIdleStrategy",
     "ClientClosedError",
     "ClientConductorAgent",
     "ClientTimeoutError",
@@ -44,11 +54,15 @@ __all__ = [
     "DriverTimeoutError",
     "ExclusivePublication",
     "FragmentAssembler",
+    "IdleStrategy",
     "Image",
     "Message",
+    "NoOpIdleStrategy",
     "Publication",
     "PublicationClosedError",
     "RawBlockHandler",
     "RegistrationError",
+    "SleepingIdleStrategy",
     "Subscription",
+    "YieldingIdleStrategy",
 ]

@@ -106,10 +106,11 @@ def one_run(
     transport: str,
     length: int,
     seconds: float,
+    idle: str,
 ) -> dict[str, Any]:
     channel = "aeron:ipc" if transport == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     stream_id = next(STREAM_IDS)
-    common = [client, mode, str(aeron_dir), channel, str(stream_id), str(seconds)]
+    common = [client, mode, idle, str(aeron_dir), channel, str(stream_id), str(seconds)]
     sub = harness.spawn(f"{client}-sub", [python, str(PEER), "sub", *common])
     pub = None
     try:
@@ -144,6 +145,12 @@ def main() -> int:
         "--seconds", type=float, default=6.0, help="sampled seconds per run (first 2 dropped)"
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--idle",
+        choices=("busy-spin", "backoff"),
+        default="busy-spin",
+        help="the message and batch loops of both clients: spin, or each client's backoff idle strategy",
+    )
     parser.add_argument("--no-pyaeron", action="store_true")
     args = parser.parse_args()
 
@@ -169,7 +176,15 @@ def main() -> int:
                 python = sys.executable if client == "ours" else pyaeron
                 try:
                     figures = one_run(
-                        harness, driver.aeron_dir, python, client, mode, transport, length, args.seconds
+                        harness,
+                        driver.aeron_dir,
+                        python,
+                        client,
+                        mode,
+                        transport,
+                        length,
+                        args.seconds,
+                        args.idle,
                     )
                 except BenchError as exc:
                     progress(f"{config}: failed: {exc}")
@@ -236,6 +251,7 @@ def main() -> int:
             "load_end": round(__import__("os").getloadavg()[0], 2),
             "runs": args.runs,
             "seconds": args.seconds,
+            "idle": args.idle,
             "pyaeron": why or "yes",
             "results": results,
             "ratios": ratios,

@@ -1,12 +1,17 @@
 """One side of tools/bench/python_clients.py: a Python publisher or subscriber, ours or pyaeron's.
 
-    python_clients_peer.py pub CLIENT MODE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
-    python_clients_peer.py sub CLIENT MODE AERON_DIR CHANNEL STREAM_ID SECONDS
+    python_clients_peer.py pub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
+    python_clients_peer.py sub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS
 
 CLIENT is ``ours`` (this repository's driver.client, run by its venv) or ``pyaeron`` (run by the Python 3.12
 venv of tools/peers; nothing from this repository is imported then). MODE: ``message`` (offer / poll(handler),
 one call per message), ``batch`` (ours: ``offer_many`` / ``poll_batch``), ``asyncio`` (ours: ``offer_async`` /
 ``async for ... in subscription.messages()``).
+
+IDLE, for the ``message`` and ``batch`` loops: ``busy-spin`` (offer and poll again at once) or ``backoff``
+(each client's own backoff idle strategy with Agrona's defaults: 10 spins, 5 yields, then parks of 1 us
+doubling to 1 ms). The subscriber calls ``idle(fragments)`` after every poll; the publisher ``idle()`` after
+every refused offer and ``idle(sent)`` after every 256 offers (16 ``offer_many`` calls).
 
 Both print ``READY`` once connected, then, once the first message has gone or arrived, sample
 (monotonic time, messages so far, process CPU seconds) about every 0.1 s for SECONDS, and print one line
@@ -47,6 +52,22 @@ class Sampler:
         return now < self.end
 
 
+IDLE_NAMES = ("busy-spin", "backoff")
+BACKOFF = {"max_spins": 10, "max_yields": 5, "min_park_ns": 1_000, "max_park_ns": 1_000_000}
+
+
+def ours_idle(name: str):
+    from driver.client import BackoffIdleStrategy
+
+    return BackoffIdleStrategy(**BACKOFF)
+
+
+def pyaeron_idle(name: str):
+    import pyaeron
+
+    return pyaeron.IdleStrategy.backoff(**BACKOFF)
+
+
 def report(role: str, sampler: Sampler) -> None:
     print("RESULT " + json.dumps({"role": role, "samples": sampler.samples}), flush=True)
 
@@ -66,7 +87,9 @@ def drain(poll) -> None:
 # --- ours --------------------------------------------------------------------------------------------------
 
 
-def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int) -> None:
+def ours_pub(
+    mode: str, idle_name: str, aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int
+) -> None:
     from driver.client import Aeron
 
     payload = bytes(length)
@@ -83,12 +106,25 @@ def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
             sampler = Sampler(seconds)
             sample = sampler.sample
             sent = 1
-            while True:
-                for _ in range(256):
-                    if offer(payload) > 0:
-                        sent += 1
-                if not sample(sent):
-                    break
+            if idle_name == "busy-spin":
+                while True:
+                    for _ in range(256):
+                        if offer(payload) > 0:
+                            sent += 1
+                    if not sample(sent):
+                        break
+            else:
+                idle = ours_idle(idle_name).idle
+                while True:
+                    before = sent
+                    for _ in range(256):
+                        if offer(payload) > 0:
+                            sent += 1
+                        else:
+                            idle()
+                    idle(sent - before)
+                    if not sample(sent):
+                        break
         elif mode == "batch":
             offer_many = publication.offer_many
             messages = [payload] * BATCH
@@ -97,11 +133,17 @@ def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
             sampler = Sampler(seconds)
             sample = sampler.sample
             sent = BATCH
+            idle = None if idle_name == "busy-spin" else ours_idle(idle_name).idle
             while True:
+                before = sent
                 for _ in range(16):
                     went = offer_many(messages)
                     if went > 0:  # else a code: back pressured, not connected
                         sent += went
+                    elif idle is not None:
+                        idle()
+                if idle is not None:
+                    idle(sent - before)
                 if not sample(sent):
                     break
         elif mode == "asyncio":
@@ -127,7 +169,7 @@ def ours_pub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
         time.sleep(3600)  # stopped by the benchmark
 
 
-def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
+def ours_sub(mode: str, idle_name: str, aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
     from driver.client import Aeron
 
     with Aeron.connect(aeron_dir=aeron_dir) as aeron:
@@ -144,16 +186,30 @@ def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
                 received = poll(on_fragment, FRAGMENT_LIMIT)
             sampler = Sampler(seconds)
             sample = sampler.sample
-            while sample(received):
-                received += poll(on_fragment, FRAGMENT_LIMIT)
+            if idle_name == "busy-spin":
+                while sample(received):
+                    received += poll(on_fragment, FRAGMENT_LIMIT)
+            else:
+                idle = ours_idle(idle_name).idle
+                while sample(received):
+                    fragments = poll(on_fragment, FRAGMENT_LIMIT)
+                    received += fragments
+                    idle(fragments)
         elif mode == "batch":
             poll_batch = subscription.poll_batch
             while received == 0:
                 received = len(poll_batch(4096))
             sampler = Sampler(seconds)
             sample = sampler.sample
-            while sample(received):
-                received += len(poll_batch(4096))
+            if idle_name == "busy-spin":
+                while sample(received):
+                    received += len(poll_batch(4096))
+            else:
+                idle = ours_idle(idle_name).idle
+                while sample(received):
+                    fragments = len(poll_batch(4096))
+                    received += fragments
+                    idle(fragments)
         elif mode == "asyncio":
             import asyncio
 
@@ -187,7 +243,9 @@ def ours_sub(mode: str, aeron_dir: str, channel: str, stream_id: int, seconds: f
 # --- pyaeron -----------------------------------------------------------------------------------------------
 
 
-def pyaeron_pub(aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int) -> None:
+def pyaeron_pub(
+    idle_name: str, aeron_dir: str, channel: str, stream_id: int, seconds: float, length: int
+) -> None:
     import pyaeron
 
     payload = bytes(length)
@@ -201,17 +259,30 @@ def pyaeron_pub(aeron_dir: str, channel: str, stream_id: int, seconds: float, le
         sampler = Sampler(seconds)
         sample = sampler.sample
         sent = 1
-        while True:
-            for _ in range(256):
-                if offer(payload) is True:
-                    sent += 1
-            if not sample(sent):
-                break
+        if idle_name == "busy-spin":
+            while True:
+                for _ in range(256):
+                    if offer(payload) is True:
+                        sent += 1
+                if not sample(sent):
+                    break
+        else:
+            idle = pyaeron_idle(idle_name).idle
+            while True:
+                before = sent
+                for _ in range(256):
+                    if offer(payload) is True:
+                        sent += 1
+                    else:
+                        idle()
+                idle(sent - before)
+                if not sample(sent):
+                    break
         report("pub", sampler)
         time.sleep(3600)
 
 
-def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
+def pyaeron_sub(idle_name: str, aeron_dir: str, channel: str, stream_id: int, seconds: float) -> None:
     import pyaeron
 
     def on_fragment(buffer, header) -> None:
@@ -226,8 +297,15 @@ def pyaeron_sub(aeron_dir: str, channel: str, stream_id: int, seconds: float) ->
             received = poll(on_fragment, FRAGMENT_LIMIT)
         sampler = Sampler(seconds)
         sample = sampler.sample
-        while sample(received):
-            received += poll(on_fragment, FRAGMENT_LIMIT)
+        if idle_name == "busy-spin":
+            while sample(received):
+                received += poll(on_fragment, FRAGMENT_LIMIT)
+        else:
+            idle = pyaeron_idle(idle_name).idle
+            while sample(received):
+                fragments = poll(on_fragment, FRAGMENT_LIMIT)
+                received += fragments
+                idle(fragments)
         report("sub", sampler)
         drain(poll)
 
@@ -237,19 +315,21 @@ def main() -> int:
     # or subscription at once. Killed outright, the driver would keep them until the client's liveness timeout,
     # and the next run would share the driver with their leftovers (a UDP sender still sending, say).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    role, client, mode, aeron_dir, channel, stream_id, seconds = sys.argv[1:8]
-    args = (aeron_dir, channel, int(stream_id), float(seconds))
+    role, client, mode, idle_name, aeron_dir, channel, stream_id, seconds = sys.argv[1:9]
+    if idle_name not in IDLE_NAMES:
+        raise SystemExit(f"unknown idle strategy {idle_name!r}: one of {', '.join(IDLE_NAMES)}")
+    args = (idle_name, aeron_dir, channel, int(stream_id), float(seconds))
     if client == "ours":
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         if role == "pub":
-            ours_pub(mode, *args, int(sys.argv[8]))
+            ours_pub(mode, *args, int(sys.argv[9]))
         else:
             ours_sub(mode, *args)
     elif client == "pyaeron":
         if mode != "message":
             raise SystemExit(f"pyaeron has no {mode!r} mode here")
         if role == "pub":
-            pyaeron_pub(*args, int(sys.argv[8]))
+            pyaeron_pub(*args, int(sys.argv[9]))
         else:
             pyaeron_sub(*args)
     else:
