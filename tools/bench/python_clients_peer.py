@@ -24,7 +24,9 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BATCH = 64  # messages per offer_many call
 FRAGMENT_LIMIT = 256
@@ -56,16 +58,59 @@ IDLE_NAMES = ("busy-spin", "backoff")
 BACKOFF = {"max_spins": 10, "max_yields": 5, "min_park_ns": 1_000, "max_park_ns": 1_000_000}
 
 
-def ours_idle(name: str):
+def ours_idle(name: str) -> Callable[..., None] | None:
+    """The ``idle`` of our backoff strategy; None to spin."""
     from driver.client import BackoffIdleStrategy
 
-    return BackoffIdleStrategy(**BACKOFF)
+    return None if name == "busy-spin" else BackoffIdleStrategy(**BACKOFF).idle
 
 
-def pyaeron_idle(name: str):
+def pyaeron_idle(name: str) -> Callable[..., None] | None:
     import pyaeron
 
-    return pyaeron.IdleStrategy.backoff(**BACKOFF)
+    return None if name == "busy-spin" else pyaeron.IdleStrategy.backoff(**BACKOFF).idle
+
+
+def publish(offer: Callable[[bytes], int], payload: bytes, seconds: float, idle) -> Sampler:
+    """Offer ``payload`` one call at a time (ours: a position > 0, or a negative code)."""
+    while offer(payload) <= 0:
+        pass
+    sampler = Sampler(seconds)
+    sample = sampler.sample
+    sent = 1
+    while True:
+        before = sent
+        if idle is None:
+            for _ in range(256):
+                if offer(payload) > 0:
+                    sent += 1
+        else:
+            for _ in range(256):
+                if offer(payload) > 0:
+                    sent += 1
+                else:
+                    idle()
+            idle(sent - before)
+        if not sample(sent):
+            return sampler
+
+
+def subscribe(poll: Callable[[Any, int], int], on_fragment, seconds: float, idle) -> Sampler:
+    """Poll until the first message, then sample for ``seconds``."""
+    received = 0
+    while received == 0:
+        received = poll(on_fragment, FRAGMENT_LIMIT)
+    sampler = Sampler(seconds)
+    sample = sampler.sample
+    if idle is None:
+        while sample(received):
+            received += poll(on_fragment, FRAGMENT_LIMIT)
+    else:
+        while sample(received):
+            fragments = poll(on_fragment, FRAGMENT_LIMIT)
+            received += fragments
+            idle(fragments)
+    return sampler
 
 
 def report(role: str, sampler: Sampler) -> None:
@@ -98,33 +143,8 @@ def ours_pub(
         while not publication.is_connected:
             time.sleep(0.001)
         print("READY", flush=True)
-        sent = 0
         if mode == "message":
-            offer = publication.offer
-            while offer(payload) <= 0:
-                pass
-            sampler = Sampler(seconds)
-            sample = sampler.sample
-            sent = 1
-            if idle_name == "busy-spin":
-                while True:
-                    for _ in range(256):
-                        if offer(payload) > 0:
-                            sent += 1
-                    if not sample(sent):
-                        break
-            else:
-                idle = ours_idle(idle_name).idle
-                while True:
-                    before = sent
-                    for _ in range(256):
-                        if offer(payload) > 0:
-                            sent += 1
-                        else:
-                            idle()
-                    idle(sent - before)
-                    if not sample(sent):
-                        break
+            sampler = publish(publication.offer, payload, seconds, ours_idle(idle_name))
         elif mode == "batch":
             offer_many = publication.offer_many
             messages = [payload] * BATCH
@@ -133,7 +153,7 @@ def ours_pub(
             sampler = Sampler(seconds)
             sample = sampler.sample
             sent = BATCH
-            idle = None if idle_name == "busy-spin" else ours_idle(idle_name).idle
+            idle = ours_idle(idle_name)
             while True:
                 before = sent
                 for _ in range(16):
@@ -181,31 +201,18 @@ def ours_sub(mode: str, idle_name: str, aeron_dir: str, channel: str, stream_id:
             def on_fragment(buffer, offset, length, header) -> None:
                 pass
 
-            poll = subscription.poll
-            while received == 0:
-                received = poll(on_fragment, FRAGMENT_LIMIT)
-            sampler = Sampler(seconds)
-            sample = sampler.sample
-            if idle_name == "busy-spin":
-                while sample(received):
-                    received += poll(on_fragment, FRAGMENT_LIMIT)
-            else:
-                idle = ours_idle(idle_name).idle
-                while sample(received):
-                    fragments = poll(on_fragment, FRAGMENT_LIMIT)
-                    received += fragments
-                    idle(fragments)
+            sampler = subscribe(subscription.poll, on_fragment, seconds, ours_idle(idle_name))
         elif mode == "batch":
             poll_batch = subscription.poll_batch
             while received == 0:
                 received = len(poll_batch(4096))
             sampler = Sampler(seconds)
             sample = sampler.sample
-            if idle_name == "busy-spin":
+            idle = ours_idle(idle_name)
+            if idle is None:
                 while sample(received):
                     received += len(poll_batch(4096))
             else:
-                idle = ours_idle(idle_name).idle
                 while sample(received):
                     fragments = len(poll_batch(4096))
                     received += fragments
@@ -253,31 +260,30 @@ def pyaeron_pub(
         publication = aeron.add_publication(channel, stream_id)
         publication.await_connected(timeout=20)
         print("READY", flush=True)
+        # pyaeron's offer returns True or a falsy OfferCode: ``is True`` is its cheapest test (13 ns less per
+        # message than the ``> 0`` that publish() needs for our positions).
         offer = publication.offer
         while offer(payload) is not True:
             pass
         sampler = Sampler(seconds)
         sample = sampler.sample
         sent = 1
-        if idle_name == "busy-spin":
-            while True:
+        idle = pyaeron_idle(idle_name)
+        while True:
+            before = sent
+            if idle is None:
                 for _ in range(256):
                     if offer(payload) is True:
                         sent += 1
-                if not sample(sent):
-                    break
-        else:
-            idle = pyaeron_idle(idle_name).idle
-            while True:
-                before = sent
+            else:
                 for _ in range(256):
                     if offer(payload) is True:
                         sent += 1
                     else:
                         idle()
                 idle(sent - before)
-                if not sample(sent):
-                    break
+            if not sample(sent):
+                break
         report("pub", sampler)
         time.sleep(3600)
 
@@ -291,23 +297,9 @@ def pyaeron_sub(idle_name: str, aeron_dir: str, channel: str, stream_id: int, se
     with pyaeron.Aeron(dir=aeron_dir) as aeron:
         subscription = aeron.add_subscription(channel, stream_id)
         print("READY", flush=True)
-        poll = subscription.poll
-        received = 0
-        while received == 0:
-            received = poll(on_fragment, FRAGMENT_LIMIT)
-        sampler = Sampler(seconds)
-        sample = sampler.sample
-        if idle_name == "busy-spin":
-            while sample(received):
-                received += poll(on_fragment, FRAGMENT_LIMIT)
-        else:
-            idle = pyaeron_idle(idle_name).idle
-            while sample(received):
-                fragments = poll(on_fragment, FRAGMENT_LIMIT)
-                received += fragments
-                idle(fragments)
+        sampler = subscribe(subscription.poll, on_fragment, seconds, pyaeron_idle(idle_name))
         report("sub", sampler)
-        drain(poll)
+        drain(subscription.poll)
 
 
 def main() -> int:
