@@ -142,7 +142,7 @@ class IpcPublication:
                 self.consumer_position = max_position
             proposed_limit = min_position + self._term_window_length
             if proposed_limit > self._trip_limit:
-                # Clean first, as 1.15.1 does: the publisher may write into what the new limit opens at once.
+                # Clean first (1.15.1 cleans after): the publisher may write into what the new limit opens at once.
                 self._clean_buffer(min_position)
                 self.publisher_limit.set(proposed_limit)
                 self._trip_limit = proposed_limit + self._trip_gain
