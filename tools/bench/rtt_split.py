@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Where a round trip's time goes inside our driver: Java Ping <-> Pong over UDP, split into stages.
+
+Java's ``Ping`` writes ``System.nanoTime()`` (CLOCK_MONOTONIC on Linux, the clock of Python's
+``time.monotonic_ns()``) into the first 8 bytes of each message and ``Pong`` echoes the message, so every data
+frame of a round trip carries the time its ping was offered. The driver runs in a child process of this script
+with its UDP transport's send and receive calls wrapped (nothing in the driver changes): each data frame sent or
+read is stamped with its age. The stages, medians over the timed round trips (µs since the ping was offered):
+
+- ``ping_sent``: the sender found Ping's frame in the log and handed it to the kernel;
+- ``ping_read``: the receiver read that datagram (loopback delivery and the loop's wake-up);
+- ``pong_sent``: Pong polled the ping, offered its echo, and the sender sent it;
+- ``pong_read``: the receiver read the echo;
+- ``rtt``: Ping's own p50 (it polled the echo from the image).
+
+Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate and
+how often it parked, so a change in the idle strategy shows. One run takes about 30 s:
+
+    .venv/bin/python tools/bench/rtt_split.py                            # our defaults
+    .venv/bin/python tools/bench/rtt_split.py --profile low-latency
+    .venv/bin/python tools/bench/rtt_split.py --ours-prop aeron.idle.max.park=100us
+
+Prints progress to stderr and one JSON line to stdout. Exit code 0, or 2 when nothing could be measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness import (
+    STARTUP_TIMEOUT_S,
+    BenchError,
+    Harness,
+    add_prop_args,
+    cnc_ready,
+    emit,
+    free_udp_port,
+    host_info,
+    no_comparison,
+    parse_histogram,
+    parse_props,
+    progress,
+    require_peers,
+    run_main,
+    wait_ready,
+)
+
+PING_STREAM_ID, PONG_STREAM_ID = 10, 11
+STAGES = ("ping_sent", "ping_read", "pong_sent", "pong_read")
+# Data frame header (docs/wire.md): frame length, version, flags, type, term offset, session, stream, term id,
+# reserved value; the payload follows at 32.
+_FRAME = struct.Struct("<iBBhiiii")
+HDR_TYPE_DATA = 1
+DATA_HEADER_LENGTH = 32
+FRAME_ALIGNMENT = 32
+
+
+def _stamp(records: list[tuple[int, int, int]], side: int, data: memoryview, now_ns: int) -> None:
+    """Append (side, stream id, age in ns) for each data frame in ``data`` that carries a payload."""
+    offset, end = 0, len(data)
+    while offset + DATA_HEADER_LENGTH + 8 <= end:
+        length, _, _, frame_type, _, _, stream_id, _ = _FRAME.unpack_from(data, offset)
+        if length <= 0:
+            break
+        if frame_type == HDR_TYPE_DATA and length >= DATA_HEADER_LENGTH + 8:
+            (sent_ns,) = struct.unpack_from("<q", data, offset + DATA_HEADER_LENGTH)
+            records.append((side, stream_id, now_ns - sent_ns))
+        offset += (length + FRAME_ALIGNMENT - 1) & ~(FRAME_ALIGNMENT - 1)
+
+
+def child(aeron_dir: str, out: str, props: list[str]) -> int:
+    """Our driver (``mediadriver run``) with its UDP sends and reads stamped; the stamps go to ``out`` at exit."""
+    from driver import cli
+    from driver.agent import runner as runner_module
+    from driver.media.udp_transport import UdpTransport
+
+    records: list[tuple[int, int, int]] = []
+    cycles = {"ticks": 0, "parks": 0}
+    clock = time.monotonic_ns
+    send_term_burst, send, receive_batch = (
+        UdpTransport.send_term_burst,
+        UdpTransport.send,
+        UdpTransport.receive_batch,
+    )
+
+    def stamped_burst(self: Any, term_buffer: Any, term_offset: int, *args: Any) -> Any:
+        result = send_term_burst(self, term_buffer, term_offset, *args)
+        if result[2] > 0:
+            _stamp(records, 0, term_buffer.view[term_offset : term_offset + result[2]], clock())
+        return result
+
+    def stamped_send(self: Any, data: Any) -> int:
+        sent = send(self, data)
+        if sent > 0:
+            _stamp(records, 0, memoryview(data), clock())
+        return sent
+
+    def stamped_receive(self: Any, batch: Any) -> int:
+        received = receive_batch(self, batch)
+        if received:
+            now_ns = clock()
+            for i in range(received):
+                _stamp(records, 1, batch.data(i), now_ns)
+        return received
+
+    UdpTransport.send_term_burst = stamped_burst  # type: ignore[method-assign]
+    UdpTransport.send = stamped_send  # type: ignore[method-assign]
+    UdpTransport.receive_batch = stamped_receive  # type: ignore[method-assign]
+    tick = runner_module.AgentRunner._tick
+
+    def counted_tick(self: Any) -> None:
+        cycles["ticks"] += 1
+        tick(self)
+        if self._parked:
+            cycles["parks"] += 1
+
+    runner_module.AgentRunner._tick = counted_tick  # type: ignore[method-assign]
+    started = time.monotonic()
+    try:
+        return cli.main(["run", "--dir", aeron_dir, *props]) or 0
+    finally:
+        with open(out, "w") as f:
+            json.dump({"records": records, **cycles, "seconds": time.monotonic() - started}, f)
+
+
+def stage_medians(records: list[list[int]], skip: int) -> dict[str, float | None]:
+    """Median age in µs at each stage over the round trips after the first ``skip`` (Ping's warm-up)."""
+    by_stage: dict[str, list[int]] = {stage: [] for stage in STAGES}
+    keys = {(0, PING_STREAM_ID): "ping_sent", (1, PING_STREAM_ID): "ping_read"}
+    keys |= {(0, PONG_STREAM_ID): "pong_sent", (1, PONG_STREAM_ID): "pong_read"}
+    for side, stream_id, age_ns in records:
+        stage = keys.get((side, stream_id))
+        if stage is not None:
+            by_stage[stage].append(age_ns)
+    return {
+        stage: round(statistics.median(ages[skip:]) / 1000, 1) if len(ages) > skip else None
+        for stage, ages in by_stage.items()
+    }
+
+
+def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
+    peers = require_peers()
+    with Harness(peers) as h, tempfile.TemporaryDirectory(prefix="rtt-split-") as tmp:
+        aeron_dir = h.new_dir("ours") / "aeron"
+        out = Path(tmp) / "stamps.json"
+        extra = ["--profile", args.profile] if args.profile else []
+        cmd = [sys.executable, __file__, "--child", str(aeron_dir), str(out), "--", *extra]
+        cmd += [f"-D{k}={v}" for k, v in props.items()]
+        driver = h.spawn("ours-driver", cmd)
+        wait_ready(driver, lambda: cnc_ready(aeron_dir), "our driver")
+        client_props: dict[str, Any] = {
+            "aeron.dir": aeron_dir,
+            "aeron.sample.ping.channel": f"aeron:udp?endpoint=localhost:{free_udp_port()}",
+            "aeron.sample.pong.channel": f"aeron:udp?endpoint=localhost:{free_udp_port()}",
+            "aeron.sample.ping.streamId": PING_STREAM_ID,
+            "aeron.sample.pong.streamId": PONG_STREAM_ID,
+            "aeron.sample.messages": args.messages,
+            "aeron.sample.messageLength": 32,
+            "aeron.sample.warmup.iterations": args.warmup_iterations,
+            "aeron.sample.warmup.messages": args.warmup_messages,
+        }
+        pong = h.java("io.aeron.samples.Pong", client_props)
+        h.wait_for(
+            lambda: pong.find("^Using exclusive publications") is not None,
+            STARTUP_TIMEOUT_S,
+            "Pong to start",
+            watch=[pong, driver],
+            fail_on_exception=[pong],
+        )
+        ping = h.java("io.aeron.samples.Ping", client_props, stdin=b"n\n")
+        h.wait_for(
+            lambda: ping.find(r"^#\[Max\s*=") is not None,
+            args.timeout,
+            "Ping's histogram",
+            watch=[pong, ping, driver],
+            fail_on_exception=[pong, ping],
+        )
+        histogram = parse_histogram(ping.text())
+        driver.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while driver.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not out.exists():
+            raise BenchError(f"the driver left no stamps: {driver.tail(5)}")
+        data = json.loads(out.read_text())
+    warmup = args.warmup_iterations * args.warmup_messages
+    stages = stage_medians(data["records"], warmup)
+    rtt = histogram["p50_us"]
+    previous, split = 0.0, {}
+    for stage, value in [*stages.items(), ("rtt", rtt)]:
+        if value is None:
+            split[stage] = None
+            continue
+        split[stage] = round(value - previous, 1)
+        previous = value
+    return {
+        "stages_us": {**stages, "rtt": rtt},
+        "split_us": split,
+        "rtt_p99_us": histogram["p99_us"],
+        "duty_cycles_per_s": round(data["ticks"] / data["seconds"]),
+        "parked_share": round(data["parks"] / max(1, data["ticks"]), 3),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000, help="timed round trips (default 20,000)")
+    parser.add_argument("--warmup-iterations", type=int, default=2, help="Ping's warm-up iterations (2)")
+    parser.add_argument("--warmup-messages", type=int, default=5_000, help="messages per warm-up (5,000)")
+    parser.add_argument("--profile", default=None, help="mediadriver run --profile NAME (e.g. low-latency)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds a run may take (180)")
+    add_prop_args(parser)
+    args = parser.parse_args()
+    base = {"bench": "rtt_split", "profile": args.profile, **host_info()}
+    try:
+        result = measure(args, parse_props(args.ours_prop))
+    except BenchError as exc:
+        return no_comparison(base, exc)
+    progress(f"rtt_split: {result}")
+    emit({**base, **result})
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        aeron_dir, out, *rest = sys.argv[2:]
+        os.environ.pop("AERON_DIR", None)
+        sys.exit(child(aeron_dir, out, [a for a in rest if a != "--"]))
+    run_main(main)
