@@ -13,8 +13,10 @@ read is stamped with its age. The stages, medians over the timed round trips (µ
 - ``pong_read``: the receiver read the echo;
 - ``rtt``: Ping's own p50 (it polled the echo from the image).
 
-Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate and
-how often it parked, so a change in the idle strategy shows. One run takes about 30 s:
+Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate, how
+often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
+and per agent the median time of a duty cycle that did nothing (the timing wrappers add about 0.2 µs each),
+so a change in the idle strategy or the cost of a cycle shows. One run takes about 30 s:
 
     .venv/bin/python tools/bench/rtt_split.py                            # our defaults
     .venv/bin/python tools/bench/rtt_split.py --profile low-latency
@@ -85,10 +87,13 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
     """Our driver (``mediadriver run``) with its UDP sends and reads stamped; the stamps go to ``out`` at exit."""
     from driver import cli
     from driver.agent import runner as runner_module
+    from driver.conductor import DriverConductor
     from driver.media.udp_transport import UdpTransport
+    from driver.receiver import Receiver
+    from driver.sender import Sender
 
     records: list[tuple[int, int, int]] = []
-    cycles = {"ticks": 0, "parks": 0}
+    cycles: dict[str, Any] = {"ticks": 0, "parks": 0}
     clock = time.monotonic_ns
     send_term_burst, send, receive_batch = (
         UdpTransport.send_term_burst,
@@ -128,11 +133,40 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
             cycles["parks"] += 1
 
     runner_module.AgentRunner._tick = counted_tick  # type: ignore[method-assign]
+    do_work = runner_module.CompositeAgent.do_work
+    cycle_ns: dict[bool, list[int]] = {True: [], False: []}
+
+    def timed_do_work(self: Any) -> int:
+        started_ns = clock()
+        work = do_work(self)
+        cycle_ns[work > 0].append(clock() - started_ns)
+        return work
+
+    runner_module.CompositeAgent.do_work = timed_do_work  # type: ignore[method-assign]
+    agent_ns: dict[str, list[int]] = {}
+    for agent_class in (DriverConductor, Sender, Receiver):
+        samples = agent_ns[agent_class.__name__] = []
+
+        def timed(self: Any, _work: Any = agent_class.do_work, _samples: list[int] = samples) -> int:
+            started_ns = clock()
+            work = _work(self)
+            if not work:
+                _samples.append(clock() - started_ns)
+            return work
+
+        agent_class.do_work = timed  # type: ignore[method-assign]
     started = time.monotonic()
     try:
         return cli.main(["run", "--dir", aeron_dir, *props]) or 0
     finally:
         with open(out, "w") as f:
+            busy, idle = (sorted(cycle_ns[k]) for k in (True, False))
+            cycles["busy_cycle_us"] = busy[len(busy) // 2] / 1000 if busy else None
+            cycles["idle_cycle_us"] = idle[len(idle) // 2] / 1000 if idle else None
+            cycles["idle_agent_us"] = {
+                name: sorted(values)[len(values) // 2] / 1000 if values else None
+                for name, values in agent_ns.items()
+            }
             json.dump({"records": records, **cycles, "seconds": time.monotonic() - started}, f)
 
 
@@ -212,6 +246,9 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         "rtt_p99_us": histogram["p99_us"],
         "duty_cycles_per_s": round(data["ticks"] / data["seconds"]),
         "parked_share": round(data["parks"] / max(1, data["ticks"]), 3),
+        "busy_cycle_us": data["busy_cycle_us"],
+        "idle_cycle_us": data["idle_cycle_us"],
+        "idle_agent_us": data["idle_agent_us"],
     }
 
 

@@ -27,12 +27,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import statistics
+import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness import (
     JAVA_DEFAULT_PROPS,
+    ROOT,
     STARTUP_TIMEOUT_S,
     STREAM_ID,
     BenchError,
@@ -211,6 +214,11 @@ def add_steady_args(parser: argparse.ArgumentParser, setups: Sequence[str], time
         default=timeout,
         help=f"seconds one measurement may take (default {timeout:g})",
     )
+    parser.add_argument(
+        "--no-shell-check",
+        action="store_true",
+        help="skip the plain shell launch (shell_launch.sh) of ours and java that each run checks itself against",
+    )
     add_prop_args(parser)
 
 
@@ -221,6 +229,50 @@ def _split(text: str, allowed: Sequence[str] | None = None) -> list[str]:
             if item not in allowed:
                 raise SystemExit(f"{item!r}: expected one of {', '.join(allowed)}")
     return items
+
+
+SHELL_LAUNCH = ROOT / "tools" / "bench" / "shell_launch.sh"
+SHELL_CHECK_TOLERANCE = 0.15
+_SHELL_RESULT = re.compile(r"msgs_per_s=([0-9.]+) .*driver_cpu_pct=([0-9.]+)")
+
+
+def shell_launch(kind: str, channel: str, length: int, warmup: int, seconds: int) -> dict[str, Any]:
+    """One measurement by ``shell_launch.sh``: the driver and the samples started from bash, output in files."""
+    cmd = ["bash", str(SHELL_LAUNCH), kind, "-l", str(length), "-c", channel, "-w", str(warmup)]
+    cmd += ["-s", str(seconds)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + seconds + 90)
+    match = _SHELL_RESULT.search(done.stdout)
+    if done.returncode != 0 or match is None:
+        raise BenchError(f"shell_launch.sh {kind} failed: {(done.stderr or done.stdout).strip()[-300:]}")
+    return {"msgs_per_s": float(match.group(1)), "driver_cpu_pct": float(match.group(2))}
+
+
+def shell_check(
+    results: dict[tuple[str, str], list[dict[str, Any]]], shell: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Per driver, the harness's median (start order ``together``, as the script starts its clients) against
+    the shell launch's median of the same run; ``agree`` when within ``SHELL_CHECK_TOLERANCE``."""
+    check: dict[str, Any] = {}
+    for kind, launches in shell.items():
+        rates = [r["msgs_per_s"] for r in launches if "error" not in r]
+        harness = [r["msgs_per_s"] for r in results.get((kind, "together"), []) if "error" not in r]
+        if not rates or not harness:
+            check[kind] = {"error": next((r["error"] for r in launches if "error" in r), "no result")}
+            continue
+        ours, theirs = statistics.median(harness), statistics.median(rates)
+        agree = abs(ours - theirs) <= SHELL_CHECK_TOLERANCE * theirs
+        check[kind] = {
+            "harness_msgs_per_s": round(ours),
+            "shell_msgs_per_s": round(theirs),
+            "shell_driver_cpu_pct": statistics.median(r["driver_cpu_pct"] for r in launches if "error" not in r),
+            "agree": agree,
+        }
+        if not agree:
+            progress(
+                f"shell check: the harness measured {kind} at {ours:,.0f} msgs/s, a plain shell launch at "
+                f"{theirs:,.0f} msgs/s: they differ by more than {SHELL_CHECK_TOLERANCE:.0%}"
+            )
+    return check
 
 
 REFERENCES = {"ours": "java", "ours-plain": "java", "ours>java": "java>java", "java>ours": "java>java", "ours>ours": "java>java"}
@@ -255,7 +307,22 @@ def steady_main(
 
     host = host_info()
     results: dict[tuple[str, str], list[dict[str, Any]]] = {(s, o): [] for s in chosen for o in orders}
+    # The shell launch uses each driver's defaults (Java: SHARED) and starts both clients at once.
+    checked = [
+        kind
+        for kind in ("ours", "java")
+        if kind in chosen and "together" in orders and not args.ours_prop and not args.java_prop
+    ]
+    shell: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ([] if args.no_shell_check else checked)}
     for i, sequence in enumerate(run_sequences(args.runs, chosen, orders)):
+        for kind in shell:
+            progress(f"{bench}: run {i + 1}/{args.runs}, {kind} launched from a shell")
+            try:
+                launch = shell_launch(kind, channel_for(), args.length, args.warmup, args.seconds)
+            except (BenchError, subprocess.TimeoutExpired) as exc:
+                launch = {"error": str(exc)}
+            progress(f"{bench}: {kind} from a shell, run {i + 1}: {launch}")
+            shell[kind].append(launch)
         for setup, order in sequence:
             progress(f"{bench}: run {i + 1}/{args.runs}, {setup}, {order}")
             try:
@@ -339,6 +406,7 @@ def steady_main(
             **host,
             "load_1m_end": round(os.getloadavg()[0], 2),
             "results": table,
+            **({"shell_check": shell_check(results, shell)} if shell else {}),
         }
     )
     if not verdicts or any(

