@@ -85,6 +85,10 @@ NATIVE_OWNERS = {
     "amd_udp.h": "driver.media.udp_batch",
     "amd_timer.h": "driver.agent.park_timer",
 }
+# The client's CPython fast path (native/src/amd_fastpath.c, an extension module of its own, not cffi) has one
+# owner too.
+FASTPATH = "driver.concurrent.logbuffer._fastpath"
+FASTPATH_OWNER = "driver.concurrent.logbuffer.fastpath"
 # The archive is a client of the driver: primitives and the client, never the driver's agents or I/O.
 ARCHIVE = "driver.archive"
 ARCHIVE_MAY_IMPORT = (
@@ -157,7 +161,7 @@ def resolved_imports(path: Path, root: Path, known: set[str]) -> set[str]:
                 base = node.module or ""
             for alias in node.names:
                 target = f"{base}.{alias.name}"
-                found.add(target if target in known or target == NATIVE else base)
+                found.add(target if target in known or target in (NATIVE, FASTPATH) else base)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute | ast.Name)
@@ -457,3 +461,13 @@ def test_every_native_header_has_one_owner_module() -> None:
 def test_only_the_owner_of_a_native_family_calls_it(module: str) -> None:
     bad = native_violations(module, IMPORTS[module], native_names_used(MODULES[module]), FAMILIES)
     assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)}: {bad}"
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_only_the_fast_path_owner_imports_the_extension(module: str) -> None:
+    if module == FASTPATH_OWNER:
+        assert FASTPATH in IMPORTS[module]
+    else:
+        assert FASTPATH not in IMPORTS[module], (
+            f"{MODULES[module].relative_to(DRIVER.parent)} imports {FASTPATH}: call {FASTPATH_OWNER}"
+        )
