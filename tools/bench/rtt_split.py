@@ -16,7 +16,8 @@ read is stamped with its age. The stages, medians over the timed round trips (µ
 Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
 and per agent the median time of a duty cycle that did nothing (the timing wrappers add about 0.2 µs each),
-so a change in the idle strategy or the cost of a cycle shows. One run takes about 30 s:
+so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
+the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
     .venv/bin/python tools/bench/rtt_split.py                            # our defaults
     .venv/bin/python tools/bench/rtt_split.py --profile low-latency
@@ -28,6 +29,7 @@ Prints progress to stderr and one JSON line to stdout. Exit code 0, or 2 when no
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import signal
@@ -156,9 +158,16 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
 
         agent_class.do_work = timed  # type: ignore[method-assign]
     started = time.monotonic()
+    profile_out = os.environ.get("RTT_SPLIT_CPROFILE")
+    profiler = cProfile.Profile() if profile_out else None
+    if profiler is not None:
+        profiler.enable()
     try:
         return cli.main(["run", "--dir", aeron_dir, *props]) or 0
     finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile_out)
         with open(out, "w") as f:
             busy, idle = (sorted(cycle_ns[k]) for k in (True, False))
             cycles["busy_cycle_us"] = busy[len(busy) // 2] / 1000 if busy else None
