@@ -14,7 +14,8 @@ from driver.archive.codecs import (
     RecordingStopped,
     encode,
 )
-from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
+from driver.client.offer_result import ADMIN_ACTION, BACK_PRESSURED
+from driver.client.publication import ExclusivePublication
 
 SEND_ATTEMPTS = 3
 """A response is offered this many times before it is queued (docs/archive.md section 5)."""

@@ -25,7 +25,8 @@ from driver.archive.archive_context import MAX_BLOCK_LENGTH
 from driver.archive.replay_controls import ReplayControls
 from driver.archive.segment_file import segment_file_name, segment_path, segment_position
 from driver.archive.state import StateMachine
-from driver.client.publication import ADMIN_ACTION, CLOSED, NOT_CONNECTED, ExclusivePublication
+from driver.client.offer_result import ADMIN_ACTION, CLOSED, NOT_CONNECTED
+from driver.client.publication import ExclusivePublication
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 from driver.concurrent.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,

@@ -22,15 +22,14 @@ from driver.client.idle_strategy import (
     YieldingIdleStrategy,
 )
 from driver.client.image import BlockHandler, Image, RawBlockHandler
-from driver.client.publication import (
+from driver.client.offer_result import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,
     MAX_POSITION_EXCEEDED,
     NOT_CONNECTED,
-    ExclusivePublication,
-    Publication,
 )
+from driver.client.publication import ExclusivePublication, Publication
 from driver.client.subscription import Subscription
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from driver.client.message import Message
-from driver.client.publication import (
+from driver.client.offer_result import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,

@@ -7,6 +7,14 @@ from collections.abc import Awaitable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from driver.client.aio import offer as offer_waiting
+from driver.client.offer_result import (
+    ADMIN_ACTION,
+    BACK_PRESSURED,
+    CLOSED,
+    MAX_POSITION_EXCEEDED,
+    NOT_CONNECTED,
+)
 from driver.concurrent.counters import AtomicCounter, counter_offset
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.buffer_claim import BufferClaim
@@ -23,25 +31,6 @@ from driver.util.bit_util import to_int32
 
 if TYPE_CHECKING:
     from driver.client.aeron import Aeron
-
-NOT_CONNECTED = -1
-"""No subscriber is connected to the publication."""
-BACK_PRESSURED = -2
-"""Subscribers are too far behind: try again later."""
-ADMIN_ACTION = -3
-"""The log was rotating to a new term: try again at once."""
-CLOSED = -4
-"""The publication is closed."""
-MAX_POSITION_EXCEEDED = -5
-"""The stream reached the end of what its term length can address (term length x 2^31)."""
-
-OFFER_RESULT_NAMES = {
-    NOT_CONNECTED: "NOT_CONNECTED",
-    BACK_PRESSURED: "BACK_PRESSURED",
-    ADMIN_ACTION: "ADMIN_ACTION",
-    CLOSED: "CLOSED",
-    MAX_POSITION_EXCEEDED: "MAX_POSITION_EXCEEDED",
-}
 
 
 def _length(data: Any) -> int:
@@ -222,9 +211,7 @@ class _PublicationBase:
         return await self._offer_waiting(data, timeout_s=timeout_s)
 
     def _offer_waiting(self, data: Any, *, timeout_s: float | None = None) -> Awaitable[int]:
-        from driver.client.aio import offer
-
-        return offer(self, data, timeout_s=timeout_s)
+        return offer_waiting(self, data, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from driver.client.aio import messages as async_messages
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.image import ControlledFragmentHandler, FragmentBatch, Image
 from driver.client.message import Message, message_of
@@ -149,9 +150,7 @@ class Subscription:
 
     def messages(self, fragment_limit: int = 64) -> AsyncIterator[Message]:
         """``async for message in subscription.messages()``: whole messages, until the subscription closes."""
-        from driver.client.aio import messages
-
-        return messages(self, fragment_limit)
+        return async_messages(self, fragment_limit)
 
     # --- driven by the client conductor ----------------------------------------------------------
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driver.client import Aeron
-from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, CLOSED
+from driver.client.offer_result import ADMIN_ACTION, BACK_PRESSURED, CLOSED
 from tests.support import wait_for
 
 CHANNEL = "aeron:ipc?term-length=64k"

@@ -10,7 +10,7 @@ from itertools import count
 import pytest
 
 from driver.client import Aeron, BufferClaim, FragmentAssembler
-from driver.client.publication import CLOSED
+from driver.client.offer_result import CLOSED
 from tests.support import wait_for
 
 CHANNEL = "aeron:ipc?term-length=64k"

@@ -27,7 +27,7 @@ import pytest
 
 from driver.client import Aeron
 from driver.client.fragment_assembler import FragmentAssembler
-from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
+from driver.client.offer_result import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
 from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.interop

@@ -40,7 +40,7 @@ import pytest
 
 from driver.client import Aeron
 from driver.client.fragment_assembler import FragmentAssembler
-from driver.client.publication import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
+from driver.client.offer_result import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED
 from driver.protocol import frames
 from tests.support import free_port, wait_for
 
