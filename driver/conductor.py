@@ -221,6 +221,7 @@ class DriverConductor:
         self._publication_links: dict[int, PublicationLink] = {}
         self._subscription_links: dict[int, SubscriptionLink] = {}
         self._ipc_publications: list[IpcPublication] = []
+        self._ipc_limit_watch: dict[IpcPublication, None] = {}  # the active ones with subscribers
         self._active_session_ids: set[int] = set()
         self._rng = rng or random.Random()
         self._next_session_id = random_int32(self._rng)
@@ -284,10 +285,9 @@ class DriverConductor:
             for network_publication in self._network_publications:
                 if network_publication.state is NetState.ACTIVE:
                     work += network_publication.update_publisher_limit()
-        if self._ipc_publications:
-            for publication in self._ipc_publications:
-                if publication.state is IpcState.ACTIVE:
-                    work += publication.update_publisher_limit(now_ns)
+        if self._ipc_limit_watch:
+            for publication in self._ipc_limit_watch:
+                work += publication.update_publisher_limit(now_ns)
         return work
 
     def receive_commands(self, now_ns: int | None = None) -> int:
@@ -657,6 +657,7 @@ class DriverConductor:
             self._system_counters.get(SystemCounterDescriptor.UNBLOCKED_PUBLICATIONS),
             self._nano_clock(),
             exclusive,
+            self._ipc_limit_watch,
         )
         self._ipc_publications.append(publication)
         self._active_session_ids.add(session_id)

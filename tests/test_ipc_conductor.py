@@ -237,6 +237,30 @@ def test_limit_moves_count_as_work_only_when_they_come_quickly(
         assert log.term_buffers[0].get_bytes(2 * gain + 64, 1) == b"\xff"  # never ahead of the reader
 
 
+def test_limit_of_a_publication_whose_subscribers_come_and_go(client: Client, driver: MediaDriver) -> None:
+    """Only publications with subscribers are polled every duty cycle: the last one leaving holds the limit at
+    what it read, and a new one opens the window again."""
+    sub_id, _ = client.add_subscription()
+    events = client.add_publication()[1]
+    (image,) = decode(events, cp.Event.ON_AVAILABLE_IMAGE)
+    ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
+    counters = driver.counters
+    counters.set_counter_value(image.subscriber_position_id, 16_384)
+    client.run()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384 + TERM_LENGTH
+    client.command(cp.Command.REMOVE_SUBSCRIPTION, lambda c: cp.encode_remove(client.client_id, c, sub_id))
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384
+    for _ in range(3):
+        driver.conductor.do_work()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384
+    _, events = client.add_subscription()
+    (late,) = decode(events, cp.Event.ON_AVAILABLE_IMAGE)
+    assert counters.get_counter_value(late.subscriber_position_id) == 16_384
+    counters.set_counter_value(late.subscriber_position_id, 32_768)
+    client.run()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 32_768 + TERM_LENGTH
+
+
 def test_late_subscriber_joins_at_the_furthest_consumer_position(client: Client, driver: MediaDriver) -> None:
     client.add_subscription()
     events = client.add_publication()[1]
