@@ -214,6 +214,10 @@ class IpcPublication:
         elif now_ns - self._time_of_last_state_change_ns > self._linger_timeout_ns:
             self.reached_end_of_life = True
 
+    def cap_linger(self, max_ns: int) -> None:
+        """Its client is gone: linger no longer than ``max_ns`` (from when it started lingering)."""
+        self._linger_timeout_ns = min(self._linger_timeout_ns, max_ns)
+
     def close(self) -> None:
         """Free the counters (subscriber positions included) and delete the log file."""
         self._limit_watch.pop(self, None)

@@ -314,6 +314,44 @@ def test_negative_linger_as_the_1_15_1_archive_sends_frees_the_publication_once_
     assert not Path(ready.log_file_name).exists()
 
 
+def _keepalive(client: Client) -> None:
+    assert client.ring.write(cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(client.client_id, 0))
+
+
+@pytest.mark.parametrize("goes", ["closes", "times out"])
+def test_a_saturated_linger_holds_the_log_only_while_its_client_lives(
+    aeron_dir: Path, clock, goes: str
+) -> None:
+    """linger=<more than a long holds> is taken and saturated, as 1.15.1 does; once the client that removed the
+    publication is gone, the log lingers no longer than aeron.publication.linger.max."""
+    ctx = DriverContext(aeron_dir=str(aeron_dir), publication_linger_max_ns=10_000_000_000)
+    driver = MediaDriver(ctx, clock.epoch_clock_ms, clock.nano_clock)
+    driver.conductor.on_start()
+    try:
+        client = Client(driver)
+        channel = f"aeron:ipc?term-length={TERM_LENGTH}|linger=99999999999999999999s"
+        pub_id, events = client.add_publication(channel)
+        ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
+        client.command(cp.Command.REMOVE_PUBLICATION, lambda c: cp.encode_remove(client.client_id, c, pub_id))
+        log = Path(ready.log_file_name)
+        for _ in range(30):  # 30 s: the client lives, so its (saturated) linger holds
+            clock.advance_ms(1000)
+            _keepalive(client)
+            client.run()
+        assert log.exists()
+        if goes == "closes":
+            client.command(cp.Command.CLIENT_CLOSE, lambda c: cp.encode_correlated(client.client_id, c))
+        gone_at = clock.nanos
+        while log.exists():
+            assert clock.nanos - gone_at <= 5_000_000_000 + 10_000_000_000 + 2_000_000_000, "log still pinned"
+            clock.advance_ms(500)
+            client.run()
+        assert driver.counters.get_counter_state(ready.publication_limit_counter_id) != RECORD_ALLOCATED
+    finally:
+        driver.conductor.on_close()
+        driver.close()
+
+
 def test_unknown_publication_and_subscription_removals_are_refused(client: Client) -> None:
     client.add_publication()
     _, events = client.command(
