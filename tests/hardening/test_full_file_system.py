@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.client import Aeron, RegistrationError
+from driver.client import Aeron, AeronError, RegistrationError
 from driver.concurrent.counters import CountersReader
 from tests.support import EmbeddedDriver, wait_for
 from tests.support.tmpfs import mounted_tmpfs
@@ -124,6 +124,29 @@ def test_sparse_logs_on_a_small_tmpfs_kill_no_client(small_tmpfs: Path) -> None:
         assert 2 <= outcome["added"] < 19
         assert "no space for" in outcome["refusal"] and "sparse log" in outcome["refusal"]
         assert driver.driver.cnc.version == 15
+
+
+def test_a_client_refuses_a_sparse_log_it_could_not_write_and_says_why(small_tmpfs: Path) -> None:
+    """A sparse log made while there was room, then the file system filled by another program: a second client
+    joining that shared publication would fault writing it, so its add fails naming the log and the space."""
+    aeron_dir = small_tmpfs / "aeron"
+    settings = dict(
+        conductor_buffer_length=64 * 1024 + 768,
+        to_clients_buffer_length=64 * 1024 + 128,
+        loss_report_buffer_length=64 * 1024,
+    )
+    channel = "aeron:ipc?term-length=1m|sparse=true"
+    with EmbeddedDriver(aeron_dir, **settings), Aeron.connect(aeron_dir=str(aeron_dir)) as first:
+        first.add_publication(channel, 7)
+        blob = small_tmpfs / "blob"
+        with open(blob, "wb") as f:  # another program takes what is left
+            f.write(bytes(os.statvfs(small_tmpfs).f_bavail * os.statvfs(small_tmpfs).f_frsize))
+        with Aeron.connect(aeron_dir=str(aeron_dir)) as second:
+            with pytest.raises(AeronError, match=r"cannot publish on .*\.logbuffer: the log is sparse") as refused:
+                second.add_publication(channel, 7)
+            assert "would fault" in str(refused.value)
+            assert second.add_counter(1, "still alive") is not None
+        blob.unlink()
 
 
 def test_a_one_gib_term_add_does_not_stall_the_driver(aeron_dir: Path) -> None:
