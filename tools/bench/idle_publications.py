@@ -2,8 +2,8 @@
 """Driver CPU with thousands of idle IPC publications: ours against the Aeron 1.15.1 Java driver (same run).
 
 For each driver in turn (a fresh dir under /dev/shm, each with the same properties), our Python client adds
-``--publications`` exclusive publications on ``aeron:ipc`` with small terms (``--term-length``, 64 KiB) and no
-subscriber, then holds them without offering anything while the driver's utime+stime (/proc) is measured over
+``--publications`` exclusive publications on ``aeron:ipc`` (``--channel udp``: on one UDP endpoint on localhost,
+a free port, nobody receiving) with small terms (``--term-length``, 64 KiB) and no subscriber, then holds them without offering anything while the driver's utime+stime (/proc) is measured over
 the window. A driver's duty cycle should not grow with idle resources faster than the Java driver's does.
 Prints one JSON line; exits 0 when ours <= the Java driver's CPU, 1 when not, 2 when no comparison was made.
 """
@@ -20,7 +20,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import BenchError, Harness, emit, find_peers, no_comparison, progress, ratio, rounded, run_main  # noqa: E402
+from harness import (  # noqa: E402
+    BenchError,
+    Harness,
+    emit,
+    find_peers,
+    free_udp_port,
+    no_comparison,
+    progress,
+    ratio,
+    rounded,
+    run_main,
+)
 
 from driver.client import Aeron  # noqa: E402
 from driver.client.exceptions import AeronError  # noqa: E402
@@ -50,13 +61,12 @@ def add_publications(aeron: Aeron, channel: str, count: int, timeout_s: float) -
 
 
 def measure(
-    h: Harness, kind: str, count: int, term_length: int, settle_s: float, window_s: float
+    h: Harness, kind: str, count: int, channel: str, settle_s: float, window_s: float
 ) -> dict[str, float]:
     """Start a driver, add the publications, return its CPU (% of one core) with none and with them all."""
     driver = h.start_driver(kind)
     time.sleep(settle_s)
     baseline = cpu_pct(driver, window_s / 2)
-    channel = f"aeron:ipc?term-length={term_length}"
     with Aeron.connect(aeron_dir=str(driver.aeron_dir)) as aeron:
         started = time.monotonic()
         publications = add_publications(aeron, channel, count, timeout_s=max(60.0, count / 20))
@@ -78,7 +88,10 @@ def cpu_pct(driver: object, window_s: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--publications", type=int, default=4000, help="idle IPC publications (default 4000)")
+    parser.add_argument("--publications", type=int, default=4000, help="idle publications (default 4000)")
+    parser.add_argument(
+        "--channel", choices=("ipc", "udp"), default="ipc", help="their channel (default ipc)"
+    )
     parser.add_argument("--term-length", type=int, default=65536, help="their term length (default 64 KiB)")
     parser.add_argument(
         "--seconds", type=float, default=10.0, help="measurement window per driver (default 10)"
@@ -87,7 +100,15 @@ def main() -> int:
     parser.add_argument("--no-java", action="store_true", help="skip the Java reference")
     args = parser.parse_args()
 
-    result: dict[str, object] = {"bench": "idle_publications", "publications": args.publications}
+    result: dict[str, object] = {
+        "bench": "idle_publications",
+        "channel": args.channel,
+        "publications": args.publications,
+    }
+    if args.channel == "ipc":
+        channel = f"aeron:ipc?term-length={args.term_length}"
+    else:
+        channel = f"aeron:udp?endpoint=localhost:{free_udp_port()}|term-length={args.term_length}"
     kinds = ["ours"] if args.no_java else ["ours", "java"]
     if not args.no_java and find_peers() is None:
         return no_comparison(result, BenchError("Aeron peer not installed (run `make peers`)"))
@@ -95,9 +116,7 @@ def main() -> int:
     try:
         for kind in kinds:
             with Harness() as h:
-                figures[kind] = measure(
-                    h, kind, args.publications, args.term_length, args.settle, args.seconds
-                )
+                figures[kind] = measure(h, kind, args.publications, channel, args.settle, args.seconds)
     except (BenchError, AeronError, OSError) as exc:
         return no_comparison(result, exc)
 
