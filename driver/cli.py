@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from driver import stop_signals
 from driver.context import (
     PROFILES,
     ConfigurationError,
@@ -22,17 +23,6 @@ from driver.context import (
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-STOP_SIGNALS = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-)
-"""Every catchable signal whose default action ends the process stops ``run`` cleanly: heartbeat withdrawn,
-files handled as on SIGTERM, so a new driver may start on the dir at once. SIGPIPE stays ignored (Python's
-default): a closed stdout or socket is an error on that write, not a reason to stop the driver."""
 
 
 def _aeron_dir(args: argparse.Namespace, properties: dict[str, str]) -> str:
@@ -80,10 +70,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         )
     for prop in ctx.unknown_properties:
         print(f"mediadriver: warning: unknown property {prop} ignored", file=sys.stderr)
-    # A signal may arrive as soon as cnc.dat is ready, before the loop runs: remember it until then.
-    early_signals: list[int] = []
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda s, _f: early_signals.append(s))  # replaced by the loop's handlers below
+    # A signal may arrive before the loop runs (held since the process started): remember it until then.
+    early_signals = stop_signals.hold()
     archive_ctx = None
     if args.http_port is not None and not args.archive:
         return _fail("--http needs --archive (the service records and replays through the archive)", EXIT_USAGE)
@@ -138,7 +126,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
             http.stop()
             http.task.add_done_callback(lambda _t: driver.request_stop())
 
-        for sig in STOP_SIGNALS:
+        for sig in stop_signals.STOP_SIGNALS:
             loop.add_signal_handler(sig, request_stop)
         print(
             f"mediadriver: running on {ctx.aeron_dir} (pid {os.getpid()}, CnC v15); Ctrl-C stops it",
@@ -161,7 +149,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         _run_loop(main)
     finally:
         # The loop's handlers went with it: a second signal must not cut the clean-up short.
-        for sig in STOP_SIGNALS:
+        for sig in stop_signals.STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         if archive is not None:
             archive.close()
@@ -321,9 +309,7 @@ def cmd_archive_server(args: argparse.Namespace, properties: dict[str, str]) -> 
     assert ctx is not None
     if ctx.threading_mode == "INVOKER":
         return _fail("archive threading mode INVOKER is for programs that embed the archive", EXIT_USAGE)
-    early_signals: list[int] = []
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda s, _f: early_signals.append(s))
+    early_signals = stop_signals.hold()
     try:
         archive = Archive(ctx, driver_timeout_s=args.driver_timeout)
     except ArchiveStartError as e:
@@ -332,7 +318,7 @@ def cmd_archive_server(args: argparse.Namespace, properties: dict[str, str]) -> 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        for sig in STOP_SIGNALS:
+        for sig in stop_signals.STOP_SIGNALS:
             loop.add_signal_handler(sig, stop.set)
         if early_signals:
             stop.set()
@@ -346,7 +332,7 @@ def cmd_archive_server(args: argparse.Namespace, properties: dict[str, str]) -> 
     try:
         _run_loop(main)
     finally:
-        for sig in STOP_SIGNALS:  # a second signal must not cut the clean-up short
+        for sig in stop_signals.STOP_SIGNALS:  # a second signal must not cut the clean-up short
             signal.signal(sig, signal.SIG_IGN)
         archive.close()
     print("mediadriver: archive stopped", flush=True)
@@ -484,7 +470,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as e:
         return _fail(str(e), EXIT_USAGE)
     args = build_parser().parse_args(rest)
+    if not _runs_until_stopped(args):
+        stop_signals.release()  # held since start-up (driver.__main__): short commands get the usual handling
     return args.handler(args, properties)
+
+
+def _runs_until_stopped(args: argparse.Namespace) -> bool:
+    return args.handler is cmd_run or (args.handler is cmd_archive and args.archive_tool is None)
 
 
 if __name__ == "__main__":

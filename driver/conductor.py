@@ -221,6 +221,10 @@ class DriverConductor:
         self._publication_links: dict[int, PublicationLink] = {}
         self._subscription_links: dict[int, SubscriptionLink] = {}
         self._ipc_publications: list[IpcPublication] = []
+        self._ipc_limit_watch: dict[IpcPublication, None] = {}  # the active ones with subscribers
+        # Publications whose last link a client released, by that client: once the client is gone too, their
+        # linger is capped (a linger=<years> must not pin a log after its owner left).
+        self._released_by: dict[IpcPublication | NetworkPublication, int] = {}
         self._active_session_ids: set[int] = set()
         self._rng = rng or random.Random()
         self._next_session_id = random_int32(self._rng)
@@ -284,10 +288,9 @@ class DriverConductor:
             for network_publication in self._network_publications:
                 if network_publication.state is NetState.ACTIVE:
                     work += network_publication.update_publisher_limit()
-        if self._ipc_publications:
-            for publication in self._ipc_publications:
-                if publication.state is IpcState.ACTIVE:
-                    work += publication.update_publisher_limit(now_ns)
+        if self._ipc_limit_watch:
+            for publication in self._ipc_limit_watch:
+                work += publication.update_publisher_limit(now_ns)
         return work
 
     def receive_commands(self, now_ns: int | None = None) -> int:
@@ -334,6 +337,7 @@ class DriverConductor:
         for publication in self._ipc_publications:
             publication.close()
         self._ipc_publications.clear()
+        self._released_by.clear()
         for network_publication in self._network_publications:
             network_publication.close()
         self._network_publications.clear()
@@ -372,6 +376,7 @@ class DriverConductor:
                 ended.append(publication)
         for publication in ended:
             self._ipc_publications.remove(publication)
+            self._released_by.pop(publication, None)
             self._active_session_ids.discard(publication.session_id)
             for link in self._subscription_links.values():
                 link.unlink(publication)
@@ -452,7 +457,11 @@ class DriverConductor:
         for registration_id in [
             r for r, link in self._publication_links.items() if link.client_id == client_id
         ]:
-            self._publication_links.pop(registration_id).close()
+            self._close_publication_link(self._publication_links.pop(registration_id))
+        max_linger_ns = self._ctx.publication_linger_max_ns
+        for publication in [p for p, owner in self._released_by.items() if owner == client_id]:
+            publication.cap_linger(max_linger_ns)
+            del self._released_by[publication]
         for registration_id in [
             r for r, link in self._subscription_links.items() if link.client_id == client_id
         ]:
@@ -657,6 +666,7 @@ class DriverConductor:
             self._system_counters.get(SystemCounterDescriptor.UNBLOCKED_PUBLICATIONS),
             self._nano_clock(),
             exclusive,
+            self._ipc_limit_watch,
         )
         self._ipc_publications.append(publication)
         self._active_session_ids.add(session_id)
@@ -833,8 +843,13 @@ class DriverConductor:
             raise ControlProtocolError(
                 cp.ErrorCode.UNKNOWN_PUBLICATION, f"unknown publication: {msg.registration_id}"
             )
-        link.close()
+        self._close_publication_link(link)
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
+
+    def _close_publication_link(self, link: PublicationLink) -> None:
+        link.close()
+        if link.publication.ref_count == 0:
+            self._released_by[link.publication] = link.client_id
 
     def on_add_subscription(self, msg: cp.SubscriptionMessage) -> None:
         self._check_registration_id_free(msg.correlation_id)
@@ -1178,6 +1193,7 @@ class DriverConductor:
 
     def cleanup_network_publication(self, publication: NetworkPublication) -> None:
         self._active_session_ids.discard(publication.session_id)
+        self._released_by.pop(publication, None)
         self._sender_proxy.remove_network_publication(publication)
         self._release_send_endpoint(publication.channel_endpoint)
 

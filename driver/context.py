@@ -208,6 +208,14 @@ class DriverContext:
         "ns",
         "closed publication linger",
     )
+    publication_linger_max_ns: int = _setting(
+        "aeron.publication.linger.max",
+        parse_duration_ns,
+        60_000_000_000,
+        "ns",
+        "the longest a removed publication lingers once its client is gone (closed or timed out), whatever "
+        "linger it asked for",
+    )
     term_buffer_length: int = _setting(
         "aeron.term.buffer.length", parse_size, 16 * MIB, "bytes", "term length of network publications"
     )

@@ -49,6 +49,7 @@ class IpcPublication:
         unblocked_publications: AtomicCounter,
         now_ns: int,
         is_exclusive: bool,
+        limit_watch: dict[IpcPublication, None] | None = None,
     ) -> None:
         self.registration_id = registration_id
         self.channel = channel
@@ -75,6 +76,10 @@ class IpcPublication:
         self._linger_timeout_ns = linger_timeout_ns
         self._time_of_last_state_change_ns = now_ns
         self._unblocked_publications = unblocked_publications
+        # The conductor polls the limits of only these, every duty cycle: an active publication with
+        # subscribers. Without one the limit changes only when the last subscriber leaves (set then), so
+        # thousands of idle publications cost nothing between timer ticks.
+        self._limit_watch: dict[IpcPublication, None] = {} if limit_watch is None else limit_watch
         self.subscriber_positions: list[AtomicCounter] = []
         self.consumer_position = self.producer_position()
         self._clean_position = self.consumer_position
@@ -104,6 +109,8 @@ class IpcPublication:
     def add_subscriber(self, position: AtomicCounter) -> None:
         lbd.set_is_connected(self._meta, True)
         self.subscriber_positions.append(position)
+        if self.state is State.ACTIVE:
+            self._limit_watch[self] = None
 
     def remove_subscriber(self, position: AtomicCounter) -> None:
         self.consumer_position = max(self.consumer_position, position.get())
@@ -111,6 +118,9 @@ class IpcPublication:
         position.close()
         if not self.subscriber_positions:
             lbd.set_is_connected(self._meta, False)
+            self._limit_watch.pop(self, None)
+            if self.state is State.ACTIVE:
+                self._hold_limit_at_consumer()
 
     # --- links from clients ------------------------------------------------------------------
 
@@ -121,6 +131,7 @@ class IpcPublication:
         self.ref_count -= 1
         if self.ref_count == 0:
             self.state = State.INACTIVE
+            self._limit_watch.pop(self, None)
             producer_position = self.producer_position()
             if self.publisher_limit.get() > producer_position:
                 self.publisher_limit.set(producer_position)
@@ -149,10 +160,15 @@ class IpcPublication:
                 time_since_last_trip_ns = now_ns - self._time_of_last_trip_ns
                 self._time_of_last_trip_ns = now_ns
                 return 1 if time_since_last_trip_ns < BUSY_TRIP_INTERVAL_NS else 0
-        elif self.publisher_limit.get() > self.consumer_position:
+        else:
+            self._hold_limit_at_consumer()
+        return 0
+
+    def _hold_limit_at_consumer(self) -> None:
+        """No subscriber: the publisher may not pass what the last one read."""
+        if self.publisher_limit.get() > self.consumer_position:
             self._trip_limit = self.consumer_position
             self.publisher_limit.set(self.consumer_position)
-        return 0
 
     def _clean_buffer(self, min_consumer_position: int) -> None:
         """Zero everything every subscriber has read, so the terms can be reused. 1.15.1 zeroes at most to the
@@ -198,8 +214,13 @@ class IpcPublication:
         elif now_ns - self._time_of_last_state_change_ns > self._linger_timeout_ns:
             self.reached_end_of_life = True
 
+    def cap_linger(self, max_ns: int) -> None:
+        """Its client is gone: linger no longer than ``max_ns`` (from when it started lingering)."""
+        self._linger_timeout_ns = min(self._linger_timeout_ns, max_ns)
+
     def close(self) -> None:
         """Free the counters (subscriber positions included) and delete the log file."""
+        self._limit_watch.pop(self, None)
         self.publisher_pos.close()
         self.publisher_limit.close()
         for position in self.subscriber_positions:

@@ -239,6 +239,14 @@ class MediaDriver:
 
     def _prepare_directory(self) -> None:
         directory = self.aeron_dir
+        if directory.is_symlink():
+            # The driver deletes and remakes its dir at start: through a link that would empty whatever it
+            # points to (or, for the link alone, leave the data elsewhere), so a link is refused by name.
+            raise DriverStartError(
+                f"cannot use the aeron dir {directory}: it is a symbolic link (to {os.readlink(directory)}), "
+                "and the driver deletes and recreates its dir at start. Give the real directory, or another "
+                "path, with --dir, AERON_DIR or -Daeron.dir"
+            )
         try:
             if directory.exists():
                 if not self.ctx.dir_delete_on_start:

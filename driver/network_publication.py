@@ -417,6 +417,10 @@ class NetworkPublication:
             conductor.cleanup_network_publication(self)
             self.state = State.CLOSING
 
+    def cap_linger(self, max_ns: int) -> None:
+        """Its client is gone: linger no longer than ``max_ns`` (from when it started lingering)."""
+        self._linger_timeout_ns = min(self._linger_timeout_ns, max_ns)
+
     def close(self) -> None:
         self.publisher_pos.close()
         self.publisher_limit.close()

@@ -3,7 +3,9 @@
 A log that is not sparse is allocated in full before it is mapped (driver/util/files.py), so neither the driver
 nor a client can fault on a full file system, and its pages are faulted into the driver's mapping up front. A
 sparse log (asked for: ``sparse=true``, ``aeron.term.buffer.sparse.file``) is neither: only its metadata page is
-allocated at creation, as in Aeron (docs/logbuffer.md section 1).
+allocated at creation, as in Aeron (docs/logbuffer.md section 1). It is made only if the file system has room
+for all of it beside what the driver's other sparse logs may still take as they are written, so the driver's
+own logs never promise more space than there is.
 
 Large logs are made and destroyed by :class:`LogFactory` on its own thread: allocating, mapping or unmapping
 gigabytes takes seconds, and the conductor's duty cycle (and its heartbeat) must not wait for that.
@@ -12,8 +14,10 @@ gigabytes takes seconds, and the conductor's duty cycle (and its heartbeat) must
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import struct
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,7 +31,7 @@ from driver.concurrent.logbuffer.log_buffer_descriptor import (
 )
 from driver.concurrent.logbuffer.log_buffers import LogBuffers
 from driver.util.bit_util import java_hex
-from driver.util.files import FilePermissions, create_allocated_file
+from driver.util.files import FileAllocationError, FilePermissions, create_allocated_file, free_bytes
 
 PUBLICATIONS_DIR = "publications"
 IMAGES_DIR = "images"
@@ -77,6 +81,8 @@ class RawLog:
         self.term_buffers = self.buffers.term_buffers
         self.meta_data = self.buffers.meta_data_buffer
         self.length = length
+        self.sparse = sparse
+        self.terms_released = False
         self._release_executor: ThreadPoolExecutor | None = None
 
     @property
@@ -98,12 +104,24 @@ class RawLog:
         """Give the terms' pages back to the file system (they read as zeros from then on); the metadata
         stays. For a publication every subscriber has drained: its linger then holds no memory
         (docs/logbuffer.md section 1). A large log does it on its factory's thread, before its release."""
+        self.terms_released = True
         executor = self._release_executor
         if executor is not None:
             with contextlib.suppress(RuntimeError):  # shut down: do it here instead
                 executor.submit(self.buffers.remove_terms)
                 return
         self.buffers.remove_terms()
+
+    def unallocated_bytes(self, device: int) -> int:
+        """What writing the rest of this (sparse) log may still take on ``device``: 0 once freed, drained
+        (its terms are never written again) or elsewhere."""
+        if self.terms_released:
+            return 0
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return 0
+        return max(0, self.length - st.st_blocks * 512) if st.st_dev == device else 0
 
     def _release(self) -> None:
         self.buffers.close()
@@ -128,12 +146,39 @@ class LogFactory:
         self.permissions = permissions or FilePermissions()
         self.async_length = async_length
         self._executor: ThreadPoolExecutor | None = None
+        # Sparse logs made so far (dropped once gone): what they may still take is kept free. The lock makes
+        # the check and the creation one step for the conductor and the factory's thread.
+        self._sparse_logs: list[RawLog] = []
+        self._sparse_lock = threading.Lock()
 
     def is_large(self, term_length: int) -> bool:
         return compute_log_length(term_length, self.page_size) >= self.async_length
 
     def create(self, path: Path, term_length: int, sparse: bool) -> RawLog:
-        return RawLog(path, term_length, self.page_size, sparse, self.permissions)
+        if not sparse:
+            return RawLog(path, term_length, self.page_size, sparse, self.permissions)
+        with self._sparse_lock:
+            self._check_room_for_sparse(path, compute_log_length(term_length, self.page_size))
+            raw_log = RawLog(path, term_length, self.page_size, sparse, self.permissions)
+            self._sparse_logs.append(raw_log)
+        return raw_log
+
+    def _check_room_for_sparse(self, path: Path, length: int) -> None:
+        """FileAllocationError unless the file system holds ``length`` more bytes beside what the other sparse
+        logs on it may still take (unknown free space is not checked)."""
+        free = free_bytes(path.parent)
+        if free is None:
+            return
+        device = os.stat(path.parent).st_dev
+        self._sparse_logs = [log for log in self._sparse_logs if log.path.exists()]
+        promised = sum(log.unallocated_bytes(device) for log in self._sparse_logs)
+        if free - promised < length:
+            raise FileAllocationError(
+                errno.ENOSPC,
+                f"no space for {path}: a sparse log takes its {length} bytes as it is written and the file "
+                f"system has {free} bytes free, {promised} of them due to the driver's other sparse logs; free "
+                "space there or choose smaller terms (term-length, aeron.term.buffer.length)",
+            )
 
     def submit(self, path: Path, term_length: int, sparse: bool) -> Future[RawLog]:
         """Create the log on the factory's thread; the future holds the RawLog or the error."""

@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "driver",
         "driver.__main__",
+        "driver.stop_signals",
         "driver.cli",
         "driver.archive_launcher",
         "driver.views",

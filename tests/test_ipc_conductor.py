@@ -237,6 +237,30 @@ def test_limit_moves_count_as_work_only_when_they_come_quickly(
         assert log.term_buffers[0].get_bytes(2 * gain + 64, 1) == b"\xff"  # never ahead of the reader
 
 
+def test_limit_of_a_publication_whose_subscribers_come_and_go(client: Client, driver: MediaDriver) -> None:
+    """Only publications with subscribers are polled every duty cycle: the last one leaving holds the limit at
+    what it read, and a new one opens the window again."""
+    sub_id, _ = client.add_subscription()
+    events = client.add_publication()[1]
+    (image,) = decode(events, cp.Event.ON_AVAILABLE_IMAGE)
+    ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
+    counters = driver.counters
+    counters.set_counter_value(image.subscriber_position_id, 16_384)
+    client.run()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384 + TERM_LENGTH
+    client.command(cp.Command.REMOVE_SUBSCRIPTION, lambda c: cp.encode_remove(client.client_id, c, sub_id))
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384
+    for _ in range(3):
+        driver.conductor.do_work()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 16_384
+    _, events = client.add_subscription()
+    (late,) = decode(events, cp.Event.ON_AVAILABLE_IMAGE)
+    assert counters.get_counter_value(late.subscriber_position_id) == 16_384
+    counters.set_counter_value(late.subscriber_position_id, 32_768)
+    client.run()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 32_768 + TERM_LENGTH
+
+
 def test_late_subscriber_joins_at_the_furthest_consumer_position(client: Client, driver: MediaDriver) -> None:
     client.add_subscription()
     events = client.add_publication()[1]
@@ -288,6 +312,44 @@ def test_negative_linger_as_the_1_15_1_archive_sends_frees_the_publication_once_
     clock.advance_ms(1000)
     client.run()  # the next timer tick ends it; the 2 s default linger would still hold the log
     assert not Path(ready.log_file_name).exists()
+
+
+def _keepalive(client: Client) -> None:
+    assert client.ring.write(cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(client.client_id, 0))
+
+
+@pytest.mark.parametrize("goes", ["closes", "times out"])
+def test_a_saturated_linger_holds_the_log_only_while_its_client_lives(
+    aeron_dir: Path, clock, goes: str
+) -> None:
+    """linger=<more than a long holds> is taken and saturated, as 1.15.1 does; once the client that removed the
+    publication is gone, the log lingers no longer than aeron.publication.linger.max."""
+    ctx = DriverContext(aeron_dir=str(aeron_dir), publication_linger_max_ns=10_000_000_000)
+    driver = MediaDriver(ctx, clock.epoch_clock_ms, clock.nano_clock)
+    driver.conductor.on_start()
+    try:
+        client = Client(driver)
+        channel = f"aeron:ipc?term-length={TERM_LENGTH}|linger=99999999999999999999s"
+        pub_id, events = client.add_publication(channel)
+        ready = decode(events, cp.Event.ON_PUBLICATION_READY)[0]
+        client.command(cp.Command.REMOVE_PUBLICATION, lambda c: cp.encode_remove(client.client_id, c, pub_id))
+        log = Path(ready.log_file_name)
+        for _ in range(30):  # 30 s: the client lives, so its (saturated) linger holds
+            clock.advance_ms(1000)
+            _keepalive(client)
+            client.run()
+        assert log.exists()
+        if goes == "closes":
+            client.command(cp.Command.CLIENT_CLOSE, lambda c: cp.encode_correlated(client.client_id, c))
+        gone_at = clock.nanos
+        while log.exists():
+            assert clock.nanos - gone_at <= 5_000_000_000 + 10_000_000_000 + 2_000_000_000, "log still pinned"
+            clock.advance_ms(500)
+            client.run()
+        assert driver.counters.get_counter_state(ready.publication_limit_counter_id) != RECORD_ALLOCATED
+    finally:
+        driver.conductor.on_close()
+        driver.close()
 
 
 def test_unknown_publication_and_subscription_removals_are_refused(client: Client) -> None:

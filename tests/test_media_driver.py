@@ -103,6 +103,23 @@ def test_unwritable_dir_is_a_clear_error(tmp_path: Path) -> None:
     assert "--dir" in result.stderr
 
 
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlinked_dir_is_refused_naming_the_link_and_leaving_its_target(tmp_path: Path, dangling: bool) -> None:
+    target = tmp_path / "real"
+    if not dangling:
+        target.mkdir()
+        (target / "keep.txt").write_text("not the driver's")
+    link = tmp_path / "aeron"
+    link.symlink_to(target)
+    result = _run_driver(link, "-Daeron.dir.delete.on.start=true")
+    assert result.returncode == 1
+    assert f"cannot use the aeron dir {link}: it is a symbolic link (to {target})" in result.stderr
+    assert "rmtree" not in result.stderr and "Traceback" not in result.stderr
+    assert link.is_symlink()
+    if not dangling:
+        assert (target / "keep.txt").read_text() == "not the driver's"
+
+
 def test_active_driver_check_uses_the_heartbeat(aeron_dir: Path, clock) -> None:
     driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir)))
     try:

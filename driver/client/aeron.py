@@ -27,6 +27,7 @@ from driver.concurrent.logbuffer.term_reader import TermReader
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import default_aeron_dir
 from driver.protocol import control_protocol as cp
+from driver.util.files import free_bytes, unallocated_bytes
 
 DEFAULT_DRIVER_TIMEOUT_MS = 10_000
 IDLE_SLEEP_S = 0.01
@@ -453,6 +454,18 @@ class Aeron:
         populate = "sparse=true" not in channel
 
         def on_ready(correlation_id: int, ready: cp.PublicationBuffersReady) -> None:
+            shortfall = self._sparse_log_shortfall(ready.log_file_name)
+            if shortfall is not None:
+                # Writing it would fault (SIGBUS) once the file system runs out: refused here, saying why, and
+                # handed back to the driver.
+                self._failed_registrations[correlation_id] = AeronError(shortfall)
+                self._command(
+                    cp.Command.REMOVE_PUBLICATION,
+                    lambda corr: cp.encode_remove(client_id, corr, correlation_id),
+                    "a refused publication's removal",
+                    wait=False,
+                )
+                return
             log_buffers = self._acquire_log_buffers(ready.log_file_name, populate)
             limit = AtomicCounter(self.cnc.counters_values_buffer, ready.publication_limit_counter_id)
             self._publications[correlation_id] = kind(
@@ -606,6 +619,38 @@ class Aeron:
                 subscription.on_unavailable_image(image)
 
     # --- log buffers ---------------------------------------------------------------------------
+
+    def _sparse_log_shortfall(self, file_name: str) -> str | None:
+        """Why this client may not write the publication log ``file_name``, or None: a sparse log (a driver
+        that does not reserve its logs, Java's with sparse=true) whose holes, with those of the logs this client
+        already publishes on that file system, need more than is free. Writing into a hole with no space left
+        would kill the process with SIGBUS."""
+        try:
+            device, missing = unallocated_bytes(file_name)
+        except OSError:
+            return None  # mapping it will say what is wrong
+        if missing == 0:
+            return None
+        free = free_bytes(Path(file_name).parent)
+        if free is None:
+            return None
+        mapped = {str(p.log_buffers.path) for p in self._publications.values()}
+        others = 0
+        for path in mapped - {file_name}:
+            try:
+                other_device, other_missing = unallocated_bytes(path)
+            except OSError:
+                continue
+            if other_device == device:
+                others += other_missing
+        if missing + others <= free:
+            return None
+        return (
+            f"cannot publish on {file_name}: the log is sparse and writing it takes {missing} more bytes "
+            f"(and {others} more for this client's other sparse logs there), but its file system has {free} "
+            "bytes free; writing it would fault. Free space there, or use smaller terms (term-length) or "
+            "logs that are not sparse"
+        )
 
     def _acquire_log_buffers(self, file_name: str, populate: bool = True) -> LogBuffers:
         entry = self._log_buffers.get(file_name)

@@ -164,6 +164,11 @@ class ClientConductor:
             now_ms = self.epoch_clock_ms()
             if now_ms >= self._time_of_last_keepalive_ms + KEEPALIVE_INTERVAL_MS:
                 heartbeat_ms = self._to_driver.consumer_heartbeat_time()
+                if heartbeat_ms == 0:  # a clean stop withdraws the heartbeat: no age to report
+                    self.failure = DriverTimeoutError(
+                        "the driver stopped (it withdrew its heartbeat): start it again and reconnect"
+                    )
+                    raise self.failure
                 if now_ms > heartbeat_ms + self._driver_timeout_ms:
                     self.failure = DriverTimeoutError(
                         f"the driver has not heartbeated for {now_ms - heartbeat_ms} ms "

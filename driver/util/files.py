@@ -65,6 +65,12 @@ def free_bytes(path: Path) -> int | None:
     return None
 
 
+def unallocated_bytes(path: str | Path) -> tuple[int, int]:
+    """The file's device and how many of its bytes have no space yet (a sparse file's holes)."""
+    st = os.stat(path)
+    return st.st_dev, max(0, st.st_size - st.st_blocks * 512)
+
+
 def create_allocated_file(path: Path, length: int, permissions: FilePermissions, reserve: bool = True) -> int:
     """Create ``path`` (it must not exist) with ``length`` zero bytes all allocated (``reserve``; else sparse:
     pages are allocated when first written); returns its open fd.

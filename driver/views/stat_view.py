@@ -78,10 +78,15 @@ def render_table(
     before: dict[tuple[int, int, str], int] = {}
     if previous is not None and previous.pid == snapshot.pid:
         before = {(c.counter_id, c.type_id, c.label): c.value for c in previous.counters}
-    age_s = (now_ms - snapshot.heartbeat_ms) / 1000
+    # A clean stop withdraws the heartbeat (0): there is no age to show.
+    heartbeat = (
+        "driver stopped"
+        if snapshot.heartbeat_ms == 0
+        else f"heartbeat {(now_ms - snapshot.heartbeat_ms) / 1000:.1f} s ago"
+    )
     lines = [
         f"{time.strftime('%H:%M:%S')} - Aeron Stat (CnC v{snapshot.version}), pid {snapshot.pid}, "
-        f"heartbeat {age_s:.1f} s ago, {len(counters)} of {len(snapshot.counters)} counters",
+        f"{heartbeat}, {len(counters)} of {len(snapshot.counters)} counters",
         f"{'ID':>4} {'TYPE':<16} {'VALUE':>20} {'PER SECOND':>14} {'SESSION':>11} {'STREAM':>7}  LABEL",
     ]
     for c in counters:

@@ -121,3 +121,16 @@ def test_client_that_stops_keeping_alive_is_timed_out(embedded_driver) -> None:
             aeron.add_counter(1, "too late")
     finally:
         aeron.close()
+
+
+def test_driver_that_stops_cleanly_is_reported_as_stopped(driver_process) -> None:
+    driver = driver_process()
+    aeron = Aeron.connect(aeron_dir=driver.aeron_dir, driver_timeout_ms=1500)
+    try:
+        assert driver.stop() == 0
+        wait_for(lambda: aeron.conductor.failure is not None, 4, "the client to notice the stopped driver")
+        with pytest.raises(DriverTimeoutError, match=r"^the driver stopped") as info:
+            aeron.add_counter(1, "after the stop")
+        assert "heartbeated" not in str(info.value)
+    finally:
+        aeron.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.client import Aeron, RegistrationError
+from driver.client import Aeron, AeronError, RegistrationError
 from driver.concurrent.counters import CountersReader
 from tests.support import EmbeddedDriver, wait_for
 from tests.support.tmpfs import mounted_tmpfs
@@ -71,6 +74,79 @@ def test_adds_past_the_free_space_are_refused_and_leave_nothing(small_tmpfs: Pat
         # unanswered (docs/commands.md section 8).
         wait_for(add_again, 10, "an add after space was freed", interval=0.05)
         assert (aeron_dir / "cnc.dat").exists() and driver.driver.cnc.version == 15
+
+
+SPARSE_WRITER = """
+import json, sys
+from driver.client import Aeron, RegistrationError
+
+aeron_dir, channel = sys.argv[1], sys.argv[2]
+payload = bytes(range(256)) * 16
+with Aeron.connect(aeron_dir=aeron_dir) as aeron:
+    pairs, refusal = [], None
+    for stream_id in range(1, 20):
+        subscription = aeron.add_subscription(channel, stream_id)
+        try:
+            pairs.append((aeron.add_exclusive_publication(channel, stream_id), subscription))
+        except RegistrationError as e:
+            refusal = str(e)
+            break
+    # Every publication writes past its three terms: each page of each log is written at least once.
+    for publication, subscription in pairs:
+        written = 0
+        while written < 4 * 1024 * 1024:
+            if publication.offer(payload) > 0:
+                written += len(payload)
+            subscription.poll(lambda *_: None, 64)
+    print(json.dumps({"added": len(pairs), "refusal": refusal}))
+"""
+
+
+def test_sparse_logs_on_a_small_tmpfs_kill_no_client(small_tmpfs: Path) -> None:
+    """Sparse logs are not reserved, yet the driver makes one only if the file system can hold it beside its
+    other sparse logs: a client writing all of every log it got never faults; the rest are refused, saying why."""
+    aeron_dir = small_tmpfs / "aeron"
+    settings = dict(
+        conductor_buffer_length=64 * 1024 + 768,
+        to_clients_buffer_length=64 * 1024 + 128,
+        loss_report_buffer_length=64 * 1024,
+        publication_linger_timeout_ns=10_000_000,
+    )
+    with EmbeddedDriver(aeron_dir, **settings) as driver:
+        result = subprocess.run(
+            [sys.executable, "-c", SPARSE_WRITER, str(aeron_dir), "aeron:ipc?term-length=1m|sparse=true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, f"client died (rc {result.returncode}): {result.stderr[-2000:]}"
+        outcome = json.loads(result.stdout)
+        assert 2 <= outcome["added"] < 19
+        assert "no space for" in outcome["refusal"] and "sparse log" in outcome["refusal"]
+        assert driver.driver.cnc.version == 15
+
+
+def test_a_client_refuses_a_sparse_log_it_could_not_write_and_says_why(small_tmpfs: Path) -> None:
+    """A sparse log made while there was room, then the file system filled by another program: a second client
+    joining that shared publication would fault writing it, so its add fails naming the log and the space."""
+    aeron_dir = small_tmpfs / "aeron"
+    settings = dict(
+        conductor_buffer_length=64 * 1024 + 768,
+        to_clients_buffer_length=64 * 1024 + 128,
+        loss_report_buffer_length=64 * 1024,
+    )
+    channel = "aeron:ipc?term-length=1m|sparse=true"
+    with EmbeddedDriver(aeron_dir, **settings), Aeron.connect(aeron_dir=str(aeron_dir)) as first:
+        first.add_publication(channel, 7)
+        blob = small_tmpfs / "blob"
+        with open(blob, "wb") as f:  # another program takes what is left
+            f.write(bytes(os.statvfs(small_tmpfs).f_bavail * os.statvfs(small_tmpfs).f_frsize))
+        with Aeron.connect(aeron_dir=str(aeron_dir)) as second:
+            with pytest.raises(AeronError, match=r"cannot publish on .*\.logbuffer: the log is sparse") as refused:
+                second.add_publication(channel, 7)
+            assert "would fault" in str(refused.value)
+            assert second.add_counter(1, "still alive") is not None
+        blob.unlink()
 
 
 def test_a_one_gib_term_add_does_not_stall_the_driver(aeron_dir: Path) -> None:

@@ -101,6 +101,12 @@ def test_live_table_shows_types_streams_and_rates() -> None:
     assert len(lines) == 2 + 7
 
 
+def test_live_table_of_a_stopped_driver_says_so() -> None:
+    stopped = DriverSnapshot(Path("/d/cnc.dat"), 15, 99, 0, 5_000_000_000, 0, COUNTERS)
+    first = render_table(stopped, now_ms=1_795_769_879_097).splitlines()[0]
+    assert first.endswith("pid 99, driver stopped, 12 of 12 counters")
+
+
 def test_stream_lines_use_stream_stat_format() -> None:
     assert stream_lines(COUNTERS) == [
         f"sessionId=11 streamId=1001 channel={UDP} : pub-pos (sample):2:300 pub-lmt:2:900 snd-pos:2:290 "
