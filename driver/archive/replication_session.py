@@ -53,8 +53,12 @@ REPLICATION_TYPE_ID = 1103
 srcRecordingId i64; label ``replication: <id> <src id> <src control channel>``."""
 _COUNTER_KEY = struct.Struct("<qq")
 RESPONSE_STREAM_ID = 20
+UNSET = -2
 SESSION_IN_USE = "existing publication has same session id"
 RETRY_INTERVAL_NS = 500_000_000
+SESSION_IN_USE_TIMEOUT_NS = 30_000_000_000
+"""How long a replay refused for a session still in use on the source's driver is asked for again (a publication
+lingers 5 s by default after it closes)."""
 
 
 class State(enum.IntEnum):
@@ -135,6 +139,7 @@ class ReplicationSession:
         self.src_control_channel = src_control_channel
         self.live_destination = live_destination
         self.progress_timeout_ns = progress_timeout_ns
+        self.message_timeout_ns = message_timeout_ns
         self.clock_ns = clock_ns
         self.state = State.CONNECT
         self.source: Any = None
@@ -152,8 +157,9 @@ class ReplicationSession:
         self._merge: ReplayMerge | None = None
         self._replay_session_id: int | None = None
         self._subscription_registration: int | None = None
-        self._progress_position = NULL_POSITION
+        self._progress_position = UNSET  # so the first check starts the clock
         self._retry_replay_ns = 0
+        self._retry_until_ns = 0
         self._stop_signalled = False
         self._progress_deadline_ns = 0
         host_name = (
@@ -380,13 +386,17 @@ class ReplicationSession:
                     raise
                 # The source's driver still holds a publication of the recorded session (lingering after the
                 # recording stopped): ask again until the progress timeout.
-                self._retry_replay_ns = self.clock_ns() + RETRY_INTERVAL_NS
+                now_ns = self.clock_ns()
+                if not self._retry_until_ns:
+                    self._retry_until_ns = now_ns + SESSION_IN_USE_TIMEOUT_NS
+                if now_ns > self._retry_until_ns:
+                    raise
+                self._retry_replay_ns = now_ns + RETRY_INTERVAL_NS
                 answer = None
             if answer is None:
                 if self._retry_replay_ns and self.clock_ns() > self._retry_replay_ns:
                     self._retry_replay_ns = 0
                     self._request_replay()
-                self._check_progress(None, True)
                 return 0
             self._replay_session_id = answer.result
             self._progress_deadline_ns = self.clock_ns() + self.progress_timeout_ns
@@ -474,12 +484,25 @@ class ReplicationSession:
         current = NULL_POSITION if position is None else position
         if current != self._progress_position or not behind:
             self._progress_position = current
-            self._progress_deadline_ns = now_ns + self.progress_timeout_ns
+            # Before the copy's image appears the source's replay has its connect timeout: wait that long too.
+            timeout_ns = (
+                self.progress_timeout_ns
+                if position is not None
+                else max(self.progress_timeout_ns, self.message_timeout_ns)
+            )
+            self._progress_deadline_ns = now_ns + timeout_ns
             return True
+        archive = self._archive
+        if archive is not None:
+            error = archive.poll_for_error_response()  # the source's replay failing after its OK
+            if error is not None:
+                self.fail(f"the source's replay failed: {error.error_message or error}")
+                return False
         if now_ns > self._progress_deadline_ns:
+            where = f"the copy stopped at {current}" if current != NULL_POSITION else "nothing was copied"
             self.fail(
-                f"no progress from the source for {self.progress_timeout_ns / 1e9:g} s, copy stopped at "
-                f"{current}: ask again to extend it"
+                f"no progress from the source for {self.progress_timeout_ns / 1e9:g} s, {where}: ask again "
+                "to extend it"
             )
             return False
         return True
