@@ -26,6 +26,7 @@ from driver.archive.client import AeronArchive
 from driver.archive.codecs import SourceLocation
 from tests.support import wait_for
 from tests.support.embedded import new_aeron_dir
+from tests.support.recording_files import assert_same_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -121,31 +122,9 @@ class ArchiveHost:
 
 
 def same_bytes(a: ArchiveHost, a_id: int, b: ArchiveHost, b_id: int) -> tuple[int, int]:
-    """Both recordings' [start, stop) and their segment bytes compared; returns (start, stop)."""
-    da, db = a.archive.list_recording(a_id), b.archive.list_recording(b_id)
-    assert (da.start_position, da.stop_position) == (db.start_position, db.stop_position), (da, db)
-    for field in ("initial_term_id", "term_buffer_length", "mtu_length", "session_id", "stream_id"):
-        assert getattr(da, field) == getattr(db, field), field
-    segment = da.segment_file_length
-    base = da.start_position - (da.start_position & (da.term_buffer_length - 1))
-    position = da.start_position
-    while position < da.stop_position:
-        index = (position - base) // segment
-        offset = (position - base) % segment
-        end = min(da.stop_position, base + (index + 1) * segment)
-        with (
-            (a.archive_dir / f"{a_id}-{index}.rec").open("rb") as fa,
-            (b.archive_dir / f"{b_id}-{index}.rec").open("rb") as fb,
-        ):
-            fa.seek(offset)
-            fb.seek(offset)
-            left = end - position
-            while left:
-                chunk = min(left, 1 << 22)
-                assert fa.read(chunk) == fb.read(chunk), f"segment {index} differs near {position}"
-                left -= chunk
-                position += chunk
-    return da.start_position, da.stop_position
+    return assert_same_recording(
+        a.archive_dir, a.archive.list_recording(a_id), b.archive_dir, b.archive.list_recording(b_id)
+    )
 
 
 @pytest.fixture
