@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.archive.client import AeronArchive
 from driver.archive.codecs import SourceLocation
 from tests.support import wait_for
+from tests.support.archive_host import ArchiveHost
 from tests.support.embedded import new_aeron_dir
 from tests.support.recording_files import assert_same_recording
 
@@ -35,90 +35,13 @@ from netns import Host, require_netns, two_hosts
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-CONTROL_PORT = 8010
 TERM_LENGTH = 1024 * 1024
 MTU = 1408  # the veth link carries 1500-byte packets: a larger frame would not get through
-WINDOW = "512k"
-SOCKET_BUFFER = "2m"
 STREAM_ID = 1001
 RATE = 100_000
 FRAME = 64  # the live publisher's 32-byte messages
 STOPPED_BYTES = 64 * 1024 * 1024
 STOPPED_MESSAGE = 1376  # a frame of 1408 bytes, one per datagram
-LOCAL_CONTROL = dict(
-    control_request_channel="aeron:ipc",
-    control_request_stream_id=11,
-    control_response_channel="aeron:ipc",
-    control_response_stream_id=21,
-)
-
-
-class ArchiveHost:
-    """Our driver and archive in one namespace."""
-
-    def __init__(self, host: Host, base: Path, name: str, *settings: str) -> None:
-        self.host = host
-        self.aeron_dir = new_aeron_dir(base, name)
-        self.archive_dir = base / f"{name}-archive"
-        self.control_channel = f"aeron:udp?endpoint={host.address}:{CONTROL_PORT}"
-        self.log = base / f"{name}.log"
-        with self.log.open("w") as log:
-            self.process = self._start(host, log, settings)
-        wait_for(
-            lambda: "archive in" in self.log.read_text() or self.process.poll() is not None, 30, "archive"
-        )
-        assert self.process.poll() is None, self.log.read_text()
-        self.archive = wait_for(self._connect, 20, f"archive of {host.name}")
-
-    def _start(self, host: Host, log, settings: tuple[str, ...]) -> subprocess.Popen:
-        return host.run(
-            sys.executable,
-            "-m",
-            "driver",
-            "run",
-            "--dir",
-            str(self.aeron_dir),
-            "--archive",
-            "--archive-dir",
-            str(self.archive_dir),
-            f"-Daeron.archive.control.channel={self.control_channel}",
-            "-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:8030",
-            "-Daeron.archive.threading.mode=SHARED",
-            f"-Daeron.rcv.initial.window.length={WINDOW}",
-            f"-Daeron.socket.so_rcvbuf={SOCKET_BUFFER}",
-            *settings,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-        )
-
-    def _connect(self) -> AeronArchive | None:
-        try:
-            return AeronArchive.connect(aeron_dir=str(self.aeron_dir), **LOCAL_CONTROL)
-        except Exception:
-            return None
-
-    def replicate(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-        """``mediadriver archive replicate`` against this host's archive (through its aeron dir)."""
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "driver",
-                "archive",
-                "--aeron-dir",
-                str(self.aeron_dir),
-                "replicate",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=REPO,
-        )
-
-    def close(self) -> None:
-        self.archive.close()
 
 
 def same_bytes(a: ArchiveHost, a_id: int, b: ArchiveHost, b_id: int) -> tuple[int, int]:
