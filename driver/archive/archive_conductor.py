@@ -1161,10 +1161,10 @@ class ArchiveConductor:
             if request.live_destination:
                 live = ChannelUri.parse(request.live_destination)
                 if live.media != UDP_MEDIA or live.get("endpoint") is None:
-                    raise InvalidChannelError(
+                    raise ValueError(
                         f"live destination must be aeron:udp?endpoint=host:port, got {request.live_destination}"
                     )
-        except InvalidChannelError as e:
+        except (InvalidChannelError, ValueError) as e:
             session.send_error(correlation_id, f"replicate: {e}")
             return
         dst = request.dst_recording_id
