@@ -551,7 +551,7 @@ class ArchiveConductor:
         if recording_id is not None:
             if not self._check_extension(recording_id, image, session, correlation_id):
                 if replication is not None:
-                    replication.fail("the source's replay does not continue the copy")
+                    replication.stop()  # the requester heard why (same correlation id)
                 return
             self.catalog.extend_recording(recording_id, session.control_session_id, correlation_id)
         else:

@@ -26,7 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from driver.archive.client.aeron_archive import NULL_LENGTH, NULL_POSITION, AeronArchive
-from driver.archive.client.archive_requests import PendingRequest, PolledArchive
+from driver.archive.client.archive_requests import PendingRequest, PolledArchive, PolledConnect
 from driver.archive.client.context import ArchiveClientContext
 from driver.archive.client.exceptions import ArchiveError
 from driver.archive.client.replay_merge import Recording, ReplayMerge, resolve_port, subscription_channel
@@ -333,7 +333,7 @@ class ReplicationSession:
             if subscription is None or publication is None:
                 return 0
             self._archive = AeronArchive(self._client_context, aeron, False, subscription, publication)
-            self._pending = _Connect(self._archive)
+            self._pending = PolledConnect(self._archive)
             self._to(State.AWAIT_SESSION)
             return 1
         if state is State.AWAIT_SESSION:
@@ -537,25 +537,3 @@ class ReplicationSession:
         live = merge.live_position
         self._check_progress(position, position is None or live == NULL_POSITION or position < live)
         return work
-
-
-class _Connect:
-    """The connect exchange of a control session, advanced by ``poll()`` (the answer is the session id)."""
-
-    def __init__(self, archive: AeronArchive) -> None:
-        self._archive = archive
-        self._exchange = archive._connect_exchange()
-        self.result: Any = None
-        archive._begin(self._exchange)
-
-    def poll(self) -> bool:
-        archive = self._archive
-        try:
-            done = archive._step(self._exchange)
-        except BaseException:
-            archive.control_response_poller.forget(self._exchange.correlation_id)
-            raise
-        if done:
-            self.result = self._exchange.result
-            archive.control_response_poller.forget(self._exchange.correlation_id)
-        return done
