@@ -1,7 +1,8 @@
 """Replication on one host (docs/archive.md section 19): two of our archives, each embedded in a driver process
 of its own, B copying A's recordings over UDP loopback. The refusals a client gets at once, a source that does
 not have the recording, a source nobody answers for, and a copy of a recording still going (no live destination)
-stopped by request, its counter seen meanwhile, then extended to the source's end once the source stopped."""
+stopped by request (its counter seen meanwhile), extended while the source still records, and ending synced when
+the source's recording stops (the replay follows it)."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def test_a_source_nobody_answers_for_is_an_error(archives: Archives) -> None:
         b.await_replication(replication_id, timeout_s=30)
 
 
-def test_copy_of_a_live_recording_stopped_by_request_then_extended_to_the_end(
+def test_copy_of_a_live_recording_stopped_by_request_then_extended_following_it_to_its_end(
     archives: Archives, tmp_path: Path
 ) -> None:
     a, b = archives.clients["a"], archives.clients["b"]
@@ -135,22 +136,26 @@ def test_copy_of_a_live_recording_stopped_by_request_then_extended_to_the_end(
             b.stop_replication(replication_id)
             (stopped,) = b.await_replication(replication_id, timeout_s=20)
             assert stopped.name == "stopped" and stopped.position > 1 << 20
+            assert b.get_stop_position(copy_id) == stopped.position
+            assert _replication_counters(archives.drivers["b"].aeron_dir) == {}
+            # The stopped copy's replay publication lingers 5 s on the source's driver with the session id.
+            time.sleep(5.5)
+            replication_id = b.replicate(src.recording_id, archives.source_channel, dst_recording_id=copy_id)
+            (extended,) = b.await_replication(replication_id, until="extended", timeout_s=20)
+            assert extended.position == stopped.position
+            wait_for(
+                lambda: (b.get_recording_position(copy_id) or 0) > stopped.position, 10, "the copy moving"
+            )
         finally:
             running.clear()
             thread.join(5)
             publication.close()
-    a.stop_recording(channel, STREAM_ID)
-    wait_for(lambda: a.get_stop_position(src.recording_id) > 0, 10, "the source's stop")
-    assert b.get_stop_position(copy_id) == stopped.position
-    assert _replication_counters(archives.drivers["b"].aeron_dir) == {}
-
-    time.sleep(
-        5.5
-    )  # the stopped copy's replay publication lingers on the source's driver with the session id
-    replication_id = b.replicate(src.recording_id, archives.source_channel, dst_recording_id=copy_id)
-    names = [(s.name, s.position) for s in b.await_replication(replication_id, timeout_s=30)]
+        a.stop_recording(channel, STREAM_ID)
+        wait_for(lambda: a.get_stop_position(src.recording_id) > 0, 10, "the source's stop")
+        # The replay follows the source's recording, and ends with it.
+        names = [(s.name, s.position) for s in b.await_replication(replication_id, timeout_s=30)]
     end = a.get_stop_position(src.recording_id)
-    assert names == [("extended", stopped.position), ("synced", end), ("stopped", end)], names
+    assert names == [("synced", end), ("stopped", end)], names
     assert_same_recording(
         archives.dirs["a"], a.list_recording(src.recording_id), archives.dirs["b"], b.list_recording(copy_id)
     )
