@@ -1256,21 +1256,24 @@ class ArchiveConductor:
         if replica is None:
             return
         if replica.subscription is None:
-            # Not yet answered: closed as soon as the driver has it.
-            def close_later() -> bool:
-                try:
-                    subscription = self.aeron.get_subscription(registration_id)
-                except AeronError:
-                    return True
-                if subscription is None:
-                    return False
-                subscription.close()
-                return True
-
             replica.closed = True
-            self._pending.append(close_later)
+            self.close_when_ready(self.aeron.get_subscription, registration_id)
             return
         self._close_recording_subscription(replica)
+
+    def close_when_ready(self, getter: Callable[[int], Any], registration_id: int) -> None:
+        def close() -> bool:
+            try:
+                resource = getter(registration_id)
+            except AeronError:
+                return True  # refused: nothing to close
+            if resource is None:
+                return False
+            self._release(resource)
+            return True
+
+        if not close():
+            self._pending.append(close)
 
     def recorded_position(self, recording_id: int) -> int | None:
         recording = self.recordings.get(recording_id)

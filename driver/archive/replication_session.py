@@ -23,6 +23,7 @@ import contextlib
 import enum
 import struct
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from driver.archive.client.aeron_archive import NULL_LENGTH, NULL_POSITION, AeronArchive
@@ -100,6 +101,10 @@ class ReplicationHost(Protocol):
 
     def replica_close(self, registration_id: int) -> None: ...
 
+    def close_when_ready(self, getter: Callable[[int], Any], registration_id: int) -> None:
+        """Close what ``getter(registration_id)`` gives, now or once the driver has answered."""
+        ...
+
     def recorded_position(self, recording_id: int) -> int | None:
         """The rec-pos of an active recording, else None."""
         ...
@@ -160,7 +165,6 @@ class ReplicationSession:
         self._progress_position = UNSET  # so the first check starts the clock
         self._retry_replay_ns = 0
         self._retry_until_ns = 0
-        self._stop_signalled = False
         self._progress_deadline_ns = 0
         host_name = (
             ChannelUri.parse(replication_channel).params.get("endpoint", "localhost:0").rpartition(":")[0]
@@ -224,7 +228,9 @@ class ReplicationSession:
         if self.error is None and self.state not in (State.STOPPING, State.DONE):
             self.error = f"replication {self.replication_id} of recording {self.src_recording_id}: {message}"
             if self.control_session.is_active:
-                self.control_session.attempt_error(self.correlation_id, self.error, code)
+                self.control_session.send_error(
+                    self.correlation_id, self.error, code
+                )  # in order with signals
             self.host.report_error(self.error)
         self.stop()
 
@@ -271,6 +277,8 @@ class ReplicationSession:
         if self.counter is not None:
             with contextlib.suppress(AeronError):
                 self.counter.close()
+        elif self._counter_registration is not None:
+            self.host.close_when_ready(self.host.aeron.get_counter, self._counter_registration)
         self.host.replication_done(self)
 
     def close(self) -> None:
@@ -290,14 +298,8 @@ class ReplicationSession:
                         CloseSessionRequest(archive.control_session_id), 0, "close_session"
                     )
         aeron = self.host.aeron
-        for getter, registration_id in (
-            (aeron.get_subscription, self._response_registration),
-            (aeron.get_exclusive_publication, self._request_registration),
-        ):
-            with contextlib.suppress(AeronError):
-                resource = getter(registration_id)
-                if resource is not None:
-                    resource.close()
+        self.host.close_when_ready(aeron.get_subscription, self._response_registration)
+        self.host.close_when_ready(aeron.get_exclusive_publication, self._request_registration)
 
     # -- duty cycle ------------------------------------------------------------------------------------------
 

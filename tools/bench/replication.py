@@ -8,8 +8,9 @@ dir (local control channel, IPC).
    from an IPC publication, and the recording stops.
 2. ``--runs`` times (3), alternating (6 s apart: a copy's replay publication, which has the recorded session id,
    lingers 5 s on A's driver, and the next copy's replay is refused until it has gone): B replicates it (request to SYNC signal: a new copy each run, its bytes
-   recorded on B's disk), and a plain replay from A's archive to a subscription on B's driver over the same link,
-   drained by block polls (request to the image at the stop position; nothing written).
+   recorded on B's disk; timed from START, the copy's first frame, and from the request), and a plain replay from
+   A's archive to a subscription on B's driver over the same link, drained by block polls (nothing written; timed
+   from its image's appearance, and from the request).
 3. A live publisher in A (its own driver, 100 k msgs/s of 32 bytes, 1 MiB terms) recorded by A; once the recording
    is 3 terms ahead, B replicates it from its start with a live destination: request to MERGE signal.
 
@@ -67,23 +68,30 @@ def record_stopped(source: ArchiveHost, mib: int) -> tuple[int, int]:
     return recording_id, source.archive.get_stop_position(recording_id)
 
 
-def replicate_once(source: ArchiveHost, copy: ArchiveHost, recording_id: int, stop: int) -> float:
+def replicate_once(
+    source: ArchiveHost, copy: ArchiveHost, recording_id: int, stop: int
+) -> tuple[float, float]:
+    """(MB/s from the request to SYNC, MB/s from START to SYNC: the copying alone)."""
     began = time.monotonic()
     replication_id = copy.archive.replicate(recording_id, source.control_channel)
+    copy.archive.await_replication(replication_id, until="started", timeout_s=60)
+    started = time.monotonic()
     seen = copy.archive.await_replication(replication_id, until="synced", timeout_s=300)
-    took = time.monotonic() - began
+    ended = time.monotonic()
     assert seen[-1].name == "synced" and seen[-1].position == stop, seen
     copy.archive.await_replication(replication_id, timeout_s=30)
-    return stop / took / 1e6
+    return stop / (ended - began) / 1e6, stop / (ended - started) / 1e6
 
 
 def plain_replay_once(
     source: ArchiveHost, copy: ArchiveHost, recording_id: int, stop: int, port: int
-) -> float:
+) -> tuple[float, float]:
+    """(MB/s from the request to the last byte, MB/s from the image's appearance to the last byte)."""
     channel = f"aeron:udp?endpoint={copy.host.address}:{port}"
     with Aeron.connect(str(copy.aeron_dir)) as aeron:
         subscription = aeron.add_subscription(channel, REPLAY_STREAM_ID)
         began = time.monotonic()
+        appeared = None
         source.archive.start_replay(recording_id, 0, -1, channel, REPLAY_STREAM_ID)
 
         def drain(buffer: Any, offset: int, length: int, *_: Any) -> None:
@@ -94,6 +102,7 @@ def plain_replay_once(
             images = subscription.images
             image = images[0] if images else None
             if image is not None:
+                appeared = appeared or time.monotonic()
                 if image.position >= stop:
                     break
                 if image.block_poll(drain, 2 * 1024 * 1024):
@@ -101,9 +110,10 @@ def plain_replay_once(
             if time.monotonic() > deadline:
                 raise TimeoutError("plain replay incomplete")
             time.sleep(0.0002)
-        took = time.monotonic() - began
+        ended = time.monotonic()
         subscription.close()
-    return stop / took / 1e6
+    assert appeared is not None
+    return stop / (ended - began) / 1e6, stop / (ended - appeared) / 1e6
 
 
 def merge_once(
@@ -156,8 +166,8 @@ def main() -> int:
     if reason is not None:
         emit(base_result | {"error": reason})
         return 2
-    replication: list[float] = []
-    plain: list[float] = []
+    replication: list[tuple[float, float]] = []
+    plain: list[tuple[float, float]] = []
     merges: list[float] = []
     with tempfile.TemporaryDirectory(prefix="replbench-") as tmp, netns.two_hosts(tag="replbench") as (a, b):
         base = Path(tmp)
@@ -175,7 +185,9 @@ def main() -> int:
                 replication.append(replicate_once(source, copy, recording_id, stop))
                 plain.append(plain_replay_once(source, copy, recording_id, stop, 41_000 + run))
                 progress(
-                    f"run {run + 1}: replication {replication[-1]:.1f} MB/s, plain replay {plain[-1]:.1f} MB/s"
+                    f"run {run + 1}: replication {replication[-1][1]:.1f} MB/s copying "
+                    f"({replication[-1][0]:.1f} from the request), plain replay {plain[-1][1]:.1f} MB/s "
+                    f"({plain[-1][0]:.1f} from the request)"
                 )
             for run in range(args.merge_runs):
                 merges.append(merge_once(source, copy, a, b, base, 42_000 + 10 * run))
@@ -183,7 +195,8 @@ def main() -> int:
         finally:
             copy.close()
             source.close()
-    ours, reference = statistics.median(replication), statistics.median(plain)
+    ours = statistics.median(r[1] for r in replication)
+    reference = statistics.median(p[1] for p in plain)
     ratio = ours / reference
     emit(
         base_result
@@ -191,10 +204,12 @@ def main() -> int:
             "replication_mb_s": round(ours, 1),
             "plain_replay_mb_s": round(reference, 1),
             "ratio": round(ratio, 3),
-            "replication_runs_mb_s": [round(x, 1) for x in replication],
-            "plain_runs_mb_s": [round(x, 1) for x in plain],
+            "replication_from_request_mb_s": round(statistics.median(r[0] for r in replication), 1),
+            "plain_from_request_mb_s": round(statistics.median(p[0] for p in plain), 1),
+            "replication_runs_mb_s": [round(r[1], 1) for r in replication],
+            "plain_runs_mb_s": [round(p[1], 1) for p in plain],
             "merge_s": [round(x, 2) for x in merges],
-            "goal": f"ratio >= {GOAL}",
+            "goal": f"ratio >= {GOAL} (copying: START to SYNC, against the plain replay's image to its end)",
         }
     )
     return 0 if ratio >= GOAL else 1
