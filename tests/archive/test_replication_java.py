@@ -1,7 +1,8 @@
 """A replicated recording as 1.15.1 sees it (docs/archive.md section 19): two of our archives on this host (each
 embedded in a driver process of its own), B copies A's stopped recording; the copy's segment files are A's byte
 for byte, 1.15.1's CatalogTool describes the copy as A's recording, and the 1.15.1 AeronArchive client lists and
-replays the copy from B (every message, in order: count and CRC32 of the bytes)."""
+replays the copy from B (every message, in order: count and CRC32 of the bytes), and a 1.15.1 client asking its
+own questions of B while B makes another copy sees nothing new."""
 
 from __future__ import annotations
 
@@ -106,6 +107,30 @@ def test_java_client_and_catalog_tool_read_and_replay_a_replica(
             in lines
         )
         assert f"REPLAYED {COUNT} {expected_crc()}" in lines, replayed.stdout
+
+        # A 1.15.1 client of B, asking its own questions while B makes a second copy, sees nothing new.
+        bystander = archive_java.spawn(
+            "ArchiveBystander",
+            props={
+                "aeron.dir": b_driver.aeron_dir,
+                "aeron.archive.control.channel": "aeron:ipc",
+                "aeron.archive.control.stream.id": 11,
+                "aeron.archive.control.response.channel": "aeron:ipc",
+                "aeron.archive.control.response.stream.id": 23,
+                "bystander.duration.ms": 4000,
+                "bystander.interval.ms": 50,
+            },
+        )
+        try:
+            bystander.read_until("BYSTANDER CONNECTED", 30)
+            second = b.replicate(0, a_props["aeron.archive.control.channel"])
+            signals = [s.name for s in b.await_replication(second, timeout_s=60)]
+            assert signals == ["started", "synced", "stopped"], signals
+            lines = bystander.read_until(r"BYSTANDER (OK|FAIL)", 30)
+            assert any(line.startswith("BYSTANDER OK") for line in lines), lines
+            assert bystander.wait(10) == 0
+        finally:
+            bystander.stop()
         a.close()
         b.close()
     finally:
