@@ -1152,7 +1152,7 @@ class ArchiveConductor:
 
     # -- truncate --------------------------------------------------------------------------------------------------
 
-    # -- replication (docs/archive.md section 19) -------------------------------------------------------------
+    # -- replication (docs/archive.md section 20) -------------------------------------------------------------
 
     def _on_replicate(self, session: ControlSession, request: ReplicateRequest) -> None:
         correlation_id = request.correlation_id

@@ -1,5 +1,5 @@
 """ReplicationSession: one replicate request, run on the archive conductor's duty cycle (docs/archive.md
-section 19).
+section 20).
 
 The destination archive is a client of the source archive: it opens a control session on the source's control
 channel (its responses come back to the replication channel's host), reads the source recording's descriptor,

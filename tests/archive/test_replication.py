@@ -1,4 +1,4 @@
-"""Replication on one host (docs/archive.md section 19): two of our archives, each embedded in a driver process
+"""Replication on one host (docs/archive.md section 20): two of our archives, each embedded in a driver process
 of its own, B copying A's recordings over UDP loopback. The refusals a client gets at once, a source that does
 not have the recording, a source nobody answers for, and a copy of a recording still going (no live destination)
 stopped by request (its counter seen meanwhile), extended while the source still records, and ending synced when

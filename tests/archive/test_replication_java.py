@@ -1,4 +1,4 @@
-"""A replicated recording as 1.15.1 sees it (docs/archive.md section 19): two of our archives on this host (each
+"""A replicated recording as 1.15.1 sees it (docs/archive.md section 20): two of our archives on this host (each
 embedded in a driver process of its own), B copies A's stopped recording; the copy's segment files are A's byte
 for byte, 1.15.1's CatalogTool describes the copy as A's recording, and the 1.15.1 AeronArchive client lists and
 replays the copy from B (every message, in order: count and CRC32 of the bytes), and a 1.15.1 client asking its

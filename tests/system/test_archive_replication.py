@@ -1,4 +1,4 @@
-"""Archive replication between two hosts (docs/archive.md section 19): each network namespace runs our driver
+"""Archive replication between two hosts (docs/archive.md section 20): each network namespace runs our driver
 with its archive (``mediadriver run --archive``); this process talks to each archive through its driver's aeron
 dir on the local control channel (IPC), and B's archive reaches A's over the veth link.
 

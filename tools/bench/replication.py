@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Archive replication (docs/archive.md section 19) against a plain replay over the same UDP path, and the time a
+"""Archive replication (docs/archive.md section 20) against a plain replay over the same UDP path, and the time a
 copy takes to merge with live. Two network namespaces (tests/system/netns.py, a veth link) each run our driver
 with its archive (``mediadriver run --archive``); this process reaches each archive through its driver's aeron
 dir (local control channel, IPC).

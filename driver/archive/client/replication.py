@@ -1,4 +1,4 @@
-"""Replication (docs/archive.md section 19), mixed into ``AeronArchive``: ask this archive to copy a recording of
+"""Replication (docs/archive.md section 20), mixed into ``AeronArchive``: ask this archive to copy a recording of
 another archive, follow the copy's signals, stop it. Signals (RecordingSignalEvent) come only to the session
 that asked, so a 1.15.1 client sharing the response stream sees nothing new."""
 

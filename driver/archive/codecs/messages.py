@@ -319,7 +319,7 @@ class ReplayCreditRequest(NamedTuple):
     limit_position: Int64
 
 
-# Replication (docs/archive.md section 19) takes the later Aeron's templates and layouts (ReplicateRequest 50,
+# Replication (docs/archive.md section 20) takes the later Aeron's templates and layouts (ReplicateRequest 50,
 # StopReplicationRequest 51, RecordingSignalEvent 24); signals go only to the control session that asked.
 
 

@@ -6,7 +6,7 @@ import io.aeron.logbuffer.FragmentHandler;
 import java.util.zip.CRC32;
 
 /**
- * A 1.15.1 AeronArchive client reading a replicated recording (docs/archive.md section 19): connects with the
+ * A 1.15.1 AeronArchive client reading a replicated recording (docs/archive.md section 20): connects with the
  * aeron.archive.* properties, lists recording ID (args[0]) and prints "DESCRIPTOR start stop sessionId streamId",
  * replays it whole over aeron:ipc on stream args[1] and prints "REPLAYED count crc32" of the messages' bytes in
  * order. Exits 1 with "FAIL ..." on anything unexpected.
