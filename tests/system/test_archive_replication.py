@@ -184,6 +184,15 @@ def test_stopped_recording_copied_across_a_link_cut_then_extended(hosts, tmp_pat
     assert "no progress from the source" in err, out + err
     cut = copy.archive.get_stop_position(0)
     assert src_stop // 2 < cut < src_stop, (cut, src_stop)
+    # What was copied ends with a whole frame, exactly at the stop position (the offline verify's checks).
+    verified = subprocess.run(
+        [sys.executable, "-m", "driver", "archive", "verify", "--dir", str(copy.archive_dir), "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
     done = copy.replicate("--from", source.control_channel, str(src_id), "--extend", "0")
     assert done.returncode == 0, done.stdout + done.stderr
