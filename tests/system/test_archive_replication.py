@@ -95,6 +95,7 @@ def test_live_recording_replicated_and_merged_with_live_ends_equal(hosts, tmp_pa
     src_id = recordings[0].recording_id
     wait_for(lambda: source.archive.get_recording_position(src_id) > 3 * TERM_LENGTH, 20, "3 terms recorded")
     began = time.monotonic()
+    live_before = source.archive.get_recording_position(src_id)
     done = copy.replicate(
         "--from",
         source.control_channel,
@@ -107,13 +108,14 @@ def test_live_recording_replicated_and_merged_with_live_ends_equal(hosts, tmp_pa
     assert "started: recording 0 position 0" in done.stdout
     assert "merged:" in done.stdout, done.stdout
     time.sleep(1.0)  # live, recorded by both
+    rate = (source.archive.get_recording_position(src_id) - live_before) / FRAME / (time.monotonic() - began)
     publisher.stdin.close()
     publisher.wait(10)
     wait_for(lambda: source.archive.get_stop_position(src_id) > 0, 15, "the source recording's stop")
     wait_for(lambda: copy.archive.get_stop_position(0) > 0, 15, "the copy's stop")
     start, stop = same_bytes(source, src_id, copy, 0)
     assert start == 0 and stop > 3 * TERM_LENGTH
-    print(f"merged {merged_after:.2f} s after the request; {stop} bytes equal")
+    print(f"merged {merged_after:.2f} s after the request, live at {rate:,.0f} msgs/s; {stop} bytes equal")
 
 
 def test_stopped_recording_copied_across_a_link_cut_then_extended(hosts, tmp_path: Path) -> None:
