@@ -74,6 +74,15 @@ class ControlResponsePoller(MessageStream):
         self._signals.clear()
         return signals
 
+    def take_signal(self, replication_id: int) -> Any:
+        """The oldest signal or error of ``replication_id`` (others stay), or None."""
+        for index, item in enumerate(self._signals):
+            owner = item.subscription_id if isinstance(item, RecordingSignalEvent) else item[0]
+            if owner == replication_id:
+                del self._signals[index]
+                return item
+        return None
+
     def take(self, correlation_id: int) -> Response | None:
         """The next message that arrived for ``correlation_id``, or None."""
         inbox = self._inbox.get(correlation_id)

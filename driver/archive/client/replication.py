@@ -124,19 +124,16 @@ class Replication:
 
     def poll_replication(self) -> list[ReplicationSignal]:
         """Signals (and errors) of this session's replications that arrived since the last call; polls once."""
-        poller = self.control_response_poller
-        poller.poll()
-        signals = []
-        for item in poller.take_signals():
-            if isinstance(item, RecordingSignalEvent):
-                name = SIGNAL_NAMES.get(item.signal, item.signal.name.lower())
-                signals.append(
-                    ReplicationSignal(item.subscription_id, name, item.recording_id, item.position)
-                )
-            else:
-                replication_id, error = item
-                signals.append(ReplicationSignal(replication_id, "error", NULL_RECORDING_ID, -1, error))
-        return signals
+        self.control_response_poller.poll()
+        return [self._signal(item) for item in self.control_response_poller.take_signals()]
+
+    @staticmethod
+    def _signal(item: Any) -> ReplicationSignal:
+        if isinstance(item, RecordingSignalEvent):
+            name = SIGNAL_NAMES.get(item.signal, item.signal.name.lower())
+            return ReplicationSignal(item.subscription_id, name, item.recording_id, item.position)
+        replication_id, error = item
+        return ReplicationSignal(replication_id, "error", NULL_RECORDING_ID, -1, error)
 
     def await_replication(
         self,
@@ -150,10 +147,12 @@ class Replication:
         deadline = time.monotonic() + timeout_s
         seen: list[ReplicationSignal] = []
         error: str | None = None
+        poller = self.control_response_poller
         while True:
-            for signal in self.poll_replication():
-                if signal.replication_id != replication_id:
-                    continue
+            poller.poll()
+            # One at a time: what follows the awaited signal, and other replications' signals, stay queued.
+            while (item := poller.take_signal(replication_id)) is not None:
+                signal = self._signal(item)
                 seen.append(signal)
                 if on_signal is not None:
                     on_signal(signal)
