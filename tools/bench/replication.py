@@ -4,7 +4,7 @@ copy takes to merge with live. Two network namespaces (tests/system/netns.py, a 
 with its archive (``mediadriver run --archive``); this process reaches each archive through its driver's aeron
 dir (local control channel, IPC).
 
-1. A records ``--mib`` MiB (64) of 1376-byte messages (1408-byte frames: one per datagram on the 1500-byte link)
+1. A records ``--mib`` MiB (256) of 1376-byte messages (1408-byte frames: one per datagram on the 1500-byte link)
    from an IPC publication, and the recording stops.
 2. ``--runs`` times (3), alternating (6 s apart: a copy's replay publication, which has the recorded session id,
    lingers 5 s on A's driver, and the next copy's replay is refused until it has gone): B replicates it (request to SYNC signal: a new copy each run, its bytes
@@ -157,7 +157,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--mib", type=int, default=64, help="size of the stopped recording (default 64)")
+    parser.add_argument("--mib", type=int, default=256, help="size of the stopped recording (default 256)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--merge-runs", type=int, default=1)
     args = parser.parse_args()
