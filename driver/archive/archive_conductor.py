@@ -43,12 +43,14 @@ from driver.archive.codecs import (
     RecordingPositionRequest,
     ReplayCreditRequest,
     ReplayRequest,
+    ReplicateRequest,
     SourceLocation,
     StartRecordingRequest,
     StopPositionRequest,
     StopRecordingRequest,
     StopRecordingSubscriptionRequest,
     StopReplayRequest,
+    StopReplicationRequest,
     TruncateRecordingRequest,
 )
 from driver.archive.control_response_proxy import RecordingEventsProxy, descriptor_message
@@ -68,6 +70,7 @@ from driver.archive.recording_session import RecordingSession
 from driver.archive.recording_writer import RecordingWriteError, RecordingWriter
 from driver.archive.replay_controls import Bound, CounterBound, CreditBound, Pacer, ReplayControls
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
+from driver.archive.replication_session import ReplicationSession
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
     SegmentReserver,
@@ -131,6 +134,9 @@ class RecordingSubscription:
     extend_recording_id: int | None = None
     subscription: Subscription | None = None
     closed: bool = False
+    replication: ReplicationSession | None = None
+    """Set for a replication's subscription: its first image is the copy (channels from the source)."""
+    has_image: bool = False
 
 
 @dataclass
@@ -195,6 +201,9 @@ class ArchiveConductor:
         self.recordings: dict[int, ActiveRecording] = {}
         self.replays: dict[int, ActiveReplay] = {}
         self._pending_replays = 0
+        self.replications: dict[int, ReplicationSession] = {}
+        self._replicas: dict[int, RecordingSubscription] = {}
+        self._next_replication_id = 1
         self._next_replay_id = 1
         self._next_control_session_id = random.randint(-(2**31), 2**31 - 1)
         self._errors_counter: Counter | None = None
@@ -289,9 +298,12 @@ class ArchiveConductor:
             session.abort()
             session.do_work(self._cached_ms)
         self._control_sessions.clear()
-        for recording_subscription in self._subscriptions.values():
+        for replication in list(self.replications.values()):
+            replication.close()
+        for recording_subscription in [*self._subscriptions.values(), *self._replicas.values()]:
             self._close_recording_subscription(recording_subscription)
         self._subscriptions.clear()
+        self._replicas.clear()
         for registration_id in self._control_registrations:
             self._release(self._get_quietly(self.aeron.get_subscription, registration_id))
         if self.events.publication is not None:
@@ -355,6 +367,9 @@ class ArchiveConductor:
                 for session, demuxer in done:
                     demuxer.remove(session)
                 self._control_sessions = [(s, d) for s, d in self._control_sessions if not s.is_done]
+        if self.replications:
+            for replication in list(self.replications.values()):
+                work += replication.do_work()
         if self._listings:
             for listing in self._listings:
                 work += listing.do_work()
@@ -373,6 +388,7 @@ class ArchiveConductor:
             or self._listings
             or self.recordings
             or self.replays
+            or self.replications
             or self._pending_replays
             or len(self._from_recorder)
             or len(self._from_replayer)
@@ -515,6 +531,13 @@ class ArchiveConductor:
     def _on_recording_image(self, recording_subscription: RecordingSubscription, image: Image) -> None:
         if image.is_closed:
             return
+        replication = recording_subscription.replication
+        if replication is not None:
+            # One copy per replication: a later image of the session (the link came back after the image
+            # timed out) would join at another position.
+            if recording_subscription.has_image or recording_subscription.closed:
+                return
+            recording_subscription.has_image = True
         session = recording_subscription.control_session
         correlation_id = recording_subscription.correlation_id
         limit = self.ctx.max_concurrent_recordings
@@ -527,9 +550,12 @@ class ArchiveConductor:
         recording_id = recording_subscription.extend_recording_id
         if recording_id is not None:
             if not self._check_extension(recording_id, image, session, correlation_id):
+                if replication is not None:
+                    replication.stop()  # the requester heard why (same correlation id)
                 return
             self.catalog.extend_recording(recording_id, session.control_session_id, correlation_id)
         else:
+            source = replication.source if replication is not None else None
             try:
                 recording_id = self.catalog.add_new_recording(
                     start_position=image.join_position,
@@ -540,16 +566,23 @@ class ArchiveConductor:
                     mtu_length=image.mtu_length,
                     session_id=image.session_id,
                     stream_id=image.stream_id,
-                    stripped_channel=recording_subscription.stripped_channel,
-                    original_channel=original,
-                    source_identity=image.source_identity,
+                    stripped_channel=source.stripped_channel
+                    if source
+                    else recording_subscription.stripped_channel,
+                    original_channel=source.original_channel if source else original,
+                    source_identity=source.source_identity if source else image.source_identity,
                 )
             except CatalogError as e:
                 message = f"cannot record {image.stream_id}:{original}: {e}"
+                if replication is not None:
+                    replication.fail(message)
+                    return
                 session.attempt_error(correlation_id, message)
                 self.report_error(message)
                 return
         self._begin_recording(recording_id, image, recording_subscription)
+        if replication is not None:
+            replication.on_recording(recording_id)
 
     def _check_extension(
         self, recording_id: int, image: Image, session: ControlSession, correlation_id: int
@@ -681,6 +714,9 @@ class ArchiveConductor:
         self.catalog.recording_stopped(outcome.recording_id, outcome.stop_position, self._epoch_clock_ms())
         if recording is not None:
             self._release(recording.counter)
+        for replication in list(self.replications.values()):
+            if replication.recording_started and replication.dst_recording_id == outcome.recording_id:
+                replication.on_recording_stopped(outcome.stop_position)
         if outcome.error is not None:
             message = f"recording {outcome.recording_id} stopped at {outcome.stop_position}: {outcome.error}"
             self.report_error(message)
@@ -1116,6 +1152,141 @@ class ArchiveConductor:
 
     # -- truncate --------------------------------------------------------------------------------------------------
 
+    # -- replication (docs/archive.md section 20) -------------------------------------------------------------
+
+    def _on_replicate(self, session: ControlSession, request: ReplicateRequest) -> None:
+        correlation_id = request.correlation_id
+        try:
+            ChannelUri.parse(request.src_control_channel)
+            if request.live_destination:
+                live = ChannelUri.parse(request.live_destination)
+                if live.media != UDP_MEDIA or live.get("endpoint") is None:
+                    raise ValueError(
+                        f"live destination must be aeron:udp?endpoint=host:port, got {request.live_destination}"
+                    )
+        except (InvalidChannelError, ValueError) as e:
+            session.send_error(correlation_id, f"replicate: {e}")
+            return
+        dst = request.dst_recording_id
+        if dst != NULL_POSITION:
+            if not self.catalog.has_recording(dst):
+                session.send_error(
+                    correlation_id, f"unknown recording id {dst}", ArchiveErrorCode.UNKNOWN_RECORDING
+                )
+                return
+            if dst in self.recordings or any(r.dst_recording_id == dst for r in self.replications.values()):
+                session.send_error(
+                    correlation_id, f"cannot extend active recording {dst}", ArchiveErrorCode.ACTIVE_RECORDING
+                )
+                return
+        limit = self.ctx.max_concurrent_recordings
+        if len(self.recordings) + len(self.replications) >= limit:
+            session.send_error(
+                correlation_id, f"max concurrent recordings reached {limit}", ArchiveErrorCode.MAX_RECORDINGS
+            )
+            return
+        replication_id = self._next_replication_id
+        self._next_replication_id += 1
+        try:
+            replication = ReplicationSession(
+                replication_id,
+                self,
+                session,
+                correlation_id,
+                src_recording_id=request.src_recording_id,
+                dst_recording_id=dst,
+                src_control_channel=request.src_control_channel,
+                src_control_stream_id=request.src_control_stream_id,
+                live_destination=request.live_destination,
+                replication_channel=self.ctx.replication_channel,
+                progress_timeout_ns=self.ctx.replication_progress_timeout_ns,
+                message_timeout_ns=self.ctx.connect_timeout_ns,
+            )
+        except (OSError, ValueError, AeronError) as e:
+            session.send_error(correlation_id, f"replicate: {e}")
+            return
+        self.replications[replication_id] = replication
+        session.send_ok(correlation_id, replication_id)
+
+    def _on_stop_replication(self, session: ControlSession, request: StopReplicationRequest) -> None:
+        replication = self.replications.get(request.replication_id)
+        if replication is None:
+            session.send_error(
+                request.correlation_id,
+                f"unknown replication id {request.replication_id}",
+                ArchiveErrorCode.GENERIC,
+            )
+            return
+        replication.stop()
+        session.send_ok(request.correlation_id)
+
+    def replica_subscribe(self, replication: ReplicationSession, channel: str, stream_id: int) -> int:
+        """The copy's subscription: recorded like an ExtendRecording's (or a new recording's), first image only."""
+        holder: list[RecordingSubscription] = []
+
+        def on_image(image: Image) -> None:
+            self._tasks.append(lambda: self._on_recording_image(holder[0], image))
+
+        registration_id = self.aeron.async_add_subscription(channel, stream_id, on_available_image=on_image)
+        extend = replication.dst_recording_id if replication.extend else None
+        replica = RecordingSubscription(
+            f"replication:{replication.replication_id}",
+            registration_id,
+            replication.control_session,
+            replication.correlation_id,
+            channel,
+            channel,
+            extend,
+            replication=replication,
+        )
+        holder.append(replica)
+        self._replicas[registration_id] = replica
+        return registration_id
+
+    def replica_subscription(self, registration_id: int) -> Subscription | None:
+        replica = self._replicas.get(registration_id)
+        if replica is None:
+            return None
+        if replica.subscription is None:
+            replica.subscription = self.aeron.get_subscription(registration_id)
+        return replica.subscription
+
+    def replica_close(self, registration_id: int) -> None:
+        replica = self._replicas.pop(registration_id, None)
+        if replica is None:
+            return
+        if replica.subscription is None:
+            replica.closed = True
+            self.close_when_ready(self.aeron.get_subscription, registration_id)
+            return
+        self._close_recording_subscription(replica)
+
+    def close_when_ready(self, getter: Callable[[int], Any], registration_id: int) -> None:
+        def close() -> bool:
+            try:
+                resource = getter(registration_id)
+            except AeronError:
+                return True  # refused: nothing to close
+            if resource is None:
+                return False
+            self._release(resource)
+            return True
+
+        if not close():
+            self._pending.append(close)
+
+    def recorded_position(self, recording_id: int) -> int | None:
+        recording = self.recordings.get(recording_id)
+        if recording is None:
+            return None
+        return recording.join_position if recording.counter is None else recording.counter.get()
+
+    def describe(self, recording_id: int) -> Any:
+        return self.catalog.descriptor(recording_id)
+
+    def replication_done(self, replication: ReplicationSession) -> None:
+        self.replications.pop(replication.replication_id, None)
+
     def _on_truncate(self, session: ControlSession, request: TruncateRecordingRequest) -> None:
         correlation_id = request.correlation_id
         recording_id = request.recording_id
@@ -1193,4 +1364,6 @@ class ArchiveConductor:
         PositionLookupRequest: _on_position_lookup,
         StopReplayRequest: _on_stop_replay,
         TruncateRecordingRequest: _on_truncate,
+        ReplicateRequest: _on_replicate,
+        StopReplicationRequest: _on_stop_replication,
     }

@@ -134,6 +134,20 @@ class ArchiveContext:
         "ns",
         "sidecar index: an entry per this much time",
     )
+    replication_channel: str = _setting(
+        "aeron.archive.replication.channel",
+        _text,
+        "aeron:udp?endpoint=localhost:0",
+        "channel",
+        "replication: the host the source archive replays and answers to (a free port each time)",
+    )
+    replication_progress_timeout_ns: int = _setting(
+        "aeron.archive.replication.progress.timeout",
+        _duration_ns,
+        5_000_000_000,
+        "ns",
+        "replication: a copy behind its source that does not move for this long stops",
+    )
     threading_mode: str = _setting(
         "aeron.archive.threading.mode", _threading_mode, "DEDICATED", "mode", "DEDICATED, SHARED or INVOKER"
     )

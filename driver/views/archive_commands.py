@@ -26,6 +26,7 @@ from driver.views.archive_catalog import (
     resolve_archive_dir,
     verify_entry,
 )
+from driver.views.archive_replicate import add_replicate_parser
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -129,3 +130,4 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     )
     segs = tool("segments", "the segment files of one recording: positions, size, presence", cmd_segments)
     segs.add_argument("recording_id", type=int, metavar="ID")
+    add_replicate_parser(tools)

@@ -37,6 +37,13 @@ What is here, and when to use which:
     ``service_env`` fixture wraps it. ``python -m tests.support.fast_publisher`` (a publisher as fast as the stream
     takes it) and ``python -m tests.support.status_pollers`` (many concurrent HTTP pollers) run in processes of
     their own, for load tests.
+``ArchiveHost`` (archive_host.py)
+    Our driver and archive in a network namespace (a tests/system/netns.py ``Host``), reached from this process
+    through the driver's aeron dir (``archive``: an AeronArchive on the local control channel); ``replicate``
+    runs ``mediadriver archive replicate`` against it. Import from ``tests.support.archive_host``.
+``assert_same_recording`` (recording_files.py)
+    Two recordings' descriptors and segment bytes over the recorded range compared (replication tests). Import
+    from ``tests.support.recording_files``.
 ``Browser``, ``unavailable`` (browser.py)
     Debian's headless chromium driven through chromedriver (W3C WebDriver over httpx), for tests of the
     service's web page: ``open``, ``click``, ``type_into``, ``text``, ``wait_text``, ``run`` (a script).

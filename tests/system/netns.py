@@ -249,8 +249,10 @@ def two_hosts(
     seed: int | None = None,
     *,
     mode: str = "auto",
+    tag: str = "",
 ) -> Iterator[tuple[Host, Host]]:
     """Two namespaces joined by a link impaired as asked (both directions alike); see the module doc.
+    ``tag`` goes into the namespace names (``amd-<pid>-<tag><token>-a``) to tell a test's namespaces apart.
 
     Raises NetnsUnavailable when namespaces cannot be built here (callers in tests use
     :func:`require_netns` first to skip instead)."""
@@ -281,7 +283,7 @@ def two_hosts(
     remove_stale_namespaces()
     token = secrets.token_hex(3)
     link = Link(mode, impairments, seed)
-    names = [f"{PREFIX}{os.getpid()}-{token}-{side}" for side in "ab"]
+    names = [f"{PREFIX}{os.getpid()}-{tag}{token}-{side}" for side in "ab"]
     devices = [f"amd{token}{side}" for side in "ab"]
     addresses = [f"{SUBNET}.1", f"{SUBNET}.2"]
     hosts = [Host(n, a, d, link) for n, a, d in zip(names, addresses, devices, strict=True)]

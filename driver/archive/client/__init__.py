@@ -36,6 +36,7 @@ from driver.archive.client.exceptions import (
 from driver.archive.client.recording_events import RecordingEvent, RecordingEventsAdapter
 from driver.archive.client.replay_merge import ReplayMerge, ReplayMergeError
 from driver.archive.client.replay_merge import State as ReplayMergeState
+from driver.archive.client.replication import ReplicationSignal
 from driver.archive.codecs import (
     RecordingDescriptor,
     RecordingProgress,
@@ -72,6 +73,7 @@ __all__ = [
     "ReplayMerge",
     "ReplayMergeError",
     "ReplayMergeState",
+    "ReplicationSignal",
     "Resume",
     "SourceLocation",
     "channel_fragment",

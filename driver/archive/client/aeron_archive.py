@@ -21,6 +21,7 @@ from driver.archive.client.context import ArchiveClientContext
 from driver.archive.client.control_response_poller import ControlResponsePoller, Response
 from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode, ArchiveTimeoutError
 from driver.archive.client.replay_extensions import ReplayExtensions
+from driver.archive.client.replication import Replication
 from driver.archive.codecs import (
     CloseSessionRequest,
     ConnectRequest,
@@ -139,7 +140,7 @@ class _ListingExchange(_Exchange):
         )
 
 
-class AeronArchive(ReplayExtensions):
+class AeronArchive(ReplayExtensions, Replication):
     """A client of an Aeron 1.15.1 archive. Make one with ``connect()`` (or ``await connect_async()``);
     ``close()`` ends the control session (CloseSessionRequest) and frees what the client made."""
 

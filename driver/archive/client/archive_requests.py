@@ -59,6 +59,15 @@ class _Polled:
         return done
 
 
+class PolledConnect(_Polled):
+    """The connect exchange of an AeronArchive made over an open publication and subscription (``result``: the
+    control session id, for ``archive._open``): an archive that is a client of another archive connects without
+    blocking its duty cycle."""
+
+    def __init__(self, archive: AeronArchive) -> None:
+        super().__init__(archive, archive._connect_exchange())
+
+
 class PolledArchive:
     """``ArchiveRequests`` over an AeronArchive's control session."""
 

@@ -18,6 +18,7 @@ from driver.archive.codecs import (
     ControlResponse,
     ControlResponseCode,
     RecordingDescriptor,
+    RecordingSignalEvent,
 )
 from driver.client import Subscription
 
@@ -47,6 +48,9 @@ class ControlResponsePoller(MessageStream):
         self.on_unclaimed_error = on_unclaimed_error
         self.unclaimed_errors: deque[ArchiveError] = deque(maxlen=MAX_UNCLAIMED_ERRORS)
         self._inbox: dict[int, deque[Response]] = {}
+        self._signal_requests: dict[int, int] = {}
+        """Replicate requests' correlation ids, to their replication ids once answered (-1 until then)."""
+        self._signals: deque[Any] = deque()
 
     # -- awaiting --------------------------------------------------------------------------------------------
 
@@ -60,6 +64,25 @@ class ControlResponsePoller(MessageStream):
             if isinstance(message, ControlResponse) and message.code == ControlResponseCode.ERROR:
                 self._unclaimed(message)
 
+    def watch_signals(self, correlation_id: int) -> None:
+        """Keep RecordingSignalEvents and later ERRORs of this (replicate) request for ``take_signals``."""
+        self._signal_requests[correlation_id] = -1
+
+    def take_signals(self) -> list[Any]:
+        """RecordingSignalEvents and (replication id, error message) pairs, in arrival order."""
+        signals = list(self._signals)
+        self._signals.clear()
+        return signals
+
+    def take_signal(self, replication_id: int) -> Any:
+        """The oldest signal or error of ``replication_id`` (others stay), or None."""
+        for index, item in enumerate(self._signals):
+            owner = item.subscription_id if isinstance(item, RecordingSignalEvent) else item[0]
+            if owner == replication_id:
+                del self._signals[index]
+                return item
+        return None
+
     def take(self, correlation_id: int) -> Response | None:
         """The next message that arrived for ``correlation_id``, or None."""
         inbox = self._inbox.get(correlation_id)
@@ -68,12 +91,25 @@ class ControlResponsePoller(MessageStream):
     # -- polling ---------------------------------------------------------------------------------------------
 
     def on_decoded(self, message: Any) -> None:
+        if isinstance(message, RecordingSignalEvent):
+            if message.control_session_id == self.control_session_id:
+                self._signal_requests[message.correlation_id] = message.subscription_id
+                self._signals.append(message)
+            return
         if not isinstance(message, ControlResponse | RecordingDescriptor):
             return  # events or catalog records have no place here: ignored like unknown templates
         if self.control_session_id is not None and message.control_session_id != self.control_session_id:
             return
         inbox = self._inbox.get(message.correlation_id)
-        if inbox is not None:
+        replication_id = self._signal_requests.get(message.correlation_id)
+        if replication_id is not None and isinstance(message, ControlResponse):
+            if inbox is not None:  # the answer to the replicate request itself
+                inbox.append(message)
+                if message.code == ControlResponseCode.OK:
+                    self._signal_requests[message.correlation_id] = message.relevant_id
+            elif message.code == ControlResponseCode.ERROR:
+                self._signals.append((replication_id, message.error_message))
+        elif inbox is not None:
             inbox.append(message)
         elif (
             isinstance(message, ControlResponse)

@@ -339,6 +339,19 @@ class ReplayMerge:
                 raise self.error
         return work + self.subscription.poll(handler, fragment_limit)
 
+    def step(self) -> int:
+        """One step of the state table without polling the image, for an owner whose image another agent
+        consumes (an archive recording it); a failure sets ``error`` and FAILED instead of raising."""
+        if self.state in (State.MERGED, State.FAILED, State.CLOSED):
+            return 0
+        try:
+            return self._step()
+        except ArchiveError as e:
+            self._fail(f"{e}")
+        except Exception as e:
+            self._fail(f"{e!r}")
+        return 1
+
     def _answer(self) -> PendingRequest | None:
         """The pending request once answered (and forgotten), else None."""
         pending = self._pending

@@ -319,8 +319,70 @@ class ReplayCreditRequest(NamedTuple):
     limit_position: Int64
 
 
+# Replication (docs/archive.md section 20) takes the later Aeron's templates and layouts (ReplicateRequest 50,
+# StopReplicationRequest 51, RecordingSignalEvent 24); signals go only to the control session that asked.
+
+
+class RecordingSignal(enum.IntEnum):
+    START = 0
+    STOP = 1
+    EXTEND = 2
+    REPLICATE = 3
+    MERGE = 4
+    SYNC = 5
+    DELETE = 6
+    REPLICATE_END = 7
+    NULL_VAL = INT32_NULL
+
+
+Signal = enum_field(RecordingSignal, Int32)
+
+
+@message(template_id=50, block_length=36)
+class ReplicateRequest(NamedTuple):
+    """Copy ``src_recording_id`` of the archive at ``src_control_channel``/``src_control_stream_id`` into a new
+    recording (``dst_recording_id`` -1) or onto the end of ``dst_recording_id``; with ``live_destination`` the
+    copy merges onto the live stream there and goes on recording it."""
+
+    control_session_id: Int64
+    correlation_id: Int64
+    src_recording_id: Int64
+    dst_recording_id: Int64
+    src_control_stream_id: Int32
+    src_control_channel: VarAscii = ""
+    live_destination: VarAscii = ""
+
+
+@message(template_id=51, block_length=24)
+class StopReplicationRequest(NamedTuple):
+    control_session_id: Int64
+    correlation_id: Int64
+    replication_id: Int64
+
+
+@message(template_id=24, block_length=44)
+class RecordingSignalEvent(NamedTuple):
+    """To the control session that asked: ``correlation_id`` is its request's, ``subscription_id`` the
+    replication id."""
+
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+    subscription_id: Int64
+    position: Int64
+    signal: Signal
+
+
 EXTENSIONS = frozenset(
-    {BoundedReplayRequest, PositionLookupRequest, ExtendedReplayRequest, ReplayCreditRequest}
+    {
+        BoundedReplayRequest,
+        PositionLookupRequest,
+        ExtendedReplayRequest,
+        ReplayCreditRequest,
+        ReplicateRequest,
+        StopReplicationRequest,
+        RecordingSignalEvent,
+    }
 )
 """Messages 1.15.1 does not have (its jar has no encoders for them)."""
 
