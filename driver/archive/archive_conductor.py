@@ -40,6 +40,7 @@ from driver.archive.codecs import (
     ListRecordingsRequest,
     LookupType,
     PositionLookupRequest,
+    PurgeRecordingRequest,
     RecordingPositionRequest,
     ReplayCreditRequest,
     ReplayRequest,
@@ -70,7 +71,9 @@ from driver.archive.replay_controls import Bound, CounterBound, CreditBound, Pac
 from driver.archive.replay_session import RecordingSummary, ReplaySession, header_error
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
+    SegmentDeleter,
     SegmentReserver,
+    recording_files,
     segment_indexes,
     segment_path,
     segment_position,
@@ -173,6 +176,7 @@ class ArchiveConductor:
     ) -> None:
         self.ctx = ctx
         self.segment_reserver = segment_reserver
+        self.segment_deleter = SegmentDeleter()
         self.aeron = aeron
         self.catalog = catalog
         self.mark_file = mark_file
@@ -298,6 +302,7 @@ class ArchiveConductor:
             self.events.publication.close()
         for recording in self.recordings.values():
             self._release(recording.counter)
+        self.segment_deleter.close()
         if self._errors_counter is not None:
             self._errors_counter.close()
 
@@ -1175,6 +1180,50 @@ class ArchiveConductor:
         self.catalog.recording_stopped(recording_id, position)
         session.send_ok(correlation_id)
 
+    # -- purge (docs/archive.md section 19) -------------------------------------------------------------------------
+
+    def _on_purge(self, session: ControlSession, request: PurgeRecordingRequest) -> None:
+        """The entry is marked invalid as 1.15.1 marks one (so its listings, find-last and CatalogTool's archive
+        skip it), then the files go on the deleter's thread. OK carries how many files are to be deleted."""
+        correlation_id = request.correlation_id
+        recording_id = request.recording_id
+        if not self.catalog.has_recording(recording_id):
+            session.send_error(
+                correlation_id, f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
+            return
+        if any(replay.recording_id == recording_id for replay in self.replays.values()):
+            session.send_error(
+                correlation_id,
+                f"cannot purge recording with active replay {recording_id}",
+                ArchiveErrorCode.ACTIVE_RECORDING,
+            )
+            return
+        if recording_id in self.recordings or self.catalog.stop_position(recording_id) == NULL_POSITION:
+            session.send_error(
+                correlation_id,
+                f"cannot purge active recording {recording_id}",
+                ArchiveErrorCode.ACTIVE_RECORDING,
+            )
+            return
+        self.catalog.invalidate(recording_id)
+        try:
+            files = recording_files(self.archive_dir, recording_id)
+        except OSError as e:
+            session.send_error(correlation_id, f"cannot list the files of recording {recording_id}: {e}")
+            return
+        future = self.segment_deleter.submit(files)
+
+        def poll() -> bool:
+            if not future.done():
+                return False
+            for error in future.result():
+                self.report_error(f"purge of recording {recording_id}: {error}")
+            return True
+
+        self._pending.append(poll)
+        session.send_ok(correlation_id, len(files))
+
     _HANDLERS: dict[type, Callable[[ArchiveConductor, ControlSession, Any], None]] = {
         StartRecordingRequest: _on_start_recording,
         StopRecordingRequest: _on_stop_recording,
@@ -1193,4 +1242,5 @@ class ArchiveConductor:
         PositionLookupRequest: _on_position_lookup,
         StopReplayRequest: _on_stop_replay,
         TruncateRecordingRequest: _on_truncate,
+        PurgeRecordingRequest: _on_purge,
     }

@@ -1,0 +1,177 @@
+"""Purging recordings and growing the catalog while the archive runs (docs/archive.md section 19): our archive on
+an embedded driver, driven by the Python client. A purged recording's entry is invalid as 1.15.1 marks one, its
+files are deleted off the archive's loop, and a full catalog is grown instead of refusing a recording."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from driver.archive.archive import Archive
+from driver.archive.archive_context import ArchiveContext
+from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError, SourceLocation
+from driver.archive.segment_file import recording_files, segment_path
+from driver.archive_launcher import connect_embedded
+from driver.client import Aeron, ExclusivePublication
+from tests.support import EmbeddedDriver, free_port, new_aeron_dir, wait_for
+
+TERM_LENGTH = 64 * 1024
+IPC = "aeron:ipc"
+
+
+@dataclass
+class Env:
+    driver: EmbeddedDriver
+    archive: Archive
+    aeron: Aeron
+    client: AeronArchive
+    archive_dir: Path
+    stream_ids: Iterator[int]
+
+
+@pytest.fixture
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Env]:
+    settings: dict[str, Any] = getattr(request, "param", {})
+    control, events, response = (f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}" for _ in range(3))
+    archive_dir = tmp_path / "archive"
+    ctx = ArchiveContext(
+        archive_dir=str(archive_dir),
+        control_channel=control,
+        recording_events_channel=events,
+        segment_file_length=64 * 1024,
+        threading_mode="SHARED",
+        **settings,
+    )
+    aeron_dir = new_aeron_dir(tmp_path)
+    driver = EmbeddedDriver(
+        aeron_dir,
+        on_created=lambda d: connect_embedded(d, ctx),
+        spies_simulate_connection=True,
+        term_buffer_length=TERM_LENGTH,
+        ipc_term_buffer_length=TERM_LENGTH,
+    )
+    aeron = Aeron.connect(aeron_dir)
+    client = AeronArchive.connect(
+        aeron,
+        context=ArchiveClientContext(
+            control_request_channel=control,
+            control_response_channel=response,
+            recording_events_channel=events,
+        ),
+    )
+    try:
+        yield Env(driver, driver.attached, aeron, client, archive_dir, iter(range(7001, 8000)))
+    finally:
+        client.close()
+        aeron.close()
+        driver.close()
+
+
+def start_recording(env: Env) -> tuple[int, ExclusivePublication]:
+    stream_id = next(env.stream_ids)
+    publication = env.aeron.add_exclusive_publication(IPC, stream_id)
+    env.client.start_recording(IPC, stream_id, SourceLocation.LOCAL)
+    recording_id = (
+        wait_for(
+            lambda: env.client.find_last_matching_recording(0, IPC, stream_id, publication.session_id) + 1,
+            10,
+            "the recording to start",
+        )
+        - 1
+    )
+    return recording_id, publication
+
+
+def record(env: Env, messages: int = 200) -> int:
+    """A stopped recording of ``messages`` messages of 1 KiB (more than one 64 KiB segment)."""
+    recording_id, publication = start_recording(env)
+    for i in range(messages):
+        data = bytes([i & 0xFF]) * 1024
+        wait_for(lambda d=data: publication.offer(d) > 0, 10, f"offer {i}")
+    end = publication.position
+    wait_for(lambda: env.client.get_recording_position(recording_id) == end, 10, "recorded to the end")
+    env.client.stop_recording(IPC, publication.stream_id)
+    wait_for(lambda: env.client.get_stop_position(recording_id) == end, 10, "the stop position")
+    publication.close()
+    return recording_id
+
+
+def test_purge_invalidates_the_entry_and_deletes_every_file(env: Env) -> None:
+    kept = record(env)
+    purged = record(env)
+    files = recording_files(env.archive_dir, purged)
+    assert segment_path(env.archive_dir, purged, 1) in files
+    assert env.archive_dir / f"{purged}.idx" in files
+    assert env.client.purge_recording(purged) == len(files)
+    wait_for(lambda: not any(path.exists() for path in files), 10, "the purged files to be deleted")
+    assert env.client.list_recording(purged) is None
+    assert [d.recording_id for d in env.client.list_recordings(0, 10)] == [kept]
+    assert recording_files(env.archive_dir, kept)
+    with pytest.raises(ArchiveError, match=f"unknown recording id {purged}"):
+        env.client.purge_recording(purged)
+    entry = env.archive.catalog.entry(purged)
+    assert entry is not None and not entry.valid  # the entry stays, marked invalid as 1.15.1 marks one
+    assert record(env) == purged + 1
+
+
+def test_purge_is_refused_while_recording_or_replaying(env: Env) -> None:
+    recording_id, publication = start_recording(env)
+    with pytest.raises(ArchiveError, match=f"cannot purge active recording {recording_id}"):
+        env.client.purge_recording(recording_id)
+    env.client.stop_recording(IPC, publication.stream_id)
+    publication.close()
+    stopped = record(env)
+    replay_stream = next(env.stream_ids)
+    subscription = env.aeron.add_subscription(IPC, replay_stream)
+    # A credit replay holds at its first limit until granted more, so it is still running when the purge comes.
+    env.client.start_credit_replay(stopped, -1, -1, IPC, replay_stream, 0)
+    with pytest.raises(ArchiveError, match=f"cannot purge recording with active replay {stopped}"):
+        env.client.purge_recording(stopped)
+    subscription.close()
+    assert env.client.list_recording(stopped) is not None
+
+
+@pytest.mark.parametrize("env", [{"max_catalog_entries": 2}], indirect=True)
+def test_a_full_catalog_grows_while_recording(env: Env) -> None:
+    ids = [record(env, 4) for _ in range(5)]
+    assert ids == list(range(5))
+    assert env.archive.catalog.max_entries == 8
+    assert [d.recording_id for d in env.client.list_recordings(0, 10)] == ids
+
+
+@pytest.mark.slow
+def test_list_requests_are_answered_within_50ms_while_4gib_are_purged(env: Env) -> None:
+    segment_length = 1 << 30
+    count = 4
+    if shutil.disk_usage(env.archive_dir).free < (count + 2) * segment_length:
+        pytest.skip("less than 6 GiB free for 4 GiB of segments")
+    recording_id = record(env, 4)
+    for index in range(1, count + 1):  # real, allocated files: deleting them is real work for the file system
+        fd = os.open(
+            segment_path(env.archive_dir, recording_id, 100 + index), os.O_CREAT | os.O_WRONLY, 0o644
+        )
+        try:
+            os.posix_fallocate(fd, 0, segment_length)
+        finally:
+            os.close(fd)
+    files = recording_files(env.archive_dir, recording_id)
+    assert sum(path.stat().st_blocks * 512 for path in files) >= count * segment_length
+    latencies: list[float] = []
+    assert env.client.purge_recording(recording_id) == len(files)
+    started = time.monotonic()
+    while any(path.exists() for path in files):
+        assert time.monotonic() - started < 30, "4 GiB of segments not deleted within 30 s"
+        asked = time.monotonic()
+        env.client.list_recordings(0, 10)
+        latencies.append(time.monotonic() - asked)
+    assert latencies, "no list request was answered"
+    assert max(latencies) < 0.050, f"slowest list answer {max(latencies) * 1000:.1f} ms"
+    print(f"purge of 4 GiB: {time.monotonic() - started:.2f} s, {len(latencies)} lists, "
+          f"slowest {max(latencies) * 1000:.1f} ms")  # fmt: skip
