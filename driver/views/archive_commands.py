@@ -1,4 +1,5 @@
-"""The ``archive`` command's tools: ``list``, ``describe ID``, ``verify [ID]``, ``segments ID``.
+"""The ``archive`` command's tools: ``list``, ``describe ID``, ``verify [ID]``, ``segments ID`` read an archive
+dir; ``purge ID`` asks a running archive.
 
 Registered by ``driver.cli.build_parser``. ``mediadriver archive`` without a tool runs the archive server
 (``driver.cli.run_archive_server``), so the tool subcommand is optional. ``--dir`` is accepted before or after
@@ -100,6 +101,21 @@ def cmd_verify(args: argparse.Namespace, properties: dict[str, str]) -> int:
     return _with_catalog(args, properties, body)
 
 
+def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """Asks the running archive (its control channel from -Daeron.archive.control.channel, ...) to purge."""
+    from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
+    from driver.client.exceptions import AeronError
+
+    try:
+        context = ArchiveClientContext.from_sources({"aeron_dir": args.aeron_dir}, properties)
+        with contextlib.closing(AeronArchive.connect(context=context)) as archive:
+            files = archive.purge_recording(args.recording_id)
+    except (ArchiveError, AeronError, OSError) as e:
+        return _fail(f"purge of recording {args.recording_id}: {e}")
+    print(f"recording {args.recording_id} purged: {files} file(s) being deleted by the archive", flush=True)
+    return EXIT_OK
+
+
 def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     """The tools as optional subcommands of ``archive`` (``args.archive_tool`` is None when none is given)."""
     tools = archive.add_subparsers(dest="archive_tool", required=False, metavar="TOOL")
@@ -126,6 +142,16 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     )
     verify.add_argument(
         "recording_id", type=int, nargs="?", metavar="ID", help="one recording (default: all)"
+    )
+    purge = tool(
+        "purge",
+        "ask the running archive to remove a stopped recording: its catalog entry is marked invalid (1.15.1 "
+        "skips it) and its segment and sidecar files are deleted",
+        cmd_purge,
+    )
+    purge.add_argument("recording_id", type=int, metavar="ID")
+    purge.add_argument(
+        "--aeron-dir", default=argparse.SUPPRESS, help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)"
     )
     segs = tool("segments", "the segment files of one recording: positions, size, presence", cmd_segments)
     segs.add_argument("recording_id", type=int, metavar="ID")

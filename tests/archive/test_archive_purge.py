@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from driver.client import Aeron, ExclusivePublication
 from tests.support import EmbeddedDriver, free_port, new_aeron_dir, wait_for
 
 TERM_LENGTH = 64 * 1024
+ROOT = Path(__file__).resolve().parents[2]
 IPC = "aeron:ipc"
 
 
@@ -34,6 +37,7 @@ class Env:
     client: AeronArchive
     archive_dir: Path
     stream_ids: Iterator[int]
+    control_channel: str
 
 
 @pytest.fixture
@@ -67,7 +71,7 @@ def env(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Env]:
         ),
     )
     try:
-        yield Env(driver, driver.attached, aeron, client, archive_dir, iter(range(7001, 8000)))
+        yield Env(driver, driver.attached, aeron, client, archive_dir, iter(range(7001, 8000)), control)
     finally:
         client.close()
         aeron.close()
@@ -175,3 +179,27 @@ def test_list_requests_are_answered_within_50ms_while_4gib_are_purged(env: Env) 
     assert max(latencies) < 0.050, f"slowest list answer {max(latencies) * 1000:.1f} ms"
     print(f"purge of 4 GiB: {time.monotonic() - started:.2f} s, {len(latencies)} lists, "
           f"slowest {max(latencies) * 1000:.1f} ms")  # fmt: skip
+
+
+def test_mediadriver_archive_purge(env: Env) -> None:
+    recording_id = record(env, 4)
+    files = recording_files(env.archive_dir, recording_id)
+
+    def purge() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable, "-m", "driver", "archive", "purge", str(recording_id),
+                "--aeron-dir", str(env.driver.aeron_dir),
+                f"-Daeron.archive.control.channel={env.control_channel}",
+                f"-Daeron.archive.control.response.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
+            ],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+        )  # fmt: skip
+
+    done = purge()
+    assert done.returncode == 0, done.stderr
+    assert f"recording {recording_id} purged: {len(files)} file(s)" in done.stdout
+    wait_for(lambda: not any(path.exists() for path in files), 10, "the purged files to be deleted")
+    again = purge()
+    assert again.returncode == 1
+    assert f"unknown recording id {recording_id}" in again.stderr and "Traceback" not in again.stderr
