@@ -359,14 +359,25 @@ class ArchiveConductor:
             if done:
                 for session, demuxer in done:
                     demuxer.remove(session)
+                    self._end_replays_of(session)
                 self._control_sessions = [(s, d) for s, d in self._control_sessions if not s.is_done]
         if self._listings:
             for listing in self._listings:
                 work += listing.do_work()
                 if listing.is_done and listing.control_session.active_listing is listing:
                     listing.control_session.active_listing = None
-            self._listings = [listing for listing in self._listings if not listing.is_done]
+            self._listings = [
+                listing
+                for listing in self._listings
+                if not (listing.is_done or listing.control_session.is_done)
+            ]
         return work
+
+    def _end_replays_of(self, session: ControlSession) -> None:
+        """A closed control session's replays are stopped: nobody is left to stop them or hear how they end."""
+        for replay_session_id, replay in self.replays.items():
+            if replay.control_session is session:
+                self._to_replayer.put("abort", replay_session_id)
 
     def is_dormant(self) -> bool:
         """No control session, request, replay or recording in flight: nothing to do until a client comes."""
@@ -982,6 +993,13 @@ class ArchiveConductor:
     ) -> None:
         recording_id = summary.recording_id
         correlation_id = request.correlation_id
+        if not session.is_active:  # the client went while the publication was made
+            publication.close()
+            return
+        if not self.catalog.has_recording(recording_id):  # purged while the publication was made
+            publication.close()
+            session.attempt_error(correlation_id, f"unknown recording id {recording_id}")
+            return
         summary = self._summary(recording_id)  # the recording may have stopped while the publication was made
         live = self._live_position(recording_id)
         if live is None:

@@ -1,6 +1,7 @@
-"""Purging recordings and growing the catalog while the archive runs (docs/archive.md section 19): our archive on
-an embedded driver, driven by the Python client. A purged recording's entry is invalid as 1.15.1 marks one, its
-files are deleted off the archive's loop, and a full catalog is grown instead of refusing a recording."""
+"""The archive left running (docs/archive.md section 19): our archive on an embedded driver, driven by the Python
+client. A purged recording's entry is invalid as 1.15.1 marks one, its files are deleted off the archive's loop, a
+full catalog is grown instead of refusing a recording, and a client that dies takes its control session and
+replays with it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class Env:
 
 @pytest.fixture
 def env(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Env]:
-    settings: dict[str, Any] = getattr(request, "param", {})
+    settings: dict[str, Any] = dict(getattr(request, "param", {}))
+    driver_settings = settings.pop("driver", {})
     control, events, response = (f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}" for _ in range(3))
     archive_dir = tmp_path / "archive"
     ctx = ArchiveContext(
@@ -60,6 +62,7 @@ def env(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Env]:
         spies_simulate_connection=True,
         term_buffer_length=TERM_LENGTH,
         ipc_term_buffer_length=TERM_LENGTH,
+        **driver_settings,
     )
     aeron = Aeron.connect(aeron_dir)
     client = AeronArchive.connect(
@@ -203,3 +206,57 @@ def test_mediadriver_archive_purge(env: Env) -> None:
     again = purge()
     assert again.returncode == 1
     assert f"unknown recording id {recording_id}" in again.stderr and "Traceback" not in again.stderr
+
+
+LIVENESS_S = 2.0
+KILLED_CLIENT = """
+import sys
+from driver.archive.client import AeronArchive
+from driver.client import Aeron
+
+aeron_dir, recording_id, response_stream, replay_stream = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+aeron = Aeron.connect(aeron_dir)
+archive = AeronArchive.connect(
+    aeron, control_request_channel="aeron:ipc", control_request_stream_id=11,
+    control_response_channel="aeron:ipc", control_response_stream_id=response_stream,
+)
+subscription = aeron.add_subscription("aeron:ipc", replay_stream)
+archive.start_credit_replay(recording_id, -1, -1, "aeron:ipc", replay_stream, 0)  # held until granted: never ends
+print("replaying", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize(
+    "env", [{"driver": {"client_liveness_timeout_ns": int(LIVENESS_S * 1e9)}}], indirect=True
+)
+def test_a_killed_clients_control_session_and_replay_end_within_its_liveness(env: Env) -> None:
+    recording_id = record(env, 4)
+    conductor = env.archive.conductor
+    sessions_before = len(conductor._control_sessions)
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED_CLIENT, str(env.driver.aeron_dir), str(recording_id),
+         str(free_port("udp")), str(next(env.stream_ids))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, text=True,
+    ) as child:  # fmt: skip
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "replaying"
+            assert len(conductor.replays) == 1
+            assert len(conductor._control_sessions) == sessions_before + 1
+        finally:
+            child.kill()
+            killed = time.monotonic()
+            child.wait(10)
+    wait_for(
+        lambda: not conductor.replays and len(conductor._control_sessions) == sessions_before,
+        LIVENESS_S + 5,
+        "the dead client's session and replay to end",
+    )
+    ended = time.monotonic() - killed
+    print(
+        f"the killed client's session and replay ended {ended:.2f} s after the kill (liveness {LIVENESS_S} s)"
+    )
+    assert ended <= LIVENESS_S + 1, f"ended {ended:.2f} s after the kill"
+    assert not env.archive.replayer.sessions
+    env.client.purge_recording(recording_id)  # nothing holds the recording any more
