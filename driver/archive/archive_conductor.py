@@ -28,6 +28,7 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
 from driver.archive.channels import recording_key, strip_channel
+from driver.archive.checksums import ChecksumWriter, truncate_checksums
 from driver.archive.codecs import (
     ArchiveErrorCode,
     BoundedReplayRequest,
@@ -650,6 +651,11 @@ class ArchiveConductor:
                 recording_id, image, counter, writer, self.events, recording_subscription.original_channel
             )
             self._add_index(recording_session, descriptor)
+            if self.ctx.record_checksums:
+                recording_session.checksums = ChecksumWriter(
+                    self.archive_dir, recording_id, self.ctx.file_permissions
+                )
+                recording_session.use_index()
             self._to_recorder.put("add", recording_session)
             return True
 
@@ -1195,6 +1201,7 @@ class ArchiveConductor:
                 except OSError:
                     session.send_error(correlation_id, f"failed to delete {later_path}")
                     return
+        truncate_checksums(self.archive_dir, recording_id, position)
         self.catalog.recording_stopped(recording_id, position)
         session.send_ok(correlation_id)
 

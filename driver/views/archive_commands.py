@@ -90,6 +90,8 @@ def cmd_verify(args: argparse.Namespace, properties: dict[str, str]) -> int:
                 lines += [f"recording {recording_id}: 1 problem(s)", f"  - corrupt catalog entry: {error}"]
                 continue
             v = verify_entry(archive_dir, entry)
+            if args.checksums and entry.valid:
+                _verify_checksums(archive_dir, entry.descriptor, v)
             failed += not v.ok
             lines += render_verification(v)
         lines.append(
@@ -114,6 +116,23 @@ def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
         return _fail(f"purge of recording {args.recording_id}: {e}")
     print(f"recording {args.recording_id} purged: {files} file(s) being deleted by the archive", flush=True)
     return EXIT_OK
+
+
+def _verify_checksums(archive_dir, d, v) -> None:
+    """Each frame up to the stop (or, without one, where the frames end) against the checksum sidecar."""
+    from driver.archive.checksums import verify_checksums
+
+    stop = d.stop_position if d.stop_position != -1 else v.data_end
+    if stop is None:
+        return
+    try:
+        problem = verify_checksums(archive_dir, d, stop)
+    except (OSError, ValueError) as e:
+        problem = f"cannot be read: {e}"
+    if problem is not None:
+        v.problems.append(f"checksums: {problem}")
+    else:
+        v.notes.append(f"checksums hold up to {stop}")
 
 
 def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
@@ -142,6 +161,11 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     )
     verify.add_argument(
         "recording_id", type=int, nargs="?", metavar="ID", help="one recording (default: all)"
+    )
+    verify.add_argument(
+        "--checksums",
+        action="store_true",
+        help="also check every frame against the CRC32C the recorder wrote into <id>.crc",
     )
     purge = tool(
         "purge",
