@@ -28,7 +28,7 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
 from driver.archive.channels import recording_key, strip_channel
-from driver.archive.checksums import ChecksumWriter, truncate_checksums
+from driver.archive.checksums import ChecksumWriter, ReplayChecker, truncate_checksums
 from driver.archive.codecs import (
     ArchiveErrorCode,
     BoundedReplayRequest,
@@ -1048,6 +1048,8 @@ class ArchiveConductor:
             live,
             controls,
         )
+        if self.ctx.replay_checksums:
+            replay.checksums = ReplayChecker(self.archive_dir, recording_id)
         self.replays[replay_session_id] = ActiveReplay(recording_id, session, correlation_id)
         session.send_ok(correlation_id, replay_session_id)
         self._to_replayer.put("add", replay)

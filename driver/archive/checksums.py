@@ -229,3 +229,34 @@ def last_good_position(archive_dir: str | os.PathLike[str], d: Any, scan_stop: i
         return int(entries[candidates[max(len(candidates) - _RECOVERY_LOOKBACK, 0)]]["position"])
     finally:
         segments.close()
+
+
+class ReplayChecker:
+    """A replay's check of each block it read against the checksums (``aeron.archive.replay.checksums``). A live
+    recording's frames may be read before the recorder has appended their checksums: the file is read again
+    then, and frames still without one pass unchecked."""
+
+    def __init__(self, archive_dir: Path, recording_id: int) -> None:
+        self.archive_dir, self.recording_id = archive_dir, recording_id
+        self._entries = self._load()
+
+    def _load(self) -> np.ndarray:
+        entries = read_checksums(self.archive_dir, self.recording_id)
+        return entries if entries is not None else np.empty(0, ENTRY_DTYPE)
+
+    def check(self, data: Any, position: int, length: int) -> str | None:
+        """None, or what is wrong with the first frame of ``data[:length]`` (at ``position``) that does not match."""
+        computed = frame_checksums(data, position, 0, length)
+        if len(computed) == 0:
+            return None
+        first = int(np.searchsorted(self._entries["position"], position))
+        expected = self._entries[first : first + len(computed)]
+        if len(expected) < len(computed):
+            self._entries = self._load()
+            expected = self._entries[first : first + len(computed)]
+        count = len(expected)
+        differs = np.flatnonzero(computed[:count] != expected)
+        if len(differs) == 0:
+            return None
+        bad = computed[differs[0]]
+        return f"checksum mismatch at position {int(bad['position'])} (frame of {int(bad['length'])} bytes)"

@@ -435,3 +435,39 @@ def test_verify_checksums_finds_one_flipped_byte_in_a_1gib_recording(tmp_path: P
         f"checksums: checksum mismatch at position {flipped} (frame of {frame_length} bytes)" in done.stdout
     )
     print(f"verify --checksums of 1 GiB: {took:.1f} s")
+
+
+@pytest.mark.parametrize("env", [{"replay_checksums": True}], indirect=True)
+def test_a_replay_checking_checksums_stops_at_a_flipped_byte(env: Env) -> None:
+    recording_id = record(env, 200)
+    d = env.client.list_recording(recording_id)
+    assert d is not None
+    entries = read_checksums(env.archive_dir, recording_id)
+    assert entries is not None
+    stream_id = next(env.stream_ids)
+    subscription = env.aeron.add_subscription(IPC, stream_id)
+    received: list[int] = []
+
+    def replay_all() -> int:
+        env.client.start_replay(recording_id, d.start_position, -1, IPC, stream_id)
+        wait_for(lambda: subscription.images, 10, "the replay image")
+        image = subscription.images[0]
+        while not image.is_closed and not image.is_end_of_stream:
+            if image.poll(lambda *_: received.append(1), 100) == 0:
+                time.sleep(0.001)
+        return len(received)
+
+    assert replay_all() == 200  # all 200 messages; the checksums hold
+    victim = entries[120]
+    index, offset = segment_position(
+        d.start_position, int(victim["position"]), d.term_buffer_length, d.segment_file_length
+    )
+    with open(segment_path(env.archive_dir, recording_id, index), "r+b") as f:
+        f.seek(offset + 100)
+        f.write(b"\xff")
+    received.clear()
+    wait_for(lambda: not subscription.images, 10, "the first replay's image to go")
+    assert replay_all() < 120 + 1
+    error = wait_for(env.client.poll_for_error_response, 10, "the replay's error")
+    assert f"checksum mismatch at position {int(victim['position'])}" in str(error)
+    subscription.close()
