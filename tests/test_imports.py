@@ -84,6 +84,7 @@ NATIVE_OWNERS = {
     "amd_publication.h": "driver.concurrent.logbuffer.publication_offer",
     "amd_udp.h": "driver.media.udp_batch",
     "amd_timer.h": "driver.agent.park_timer",
+    "amd_crc.h": "driver.concurrent.frame_checksums",
 }
 # The archive is a client of the driver: primitives and the client, never the driver's agents or I/O.
 ARCHIVE = "driver.archive"

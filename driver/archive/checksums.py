@@ -22,17 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from driver._native import ffi, lib
 from driver.archive.recording_writer import RecordingWriteError
 from driver.archive.segment_file import FRAME_ALIGNMENT, segment_path, segment_position
 from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.frame_checksums import ENTRY_DTYPE, frame_checksums
 from driver.util.bit_util import align
 from driver.util.files import FilePermissions
 
 CHECKSUM_MAGIC = 0x43524341
 CHECKSUM_VERSION = 1
 HEADER = struct.Struct("<Iiii")
-ENTRY_DTYPE = np.dtype([("position", "<i8"), ("length", "<i4"), ("crc", "<u4")])
 ENTRY_LENGTH = ENTRY_DTYPE.itemsize
 SUFFIX = ".crc"
 _CHUNK = 8 * 1024 * 1024  # bytes of segment checked per native call
@@ -41,22 +40,6 @@ _RECOVERY_LOOKBACK = 4096  # frames tried, from the end back, for one whose chec
 
 def checksum_path(archive_dir: str | os.PathLike[str], recording_id: int) -> Path:
     return Path(archive_dir) / f"{recording_id}{SUFFIX}"
-
-
-def crc32c(data: Any) -> int:
-    return lib.amd_crc32c(0, ffi.from_buffer(data), len(data))
-
-
-def frame_checksums(data: Any, position: int, offset: int = 0, length: int | None = None) -> np.ndarray:
-    """The entries of the whole frames in ``data[offset:offset + length]``, which starts at stream ``position``."""
-    if length is None:
-        length = len(data) - offset
-    capacity = max(length // FRAME_ALIGNMENT, 1)
-    out = np.empty(capacity, ENTRY_DTYPE)
-    count = lib.amd_frame_checksums(
-        ffi.from_buffer(data) + offset, length, position, ffi.from_buffer(out), capacity
-    )
-    return out[:count]
 
 
 class ChecksumWriter:
@@ -83,15 +66,10 @@ class ChecksumWriter:
         capacity = max(length // FRAME_ALIGNMENT, 1)
         if len(self._out) < capacity:
             self._out = np.empty(capacity, ENTRY_DTYPE)
-        count = lib.amd_frame_checksums(
-            ffi.from_buffer(term_buffer.view) + term_offset,
-            length,
-            position,
-            ffi.from_buffer(self._out),
-            capacity,
-        )
+        entries = frame_checksums(term_buffer.view, position, term_offset, length, self._out)
+        count = len(entries)
         try:
-            os.write(self._fd, self._out[:count].data.cast("B"))
+            os.write(self._fd, entries.data.cast("B"))
         except OSError as e:  # the recording stops as at a failed segment write, naming the file
             raise RecordingWriteError(
                 e.errno, f"write of {count} checksums to {self.path} failed: {e.strerror or e}"

@@ -23,11 +23,12 @@ import pytest
 from driver.archive.archive import Archive
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.catalog import Catalog
-from driver.archive.checksums import checksum_path, crc32c, frame_checksums, read_checksums, verify_checksums
+from driver.archive.checksums import checksum_path, read_checksums, verify_checksums
 from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError, SourceLocation
 from driver.archive.segment_file import recording_files, recover_stop_position, segment_path, segment_position
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, ExclusivePublication
+from driver.concurrent.frame_checksums import crc32c, frame_checksums
 from driver.util.bit_util import align
 from tests.support import EmbeddedDriver, free_port, new_aeron_dir, wait_for
 
