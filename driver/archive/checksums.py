@@ -146,10 +146,14 @@ def verify_checksums(archive_dir: str | os.PathLike[str], d: Any, stop: int) -> 
     if entries is None:
         return f"no checksum file {checksum_path(archive_dir, d.recording_id).name}"
     entries = entries[(entries["position"] >= d.start_position) & (entries["position"] < stop)]
+    if len(entries) == 0:
+        return None if stop <= d.start_position else f"no checksums below the stop position {stop}"
     segments = _Segments(Path(archive_dir), d)
     segment_length = d.segment_file_length
     try:
-        position = d.start_position
+        # An extension of a recording made without checksums (by 1.15.1, or with them off) has them from its
+        # join position on.
+        position = int(entries["position"][0])
         checked = 0
         while position < stop:
             mapping, offset = segments.segment(position)

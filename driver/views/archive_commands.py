@@ -120,10 +120,13 @@ def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 def _verify_checksums(archive_dir, d, v) -> None:
     """Each frame up to the stop (or, without one, where the frames end) against the checksum sidecar."""
-    from driver.archive.checksums import verify_checksums
+    from driver.archive.checksums import checksum_path, verify_checksums
 
     stop = d.stop_position if d.stop_position != -1 else v.data_end
     if stop is None:
+        return
+    if not checksum_path(archive_dir, d.recording_id).exists():
+        v.notes.append("recorded without checksums: not checked against any")
         return
     try:
         problem = verify_checksums(archive_dir, d, stop)

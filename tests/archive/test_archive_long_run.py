@@ -189,18 +189,29 @@ def test_list_requests_are_answered_within_50ms_while_4gib_are_purged(env: Env) 
             os.close(fd)
     files = recording_files(env.archive_dir, recording_id)
     assert sum(path.stat().st_blocks * 512 for path in files) >= count * segment_length
+
+    def list_latency() -> float:
+        asked = time.monotonic()
+        env.client.list_recordings(0, 10)
+        return time.monotonic() - asked
+
+    # The same requests before the purge: on a machine too loaded to answer them within 50 ms anyway, the
+    # purge cannot be judged.
+    baseline = max(list_latency() for _ in range(200))
+    if baseline >= 0.050:
+        pytest.skip(
+            f"the machine is too loaded: a list answer took {baseline * 1000:.0f} ms before the purge"
+        )
     latencies: list[float] = []
     assert env.client.purge_recording(recording_id) == len(files)
     started = time.monotonic()
     while any(path.exists() for path in files):
         assert time.monotonic() - started < 30, "4 GiB of segments not deleted within 30 s"
-        asked = time.monotonic()
-        env.client.list_recordings(0, 10)
-        latencies.append(time.monotonic() - asked)
+        latencies.append(list_latency())
     assert latencies, "no list request was answered"
     assert max(latencies) < 0.050, f"slowest list answer {max(latencies) * 1000:.1f} ms"
     print(f"purge of 4 GiB: {time.monotonic() - started:.2f} s, {len(latencies)} lists, "
-          f"slowest {max(latencies) * 1000:.1f} ms")  # fmt: skip
+          f"slowest {max(latencies) * 1000:.1f} ms (before the purge {baseline * 1000:.1f} ms)")  # fmt: skip
 
 
 def test_mediadriver_archive_purge(env: Env) -> None:
@@ -345,7 +356,7 @@ publication = aeron.add_exclusive_publication("aeron:ipc", 9001)
 archive.start_recording("aeron:ipc", 9001, SourceLocation.LOCAL)
 sent = 0
 while True:
-    if publication.offer(bytes([0xAB]) * 1000) > 0:
+    if publication.offer(bytes([0xAB]) * 992) > 0:  # frames of 1 KiB: none crosses a page
         sent += 1
         if sent == 2000:
             print("recording", flush=True)
@@ -382,7 +393,8 @@ def test_recovery_after_kill_9_stops_at_the_last_frame_whose_checksum_holds(tmp_
     scanned = recover_stop_position(
         archive_dir, 0, d.start_position, d.term_buffer_length, d.segment_file_length
     )
-    assert scanned > int(last["position"])  # the frame scan alone (1.15.1's) keeps the torn frame
+    # The frame scan alone (as 1.15.1's, which drops only a last frame across pages) keeps the torn frame.
+    assert scanned > int(last["position"])
     with running_archive(tmp_path, archive_dir, {"segment_file_length": 1 << 20}) as env:
         assert env.archive.recovered == [0]
         assert env.client.get_stop_position(0) == int(last["position"])
