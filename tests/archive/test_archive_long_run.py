@@ -488,3 +488,16 @@ def test_a_replay_checking_checksums_stops_at_a_flipped_byte(env: Env) -> None:
     error = wait_for(env.client.poll_for_error_response, 10, "the replay's error")
     assert f"checksum mismatch at position {int(victim['position'])}" in str(error)
     subscription.close()
+
+
+@pytest.mark.parametrize("env", [{"record_checksums": False}], indirect=True)
+def test_verify_checksums_notes_a_recording_made_without_them(env: Env) -> None:
+    recording_id = record(env, 4)
+    assert not checksum_path(env.archive_dir, recording_id).exists()
+    done = subprocess.run(
+        [sys.executable, "-m", "driver", "archive", "verify", "--checksums", "--dir", str(env.archive_dir)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"recording {recording_id}: OK" in done.stdout
+    assert "recorded without checksums: not checked against any" in done.stdout
