@@ -1210,8 +1210,9 @@ class ArchiveConductor:
     # -- purge (docs/archive.md section 19) -------------------------------------------------------------------------
 
     def _on_purge(self, session: ControlSession, request: PurgeRecordingRequest) -> None:
-        """The entry is marked invalid as 1.15.1 marks one (so its listings, find-last and CatalogTool's archive
-        skip it), then the files go on the deleter's thread. OK carries how many files are to be deleted."""
+        """The entry is marked invalid as 1.15.1 marks one (so listings, find-last and replays of 1.15.1's archive
+        and ours skip it), then the files go on the deleter's thread. OK carries how many files are to be
+        deleted."""
         correlation_id = request.correlation_id
         recording_id = request.recording_id
         if not self.catalog.has_recording(recording_id):
