@@ -346,7 +346,7 @@ def add_archive_server_parser(sub) -> argparse.ArgumentParser:
     archive = sub.add_parser(
         "archive",
         help="run the archive as a client of a driver (no TOOL), or read an archive dir: list, describe ID, "
-        "verify [ID], segments ID",
+        "verify [ID], segments ID; purge ID asks a running archive",
     )
     archive.add_argument("--dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
     archive.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")

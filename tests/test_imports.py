@@ -85,6 +85,7 @@ NATIVE_OWNERS = {
     "amd_publication.h": "driver.concurrent.logbuffer.publication_offer",
     "amd_udp.h": "driver.media.udp_batch",
     "amd_timer.h": "driver.agent.park_timer",
+    "amd_crc.h": "driver.concurrent.frame_checksums",
 }
 # The client's CPython fast path (native/src/amd_fastpath.c, an extension module of its own, not cffi) has one
 # owner too.

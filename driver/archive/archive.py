@@ -23,6 +23,7 @@ from driver.archive.archive_conductor import ArchiveConductor
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
+from driver.archive.checksums import last_good_position
 from driver.archive.codecs import RecordingDescriptor
 from driver.archive.recorder import Recorder
 from driver.archive.replayer import Replayer
@@ -223,6 +224,7 @@ class Archive:
                     d.segment_file_length,
                 )
                 self._check_after_stop(d, stop)
+                stop = self._checksummed_stop(d, stop)
             except (OSError, ValueError) as e:
                 report(f"start-up: recording {recording_id} cannot be recovered from its segment files: {e}")
                 continue
@@ -230,6 +232,18 @@ class Archive:
             log.info("archive: recovered recording %d: stop position %d", recording_id, stop)
             recovered.append(recording_id)
         return recovered
+
+    def _checksummed_stop(self, d: RecordingDescriptor, stop: int) -> int:
+        """With a checksum sidecar, the recording ends after the last frame whose checksum holds: a torn tail
+        (a frame whose header reached the file but not all of its body) is cut off (docs/archive.md section 19)."""
+        good = last_good_position(self.archive_dir, d, stop)
+        if good is None or good == stop:
+            return stop
+        self.conductor.report_error(
+            f"start-up: recording {d.recording_id}: the frames from {good} to {stop} do not match their checksums "
+            f"(a torn tail); the recording stops at {good}"
+        )
+        return good
 
     def _check_segments(self, d: RecordingDescriptor, present: set[int]) -> None:
         """Reports each segment file a stopped recording's [start, stop) needs that is missing or short."""

@@ -28,6 +28,7 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
 from driver.archive.channels import recording_key, strip_channel
+from driver.archive.checksums import ChecksumWriter, ReplayChecker, truncate_checksums
 from driver.archive.codecs import (
     ArchiveErrorCode,
     BoundedReplayRequest,
@@ -40,6 +41,7 @@ from driver.archive.codecs import (
     ListRecordingsRequest,
     LookupType,
     PositionLookupRequest,
+    PurgeRecordingRequest,
     RecordingPositionRequest,
     ReplayCreditRequest,
     ReplayRequest,
@@ -73,7 +75,9 @@ from driver.archive.replay_session import RecordingSummary, ReplaySession, heade
 from driver.archive.replication_session import ReplicationSession
 from driver.archive.segment_file import (
     FRAME_ALIGNMENT,
+    SegmentDeleter,
     SegmentReserver,
+    recording_files,
     segment_indexes,
     segment_path,
     segment_position,
@@ -179,6 +183,7 @@ class ArchiveConductor:
     ) -> None:
         self.ctx = ctx
         self.segment_reserver = segment_reserver
+        self.segment_deleter = SegmentDeleter()
         self.aeron = aeron
         self.catalog = catalog
         self.mark_file = mark_file
@@ -310,6 +315,7 @@ class ArchiveConductor:
             self.events.publication.close()
         for recording in self.recordings.values():
             self._release(recording.counter)
+        self.segment_deleter.close()
         if self._errors_counter is not None:
             self._errors_counter.close()
 
@@ -366,6 +372,7 @@ class ArchiveConductor:
             if done:
                 for session, demuxer in done:
                     demuxer.remove(session)
+                    self._end_replays_of(session)
                 self._control_sessions = [(s, d) for s, d in self._control_sessions if not s.is_done]
         if self.replications:
             for replication in list(self.replications.values()):
@@ -375,8 +382,18 @@ class ArchiveConductor:
                 work += listing.do_work()
                 if listing.is_done and listing.control_session.active_listing is listing:
                     listing.control_session.active_listing = None
-            self._listings = [listing for listing in self._listings if not listing.is_done]
+            self._listings = [
+                listing
+                for listing in self._listings
+                if not (listing.is_done or listing.control_session.is_done)
+            ]
         return work
+
+    def _end_replays_of(self, session: ControlSession) -> None:
+        """A closed control session's replays are stopped: nobody is left to stop them or hear how they end."""
+        for replay_session_id, replay in self.replays.items():
+            if replay.control_session is session:
+                self._to_replayer.put("abort", replay_session_id)
 
     def is_dormant(self) -> bool:
         """No control session, request, replay or recording in flight: nothing to do until a client comes."""
@@ -667,6 +684,11 @@ class ArchiveConductor:
                 recording_id, image, counter, writer, self.events, recording_subscription.original_channel
             )
             self._add_index(recording_session, descriptor)
+            if self.ctx.record_checksums:
+                recording_session.checksums = ChecksumWriter(
+                    self.archive_dir, recording_id, self.ctx.file_permissions
+                )
+                recording_session.use_index()
             self._to_recorder.put("add", recording_session)
             return True
 
@@ -1013,6 +1035,13 @@ class ArchiveConductor:
     ) -> None:
         recording_id = summary.recording_id
         correlation_id = request.correlation_id
+        if not session.is_active:  # the client went while the publication was made
+            publication.close()
+            return
+        if not self.catalog.has_recording(recording_id):  # purged while the publication was made
+            publication.close()
+            session.attempt_error(correlation_id, f"unknown recording id {recording_id}")
+            return
         summary = self._summary(recording_id)  # the recording may have stopped while the publication was made
         live = self._live_position(recording_id)
         if live is None:
@@ -1055,6 +1084,8 @@ class ArchiveConductor:
             live,
             controls,
         )
+        if self.ctx.replay_checksums:
+            replay.checksums = ReplayChecker(self.archive_dir, recording_id)
         self.replays[replay_session_id] = ActiveReplay(recording_id, session, correlation_id)
         session.send_ok(correlation_id, replay_session_id)
         self._to_replayer.put("add", replay)
@@ -1343,8 +1374,54 @@ class ArchiveConductor:
                 except OSError:
                     session.send_error(correlation_id, f"failed to delete {later_path}")
                     return
+        truncate_checksums(self.archive_dir, recording_id, position)
         self.catalog.recording_stopped(recording_id, position)
         session.send_ok(correlation_id)
+
+    # -- purge (docs/archive.md section 19) -------------------------------------------------------------------------
+
+    def _on_purge(self, session: ControlSession, request: PurgeRecordingRequest) -> None:
+        """The entry is marked invalid as 1.15.1 marks one (so listings, find-last and replays of 1.15.1's archive
+        and ours skip it), then the files go on the deleter's thread. OK carries how many files are to be
+        deleted."""
+        correlation_id = request.correlation_id
+        recording_id = request.recording_id
+        if not self.catalog.has_recording(recording_id):
+            session.send_error(
+                correlation_id, f"unknown recording id {recording_id}", ArchiveErrorCode.UNKNOWN_RECORDING
+            )
+            return
+        if any(replay.recording_id == recording_id for replay in self.replays.values()):
+            session.send_error(
+                correlation_id,
+                f"cannot purge recording with active replay {recording_id}",
+                ArchiveErrorCode.ACTIVE_RECORDING,
+            )
+            return
+        if recording_id in self.recordings or self.catalog.stop_position(recording_id) == NULL_POSITION:
+            session.send_error(
+                correlation_id,
+                f"cannot purge active recording {recording_id}",
+                ArchiveErrorCode.ACTIVE_RECORDING,
+            )
+            return
+        self.catalog.invalidate(recording_id)
+        try:
+            files = recording_files(self.archive_dir, recording_id)
+        except OSError as e:
+            session.send_error(correlation_id, f"cannot list the files of recording {recording_id}: {e}")
+            return
+        future = self.segment_deleter.submit(files)
+
+        def poll() -> bool:
+            if not future.done():
+                return False
+            for error in future.result():
+                self.report_error(f"purge of recording {recording_id}: {error}")
+            return True
+
+        self._pending.append(poll)
+        session.send_ok(correlation_id, len(files))
 
     _HANDLERS: dict[type, Callable[[ArchiveConductor, ControlSession, Any], None]] = {
         StartRecordingRequest: _on_start_recording,
@@ -1366,4 +1443,5 @@ class ArchiveConductor:
         TruncateRecordingRequest: _on_truncate,
         ReplicateRequest: _on_replicate,
         StopReplicationRequest: _on_stop_replication,
+        PurgeRecordingRequest: _on_purge,
     }

@@ -120,6 +120,20 @@ class ArchiveContext:
     catalog_file_sync_level: int = _setting(
         "aeron.archive.catalog.file.sync.level", _int, 0, "0-2", "catalog: 0 none, 1 data, 2 data+metadata"
     )
+    record_checksums: bool = _setting(
+        "aeron.archive.record.checksums",
+        _bool,
+        True,
+        "bool",
+        "the recorder writes a CRC32C per frame into <id>.crc (verify --checksums, start-up recovery)",
+    )
+    replay_checksums: bool = _setting(
+        "aeron.archive.replay.checksums",
+        _bool,
+        False,
+        "bool",
+        "replays check each frame against <id>.crc and stop with an error at a mismatch",
+    )
     index_interval_bytes: int = _setting(
         "aeron.archive.index.interval.length",
         _int,

@@ -10,6 +10,8 @@
 
 The file is sized for ``max_entries`` (min(max_entries·1024 + 1024, 2^31 - 1)), created sparse and memory
 mapped; an existing file keeps its size when larger (that is how 1.15.1's ``CatalogTool max-entries N`` grows it).
+A full catalog grows the same way while the archive runs: the file is made twice as long and mapped again, so a
+1.15.1 archive opens the grown file as it opens one CatalogTool grew.
 Entries are counted from id 0 up to the first entry whose descriptor length is 0, so an entry is committed by
 writing its length last. The stop position is written with release order: other threads read it live.
 """
@@ -127,6 +129,10 @@ class Catalog:
         self.path = self.archive_dir / CATALOG_FILE_NAME
         self.file_sync_level = file_sync_level
         self._closed = False
+        self._read_only = read_only
+        # Mappings replaced by a larger one: kept until close, as other threads may still read through them (the
+        # file is shared, so they see every write).
+        self._retired: list[tuple[AtomicBuffer, mmap.mmap]] = []
         pre_exists = self.path.exists()
         if read_only and not pre_exists:
             raise CatalogError(f"no catalog at {self.path}")
@@ -178,6 +184,9 @@ class Catalog:
         if self._closed:
             return
         self._closed = True
+        for old_buffer, old_map in self._retired:
+            old_buffer.close()
+            old_map.close()
         buffer = getattr(self, "_buffer", None)
         if buffer is not None:
             buffer.close()
@@ -244,9 +253,10 @@ class Catalog:
         original_channel: str,
         source_identity: str,
     ) -> int:
-        """Appends a valid entry (stop position and timestamp -1) and returns its recording id."""
+        """Appends a valid entry (stop position and timestamp -1) and returns its recording id; a full catalog is
+        grown first."""
         if self._next_recording_id >= self.max_entries:
-            raise CatalogError(f"catalog is full, max recordings reached: {self.max_entries}")
+            self.grow()
         combined = len(stripped_channel) + len(original_channel) + len(source_identity)
         if combined > self._max_strings:
             raise CatalogError(
@@ -292,6 +302,27 @@ class Catalog:
         self._next_recording_id += 1
         self._sync()
         return recording_id
+
+    def grow(self) -> None:
+        """Twice the entries (at most MAX_ENTRIES): the file is extended (sparse) and mapped again. 1.15.1 opens a
+        catalog at max(file size, its configured size), so it reads the grown file."""
+        if self._read_only or self.max_entries >= MAX_ENTRIES:
+            raise CatalogError(f"catalog is full, max recordings reached: {self.max_entries}")
+        new_max = min(self.max_entries * 2, MAX_ENTRIES)
+        length = min((new_max + 1) * self.record_length, INT32_MAX)
+        try:
+            os.ftruncate(self._fd, length)
+            new_map = mmap.mmap(self._fd, length, access=mmap.ACCESS_WRITE)
+        except OSError as exc:
+            raise CatalogError(
+                f"catalog is full, max recordings reached: {self.max_entries}; cannot grow {self.path}: "
+                f"{exc.strerror or exc}"
+            ) from exc
+        self._retired.append((self._buffer, self._map))
+        self._map = new_map
+        self._buffer = AtomicBuffer(new_map)
+        self.max_entries = max_entries_for(length, self.record_length)
+        self._sync()
 
     def recording_stopped(self, recording_id: int, position: int, timestamp: int | None = None) -> None:
         """Sets the stop position (release order) and, when given, the stop timestamp (truncate leaves it)."""

@@ -2,7 +2,8 @@
 
 INIT waits (at most the connect timeout) for the response publication to exist and be connected, then sends the
 connect OK. ACTIVE sends each response straight away (up to 3 offers) and queues what back pressure holds up;
-a queue that cannot drain within the connect timeout, or a response publication that is lost, ends the session.
+a queue that cannot drain within the connect timeout, or a response publication that is lost or no longer
+connected, ends the session.
 """
 
 from __future__ import annotations
@@ -92,7 +93,12 @@ class ControlSession:
         if self.machine.state is State.INIT:
             work += self._wait_for_connection(now_ms)
         if self.machine.state is State.ACTIVE:
-            work += self._send_queued(now_ms)
+            if not self.publication.is_connected:
+                # The client is gone (its response subscription removed when the driver timed it out): the
+                # session ends now instead of at its next response, and its replays with it (as Aeron since 1.47).
+                self.machine.on("publication_lost")
+            else:
+                work += self._send_queued(now_ms)
         if self.machine.state is State.INACTIVE:
             self._close()
             work += 1

@@ -47,7 +47,7 @@ class ControlSessionDemuxer:
             return 0
         image = self.image
         fragments = image.poll(self._assembler, FRAGMENT_LIMIT)
-        if fragments == 0 and image.is_closed:
+        if fragments == 0 and (image.is_closed or image.is_end_of_stream):  # no request can come any more
             for session in self.sessions.values():
                 session.abort()
             self.sessions.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 
 from driver.archive.archive_context import MAX_BLOCK_LENGTH
+from driver.archive.checksums import ChecksumWriter
 from driver.archive.control_response_proxy import RecordingEventsProxy
 from driver.archive.recording_index import RecordingIndexWriter
 from driver.archive.recording_writer import RecordingWriteError, RecordingWriter
@@ -61,6 +62,7 @@ class RecordingSession:
         self.machine = StateMachine(TRANSITIONS, State.INIT)
         self.error: str | None = None
         self.index = index
+        self.checksums: ChecksumWriter | None = None
         self._on_block = writer.on_block
         if index is not None:
             self.use_index()
@@ -88,6 +90,8 @@ class RecordingSession:
             self.writer.discard_reserved()
             if self.index is not None:
                 self.index.close()
+            if self.checksums is not None:
+                self.checksums.close()
             self.machine.on("closed")
             work += 1
         return work
@@ -97,6 +101,8 @@ class RecordingSession:
             self.writer.init(self.join_position)
             if self.index is not None:
                 self.index.init(self.join_position, self.index_count)
+            if self.checksums is not None:
+                self.checksums.init(self.join_position)
         except (RecordingWriteError, OSError) as e:
             self.error = str(e)
             self.machine.on("failed")
@@ -114,6 +120,7 @@ class RecordingSession:
         return 1
 
     def use_index(self) -> None:
+        """Blocks go to the sidecars (index, checksums) too, after the segment file."""
         self._on_block = self._write_and_index
 
     index_count = 0
@@ -122,9 +129,12 @@ class RecordingSession:
     def _write_and_index(
         self, term_buffer: AtomicBuffer, term_offset: int, length: int, session_id: int, term_id: int
     ) -> None:
+        position = self.writer.position
         self.writer.on_block(term_buffer, term_offset, length, session_id, term_id)
-        assert self.index is not None
-        self.index.on_block(term_buffer, term_offset, length)
+        if self.index is not None:
+            self.index.on_block(term_buffer, term_offset, length)
+        if self.checksums is not None:
+            self.checksums.on_block(term_buffer, term_offset, length, position)
 
     def _record(self) -> int:
         image = self.image

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from driver.archive.archive_context import MAX_BLOCK_LENGTH
+from driver.archive.checksums import ReplayChecker
 from driver.archive.replay_controls import ReplayControls
 from driver.archive.segment_file import segment_file_name, segment_path, segment_position
 from driver.archive.state import StateMachine
@@ -142,6 +143,7 @@ class ReplaySession:
         self._buffer = bytearray(min(MAX_BLOCK_LENGTH, summary.term_buffer_length))
         self._view = memoryview(self._buffer)
         self._claim = BufferClaim()
+        self.checksums: ReplayChecker | None = None
 
     @property
     def state(self) -> State:
@@ -236,6 +238,11 @@ class ReplaySession:
         bytes_read = self._read(position, length)
         if bytes_read < 0:
             return 1
+        if self.checksums is not None:
+            mismatch = self.checksums.check(self._buffer, position, bytes_read)
+            if mismatch is not None:
+                self._fail(f"replay recording {self.recording_id} - {mismatch}")
+                return 1
         view = self._view
         frame_offset = 0
         fragments = 0

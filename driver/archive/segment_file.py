@@ -202,6 +202,48 @@ class SegmentReserver:
             executor.shutdown(wait=True)
 
 
+def recording_files(archive_dir: str | os.PathLike[str], recording_id: int) -> list[Path]:
+    """Every file of a recording in ``archive_dir``: its segments (staged ones too) and its sidecars
+    (``<id>.<suffix>``: the index and the checksums)."""
+    found = []
+    sidecar_prefix = f"{recording_id}."
+    for name in os.listdir(archive_dir):
+        parsed = parse_segment_file_name(name.removesuffix(NEXT_SEGMENT_SUFFIX))
+        if (parsed is not None and parsed[0] == recording_id) or name.startswith(sidecar_prefix):
+            found.append(Path(archive_dir) / name)
+    return sorted(found)
+
+
+class SegmentDeleter:
+    """Deletes purged recordings' files on one background thread: unlinking a large file takes the file system
+    tens of milliseconds per GiB, which the archive's loop must not wait for (docs/archive.md section 19)."""
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def submit(self, paths: list[Path]) -> Future[list[str]]:
+        """The files deleted in order on the deleter's thread; the future holds what could not be deleted."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="segment-deleter")
+        return self._executor.submit(_delete_files, paths)
+
+    def close(self) -> None:
+        """Finishes the deletions under way."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
+def _delete_files(paths: list[Path]) -> list[str]:
+    errors = []
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            errors.append(f"failed to delete {path}: {e.strerror or e}")
+    return errors
+
+
 def remove_staged_segments(archive_dir: str | os.PathLike[str]) -> list[str]:
     """Deletes the staged segments a crash left behind; their names."""
     removed = []

@@ -244,6 +244,11 @@ class RecordJob:
                     publication.session_id,
                 )
                 if recording_id == NULL_RECORDING_ID:
+                    # The archive refuses an image after its OK to start recording (a full catalog or disk, too
+                    # many recordings): its own words are why the job failed.
+                    error = archive.poll_for_error_response()
+                    if error is not None:
+                        raise error
                     if time.monotonic() > deadline:
                         raise TimeoutError(
                             f"the archive did not start recording session {publication.session_id}"

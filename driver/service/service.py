@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import time
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from driver.archive.client import AeronArchive, ArchiveError
+from driver.archive.client import AeronArchive, ArchiveError, ArchiveErrorCode
 from driver.client import Aeron
 from driver.service.datasets import DataSetStore
 from driver.service.models import (
@@ -25,6 +26,10 @@ from driver.service.models import (
 )
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+PURGE_TIMEOUT_S = 10.0
 
 INTERNAL_STREAM_BASE = 0x7E5E_0000
 """Stream ids of the service's own IPC streams (the republished sources it records, the replays it forwards) are
@@ -173,15 +178,25 @@ class RecordReplayService:
         )
 
     async def delete_dataset(self, dataset_id: str) -> DataSet:
-        """The manifest goes first (the data set is gone at once), then each recording is truncated to its start,
-        which deletes its segment files (1.15.1 has no request that removes a catalog entry)."""
+        """The manifest goes first (the data set is gone at once), then each recording is purged: its catalog entry
+        is marked invalid and the archive deletes its files in the background."""
         dataset = self.get_dataset(dataset_id)
         if self.in_use(dataset_id):
             raise ServiceError(409, f"data set {dataset_id} is being recorded or replayed")
         self.store.remove(dataset_id)
         for rec in dataset.recordings:
-            with contextlib.suppress(ArchiveError):
-                await self.call_archive(
-                    self.archive.truncate_recording_async, rec.recording_id, rec.start_position
-                )
+            await self._purge(rec.recording_id)
         return dataset
+
+    async def _purge(self, recording_id: int) -> None:
+        """A recording the job has just stopped is still active until the archive has seen its image close."""
+        deadline = time.monotonic() + PURGE_TIMEOUT_S
+        while True:
+            try:
+                await self.call_archive(self.archive.purge_recording_async, recording_id)
+                return
+            except ArchiveError as e:
+                if e.code != ArchiveErrorCode.ACTIVE_RECORDING or time.monotonic() > deadline:
+                    log.warning("data set recording %d not purged: %s", recording_id, e.error_message)
+                    return
+            await asyncio.sleep(0.01)

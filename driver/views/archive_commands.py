@@ -1,4 +1,5 @@
-"""The ``archive`` command's tools: ``list``, ``describe ID``, ``verify [ID]``, ``segments ID``.
+"""The ``archive`` command's tools: ``list``, ``describe ID``, ``verify [ID]``, ``segments ID`` read an archive
+dir; ``purge ID`` asks a running archive.
 
 Registered by ``driver.cli.build_parser``. ``mediadriver archive`` without a tool runs the archive server
 (``driver.cli.run_archive_server``), so the tool subcommand is optional. ``--dir`` is accepted before or after
@@ -90,6 +91,8 @@ def cmd_verify(args: argparse.Namespace, properties: dict[str, str]) -> int:
                 lines += [f"recording {recording_id}: 1 problem(s)", f"  - corrupt catalog entry: {error}"]
                 continue
             v = verify_entry(archive_dir, entry)
+            if args.checksums and entry.valid:
+                _verify_checksums(archive_dir, entry.descriptor, v)
             failed += not v.ok
             lines += render_verification(v)
         lines.append(
@@ -99,6 +102,41 @@ def cmd_verify(args: argparse.Namespace, properties: dict[str, str]) -> int:
         return EXIT_PROBLEMS if failed else EXIT_OK
 
     return _with_catalog(args, properties, body)
+
+
+def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """Asks the running archive (its control channel from -Daeron.archive.control.channel, ...) to purge."""
+    from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
+    from driver.client.exceptions import AeronError
+
+    try:
+        context = ArchiveClientContext.from_sources({"aeron_dir": args.aeron_dir}, properties)
+        with contextlib.closing(AeronArchive.connect(context=context)) as archive:
+            files = archive.purge_recording(args.recording_id)
+    except (ArchiveError, AeronError, OSError) as e:
+        return _fail(f"purge of recording {args.recording_id}: {e}")
+    print(f"recording {args.recording_id} purged: {files} file(s) being deleted by the archive", flush=True)
+    return EXIT_OK
+
+
+def _verify_checksums(archive_dir, d, v) -> None:
+    """Each frame up to the stop (or, without one, where the frames end) against the checksum sidecar."""
+    from driver.archive.checksums import checksum_path, verify_checksums
+
+    stop = d.stop_position if d.stop_position != -1 else v.data_end
+    if stop is None:
+        return
+    if not checksum_path(archive_dir, d.recording_id).exists():
+        v.notes.append("recorded without checksums: not checked against any")
+        return
+    try:
+        problem = verify_checksums(archive_dir, d, stop)
+    except (OSError, ValueError) as e:
+        problem = f"cannot be read: {e}"
+    if problem is not None:
+        v.problems.append(f"checksums: {problem}")
+    else:
+        v.notes.append(f"checksums hold up to {stop}")
 
 
 def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
@@ -127,6 +165,21 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     )
     verify.add_argument(
         "recording_id", type=int, nargs="?", metavar="ID", help="one recording (default: all)"
+    )
+    verify.add_argument(
+        "--checksums",
+        action="store_true",
+        help="also check every frame against the CRC32C the recorder wrote into <id>.crc",
+    )
+    purge = tool(
+        "purge",
+        "ask the running archive to remove a stopped recording: its catalog entry is marked invalid (1.15.1 "
+        "skips it) and its segment and sidecar files are deleted",
+        cmd_purge,
+    )
+    purge.add_argument("recording_id", type=int, metavar="ID")
+    purge.add_argument(
+        "--aeron-dir", default=argparse.SUPPRESS, help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)"
     )
     segs = tool("segments", "the segment files of one recording: positions, size, presence", cmd_segments)
     segs.add_argument("recording_id", type=int, metavar="ID")

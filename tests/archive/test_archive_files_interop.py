@@ -201,13 +201,21 @@ class RunningArchive:
     """An archive (``kind`` "java" or "ours") on ``archive_dir`` with fresh channels, and a client of it."""
 
     def __init__(
-        self, kind: str, peers: Any, aeron: Aeron, aeron_dir: Path, archive_dir: Path, base: Path
+        self,
+        kind: str,
+        peers: Any,
+        aeron: Aeron,
+        aeron_dir: Path,
+        archive_dir: Path,
+        base: Path,
+        settings: dict[str, str] | None = None,
     ) -> None:
         self.kind, self.peers, self.aeron, self.aeron_dir = kind, peers, aeron, aeron_dir
         self.archive_dir, self.base = archive_dir, base
+        self.settings = settings or {}
 
     def __enter__(self) -> AeronArchive:
-        props = archive_channels() | SETTINGS
+        props = archive_channels() | SETTINGS | self.settings
         if self.kind == "java":
             self.server: Any = start_java_archive(self.peers, self.aeron_dir, self.archive_dir, props)
         else:
@@ -340,3 +348,30 @@ def test_catalog_tool_reads_our_directory(recorded: Recorded, tmp_path: Path) ->
             f"sourceIdentity='{script.channel()}'",  # an IPC image's source: its publication's channel
         ):
             assert f"|{field}|" in f"{described}|", described
+
+
+# -- (e) purged entries and a catalog grown online, read by 1.15.1 ------------------------------------------------
+
+
+def test_java_archive_skips_purged_recordings_in_a_catalog_grown_online(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    archive_dir = tmp_path / "grown"
+    one_entry = {"aeron.archive.max.catalog.entries": "1"}
+    with RunningArchive(
+        "ours", recorded.peers, recorded.aeron, recorded.aeron_dir, archive_dir, tmp_path, one_entry
+    ) as archive:
+        assert [record(recorded.aeron, archive, script) for script in SCRIPTS] == [0, 1]
+        files = sorted(p.name for p in archive_dir.iterdir() if p.name.startswith(("0-", "0.")))
+        assert {"0-0.rec", "0-1.rec", "0.crc"} <= set(files)
+        assert archive.purge_recording(0) == len(files)
+        wait(lambda: not list(archive_dir.glob("0-*.rec")), "the purged segments to go")
+    assert (archive_dir / CATALOG_FILE_NAME).stat().st_size == DEFAULT_RECORD_LENGTH * 3  # grown from 1 to 2
+    with RunningArchive(
+        "java", recorded.peers, recorded.aeron, recorded.aeron_dir, archive_dir, tmp_path, one_entry
+    ) as archive:
+        assert [d.recording_id for d in archive.list_recordings(0, 10)] == [1]
+        assert archive.list_recording(0) is None
+        (d,) = archive.list_recordings(1, 1)
+        script = SCRIPTS[1]
+        assert replayed(archive, d, 2003) == [script.message(s) for s in range(script.count)]

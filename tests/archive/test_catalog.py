@@ -100,11 +100,22 @@ def test_growing_keeps_entries(tmp_path: Path) -> None:
     with Catalog(tmp_path, max_entries=2) as catalog:
         catalog.add_new_recording(**recording())
         catalog.add_new_recording(**recording())
-        with pytest.raises(CatalogError, match="catalog is full, max recordings reached: 2"):
-            catalog.add_new_recording(**recording())
     with Catalog(tmp_path, max_entries=10) as catalog:
         assert (catalog.max_entries, catalog.count_entries) == (10, 2)
         assert catalog.add_new_recording(**recording()) == 2
+
+
+def test_a_full_catalog_grows_while_open(tmp_path: Path) -> None:
+    with Catalog(tmp_path, max_entries=2) as catalog:
+        for expected in range(5):
+            assert catalog.add_new_recording(**recording(session_id=expected)) == expected
+        catalog.recording_stopped(1, 4096, 5)
+        assert catalog.max_entries == 8
+        assert (tmp_path / CATALOG_FILE_NAME).stat().st_size == catalog_length(8)
+        assert [e.descriptor.session_id for e in catalog] == list(range(5))
+    with Catalog(tmp_path, max_entries=2) as catalog:  # reopened at the grown size, as 1.15.1 does
+        assert (catalog.max_entries, catalog.count_entries) == (8, 5)
+        assert catalog.stop_position(1) == 4096
 
 
 def test_strings_longer_than_an_entry_are_refused(tmp_path: Path) -> None:

@@ -165,7 +165,7 @@ def test_events_adapter_dispatches_each_event_and_ignores_unknown_templates() ->
     started = RecordingStarted(1, 0, 5, 6, "aeron:ipc", "aeron:ipc")
     progress = RecordingProgress(1, 0, 64)
     stopped = RecordingStopped(1, 0, 128)
-    for data in (encode(started), foreign(104), encode(progress), encode(stopped)):
+    for data in (encode(started), foreign(999), encode(progress), encode(stopped)):
         adapter.on_message(data, 0, len(data))
     assert seen == [
         ("start", started),

@@ -38,13 +38,17 @@ class ServiceEnv:
         return asyncio.run_coroutine_threadsafe(coro, self.driver.loop).result(timeout_s)
 
 
-def start_service_env(tmp_path: Path, token: str | None = None) -> tuple[ServiceEnv, object]:
+def start_service_env(
+    tmp_path: Path, token: str | None = None, **archive_settings: object
+) -> tuple[ServiceEnv, object]:
+    """``archive_settings``: more ArchiveContext fields (max_catalog_entries=16, ...)."""
     archive_dir = tmp_path / "archive"
     ctx = ArchiveContext(
         archive_dir=str(archive_dir),
         control_channel=f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
         recording_events_channel=f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
         threading_mode="SHARED",
+        **archive_settings,
     )
     driver = EmbeddedDriver(
         new_aeron_dir(tmp_path),

@@ -32,6 +32,7 @@ from driver.archive.codecs import (
     ListRecordingRequest,
     ListRecordingsForUriRequest,
     ListRecordingsRequest,
+    PurgeRecordingRequest,
     RecordingDescriptor,
     RecordingPositionRequest,
     ReplayRequest,
@@ -641,6 +642,17 @@ class AeronArchive(ReplayExtensions, Replication):
 
     async def truncate_recording_async(self, recording_id: int, position: int) -> None:
         await self._run_async(self._truncate(recording_id, position))
+
+    def _purge(self, recording_id: int) -> _Exchange:
+        return self._exchange("purge_recording", lambda s, c: PurgeRecordingRequest(s, c, recording_id))
+
+    def purge_recording(self, recording_id: int) -> int:
+        """Remove a stopped recording: its catalog entry is marked invalid and its segment and sidecar files are
+        deleted by the archive in the background. Returns how many files are being deleted."""
+        return self._run(self._purge(recording_id))
+
+    async def purge_recording_async(self, recording_id: int) -> int:
+        return await self._run_async(self._purge(recording_id))
 
     # -- catching up -----------------------------------------------------------------------------------------
 

@@ -373,6 +373,16 @@ class RecordingSignalEvent(NamedTuple):
     signal: Signal
 
 
+@message(template_id=104, block_length=24)
+class PurgeRecordingRequest(NamedTuple):
+    """Invalidate a stopped recording's catalog entry and delete its files. The template id, block length and
+    fields are the later Aeron's (schema version 5), so a newer client's purge works against our archive."""
+
+    control_session_id: Int64
+    correlation_id: Int64
+    recording_id: Int64
+
+
 EXTENSIONS = frozenset(
     {
         BoundedReplayRequest,
@@ -382,6 +392,7 @@ EXTENSIONS = frozenset(
         ReplicateRequest,
         StopReplicationRequest,
         RecordingSignalEvent,
+        PurgeRecordingRequest,
     }
 )
 """Messages 1.15.1 does not have (its jar has no encoders for them)."""
