@@ -48,7 +48,14 @@ from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
 from driver.protocol import frames
-from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
+from driver.protocol.channel_uri import (
+    IPC_CHANNEL,
+    SPY_PREFIX,
+    ChannelUri,
+    InvalidChannelError,
+    check_publication_stream_id,
+    refuse_unsupported_params,
+)
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.nak_policy import UnicastNakPolicy
@@ -89,9 +96,11 @@ def _parse_ipc_uri(channel: str) -> ChannelUri:
     follows the prefix (``aeron:ipcx`` is IPC too), and a grammar error is a GENERIC_ERROR as Java's plain
     IllegalArgumentException is."""
     try:
-        return ChannelUri.parse(channel, allowed_media=None)
+        uri = ChannelUri.parse(channel, allowed_media=None)
     except InvalidChannelError as e:
         raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
+    refuse_unsupported_params(uri)
+    return uri
 
 
 _Endpoint = TypeVar("_Endpoint", SendChannelEndpoint, ReceiveChannelEndpoint)
@@ -546,6 +555,7 @@ class DriverConductor:
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
         uri = _parse_ipc_uri(msg.channel)
+        check_publication_stream_id(uri, msg.stream_id)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
         self._publication_links[msg.correlation_id] = PublicationLink(
@@ -1001,12 +1011,14 @@ class DriverConductor:
     # --- UDP: send side -----------------------------------------------------------------------------
 
     def _parse_udp_channel(self, channel: str) -> UdpChannel:
-        return UdpChannel.parse(
+        udp_channel = UdpChannel.parse(
             channel,
             resolve=resolve_host,
             interfaces=system_interfaces,  # listed only when the channel needs them
             default_multicast_ttl=self._ctx.socket_multicast_ttl,
         )
+        refuse_unsupported_params(udp_channel.channel_uri)
+        return udp_channel
 
     def _get_or_create_send_endpoint(self, udp_channel: UdpChannel) -> SendChannelEndpoint:
         endpoint = _find_existing_endpoint(self._send_endpoints, udp_channel)
@@ -1051,6 +1063,7 @@ class DriverConductor:
         ctx = self._ctx
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
+        check_publication_stream_id(udp_channel.channel_uri, msg.stream_id)
         params = PublicationParams.from_uri(
             udp_channel.channel_uri,
             is_exclusive=exclusive,
