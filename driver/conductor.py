@@ -50,6 +50,8 @@ from driver.protocol import control_protocol as cp
 from driver.protocol import frames
 from driver.protocol.channel_uri import (
     IPC_CHANNEL,
+    SOCKET_RCVBUF_PARAM_NAME,
+    SOCKET_SNDBUF_PARAM_NAME,
     SPY_PREFIX,
     ChannelUri,
     InvalidChannelError,
@@ -970,11 +972,31 @@ class DriverConductor:
         self._sender_proxy.remove_destination(endpoint, self._destination_address(msg.channel))
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
+    def _so_sndbuf(self, udp_channel: UdpChannel) -> int:
+        """``so-sndbuf`` of the channel, else the driver's ``aeron.socket.so_sndbuf``."""
+        return udp_channel.socket_sndbuf_length or self._ctx.socket_so_sndbuf
+
+    def _so_rcvbuf(self, udp_channel: UdpChannel) -> int:
+        return udp_channel.socket_rcvbuf_length or self._ctx.socket_so_rcvbuf
+
+    def _check_buffer_lengths(self, udp_channel: UdpChannel, existing: UdpChannel) -> None:
+        """A channel sharing an endpoint may not ask for other socket buffers than the endpoint has."""
+        for name, asked, has in (
+            (SOCKET_SNDBUF_PARAM_NAME, udp_channel.socket_sndbuf_length, self._so_sndbuf(existing)),
+            (SOCKET_RCVBUF_PARAM_NAME, udp_channel.socket_rcvbuf_length, self._so_rcvbuf(existing)),
+        ):
+            if asked and asked != has:
+                raise InvalidChannelError(
+                    udp_channel.original_uri_string,
+                    f"{name}={asked} does not match the {has or 'OS default'} of the endpoint it shares "
+                    f"({existing.original_uri_string})",
+                )
+
     def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
         return UdpTransport.open_receive(
             udp_channel,
-            so_rcvbuf=self._ctx.socket_so_rcvbuf,
-            so_sndbuf=self._ctx.socket_so_sndbuf,
+            so_rcvbuf=self._so_rcvbuf(udp_channel),
+            so_sndbuf=self._so_sndbuf(udp_channel),
             gro=self._ctx.socket_gro,
         )
 
@@ -1031,8 +1053,8 @@ class DriverConductor:
             try:
                 transport = UdpTransport.open_send(
                     udp_channel,
-                    so_sndbuf=self._ctx.socket_so_sndbuf,
-                    so_rcvbuf=self._ctx.socket_so_rcvbuf,
+                    so_sndbuf=self._so_sndbuf(udp_channel),
+                    so_rcvbuf=self._so_rcvbuf(udp_channel),
                     ttl=self._ctx.socket_multicast_ttl,
                     gso=self._ctx.socket_gso,
                 )
@@ -1044,6 +1066,8 @@ class DriverConductor:
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
             self._sender_proxy.register_send_channel_endpoint(endpoint)
+        else:
+            self._check_buffer_lengths(udp_channel, endpoint.udp_channel)
         return endpoint
 
     def _release_send_endpoint(self, endpoint: SendChannelEndpoint) -> None:
@@ -1228,6 +1252,8 @@ class DriverConductor:
             self._receive_endpoints[udp_channel.canonical_form] = endpoint
             self._receive_endpoint_refs[endpoint] = StreamRefCounts()
             self._receiver_proxy.register_receive_channel_endpoint(endpoint)
+        else:
+            self._check_buffer_lengths(udp_channel, endpoint.udp_channel)
         return endpoint
 
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
@@ -1378,7 +1404,7 @@ class DriverConductor:
         # The window is capped by what the socket can buffer (a host whose net.core.rmem_max is below the
         # configured SO_RCVBUF gets a smaller window rather than loss on every full burst).
         window_cap = endpoint.receiver_window_cap(transport_index)
-        initial_window = ctx.initial_window_length
+        initial_window = endpoint.udp_channel.receiver_window_length or ctx.initial_window_length
         if window_cap is not None:
             initial_window = max(min(initial_window, window_cap), setup.mtu_length)
         image = PublicationImage(

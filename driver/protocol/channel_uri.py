@@ -114,6 +114,9 @@ MODERN_PARAM_NAMES = (
 HONOURED_MODERN_PARAM_NAMES = frozenset(
     {
         STREAM_ID_PARAM_NAME,
+        SOCKET_SNDBUF_PARAM_NAME,
+        SOCKET_RCVBUF_PARAM_NAME,
+        RECEIVER_WINDOW_LENGTH_PARAM_NAME,
         # read by clients only (the client's response subscription); Aeron's driver ignores it too
         RESPONSE_ENDPOINT_PARAM_NAME,
     }
