@@ -56,6 +56,7 @@ from driver.protocol.channel_uri import (
     ChannelUri,
     InvalidChannelError,
     check_publication_stream_id,
+    refuse_subscription_only_params,
     refuse_unsupported_params,
 )
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
@@ -69,6 +70,7 @@ from driver.protocol.publication_params import (
 )
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel, destination_address
+from driver.protocol.untethered import Action as UntetheredAction
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
 from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, LogFactory, RawLog, log_file_name
@@ -373,7 +375,47 @@ class DriverConductor:
         work += self._check_ipc_publications(now_ns)
         work += self._check_network_publications(now_ns)
         work += self._check_images(now_ns)
+        for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
+            if subscribable.untethered:
+                work += self._check_untethered(subscribable, now_ns)
         return work
+
+    def _check_untethered(
+        self, subscribable: IpcPublication | NetworkPublication | PublicationImage, now_ns: int
+    ) -> int:
+        """Move untethered subscribers on (driver/protocol/untethered.py): unavailable, out of flow control,
+        back at the live position."""
+        if isinstance(subscribable, PublicationImage):
+            correlation_id = subscribable.correlation_id
+            channel = subscribable.channel_endpoint.channel
+            source_identity = subscribable.source_identity
+        else:
+            correlation_id = subscribable.registration_id
+            # IPC images and spies read shared memory: Aeron names their source "aeron:ipc"
+            channel = IPC_CHANNEL if isinstance(subscribable, IpcPublication) else subscribable.channel
+            source_identity = IPC_CHANNEL
+        actions = subscribable.untethered.check(now_ns, subscribable.untethered_behind_limit())
+        for action, entry in actions:
+            link = entry.link
+            if action is UntetheredAction.UNAVAILABLE:
+                self._client_proxy.on_unavailable_image(
+                    correlation_id, link.registration_id, link.stream_id, channel
+                )
+            elif action is UntetheredAction.DROP:
+                subscribable.drop_subscriber_position(entry.position)
+            else:
+                entry.position.set(subscribable.untethered_join_position())
+                subscribable.restore_subscriber_position(entry.position)
+                self._client_proxy.on_available_image(
+                    correlation_id,
+                    subscribable.session_id,
+                    subscribable.stream_id,
+                    link.registration_id,
+                    entry.position.id,
+                    subscribable.log_file_name,
+                    source_identity,
+                )
+        return len(actions)
 
     def _check_ipc_publications(self, now_ns: int) -> int:
         ended = []
@@ -558,6 +600,7 @@ class DriverConductor:
         self._check_channel_length(msg.channel, IPC_MEDIA)
         uri = _parse_ipc_uri(msg.channel)
         check_publication_stream_id(uri, msg.stream_id)
+        refuse_subscription_only_params(uri)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
         self._publication_links[msg.correlation_id] = PublicationLink(
@@ -836,8 +879,25 @@ class DriverConductor:
             join_position,
         )
         publication.add_subscriber(position)
-        link.link(publication, position)
+        self._link(publication, link, position)
         return position
+
+    def _subscription_params(self, uri: ChannelUri) -> SubscriptionParams:
+        return SubscriptionParams.from_uri(
+            uri,
+            default_tether=self._ctx.tether_subscriptions,
+            default_untethered=self._ctx.untethered_timeouts,
+        )
+
+    def _link(
+        self,
+        subscribable: IpcPublication | NetworkPublication | PublicationImage,
+        link: SubscriptionLink,
+        position: AtomicCounter,
+    ) -> None:
+        link.link(subscribable, position)
+        if not link.params.is_tether:
+            subscribable.untethered.add(link, position, link.params.untethered_timeouts, self._nano_clock())
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:
         link = self._publication_links.pop(msg.registration_id, None)
@@ -857,7 +917,7 @@ class DriverConductor:
             self._on_add_network_subscription(msg)
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
-        params = SubscriptionParams.from_uri(_parse_ipc_uri(msg.channel))
+        params = self._subscription_params(_parse_ipc_uri(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
         self._subscription_links[msg.correlation_id] = link
@@ -881,7 +941,7 @@ class DriverConductor:
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
-        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         link = SpySubscriptionLink(
             msg.correlation_id,
@@ -1088,6 +1148,7 @@ class DriverConductor:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
         check_publication_stream_id(udp_channel.channel_uri, msg.stream_id)
+        refuse_subscription_only_params(udp_channel.channel_uri)
         params = PublicationParams.from_uri(
             udp_channel.channel_uri,
             is_exclusive=exclusive,
@@ -1259,7 +1320,7 @@ class DriverConductor:
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
-        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)
         refs = self._receive_endpoint_refs[endpoint]
@@ -1296,7 +1357,7 @@ class DriverConductor:
                     join_position,
                 )
                 image.add_subscriber(position)
-                link.link(image, position)
+                self._link(image, link, position)
                 self._client_proxy.on_available_image(
                     image.correlation_id,
                     image.session_id,
@@ -1438,7 +1499,7 @@ class DriverConductor:
             ),
         )
         for link, position in zip(links, positions, strict=True):
-            link.link(image, position)
+            self._link(image, link, position)
         self._images.append(image)
         self._receiver_proxy.new_publication_image(endpoint, image)
         for link, position in zip(links, positions, strict=True):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from driver.protocol.untethered import UntetheredTimeouts
 from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
@@ -207,6 +208,34 @@ class DriverContext:
         5_000_000_000,
         "ns",
         "closed publication linger",
+    )
+    tether_subscriptions: bool = _setting(
+        "aeron.tether.subscriptions",
+        parse_bool,
+        True,
+        "bool",
+        "subscriptions hold their stream back by default (a channel's tether= overrides)",
+    )
+    untethered_window_limit_timeout_ns: int = _setting(
+        "aeron.untethered.window.limit.timeout",
+        parse_duration_ns,
+        5_000_000_000,
+        "ns",
+        "an untethered subscriber this long behind goes unavailable",
+    )
+    untethered_linger_timeout_ns: int = _setting(
+        "aeron.untethered.linger.timeout",
+        parse_duration_ns,
+        -1,
+        "ns",
+        "then still holds the stream this long (-1: the window limit timeout)",
+    )
+    untethered_resting_timeout_ns: int = _setting(
+        "aeron.untethered.resting.timeout",
+        parse_duration_ns,
+        10_000_000_000,
+        "ns",
+        "then rests this long before rejoining at the live position",
     )
     term_buffer_length: int = _setting(
         "aeron.term.buffer.length", parse_size, 16 * MIB, "bytes", "term length of network publications"
@@ -455,6 +484,15 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+
+    @property
+    def untethered_timeouts(self) -> UntetheredTimeouts:
+        linger = self.untethered_linger_timeout_ns
+        return UntetheredTimeouts(
+            self.untethered_window_limit_timeout_ns,
+            self.untethered_window_limit_timeout_ns if linger < 0 else linger,
+            self.untethered_resting_timeout_ns,
+        )
 
     @property
     def file_permissions(self) -> FilePermissions:

@@ -17,6 +17,7 @@ from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, un
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
 from driver.protocol.retransmit_handler import RetransmitHandler
+from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -115,6 +116,7 @@ class NetworkPublication:
         self._time_of_last_activity_ns = now_ns
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
+        self.untethered = UntetheredSubscriptions()
         position = self.producer_position()
         self._clean_position = position
         self.flow_control.initialize(self.initial_term_id, self.term_length)
@@ -351,14 +353,30 @@ class NetworkPublication:
             self._clean_position = clean_position + length
 
     def add_subscriber(self, spy_position: AtomicCounter) -> None:
-        self.spy_positions.append(spy_position)
+        self.spy_positions = [*self.spy_positions, spy_position]
         if self._spies_simulate_connection:
             lbd.set_is_connected(self._meta, True)
             self.is_connected = True
 
     def remove_subscriber(self, spy_position: AtomicCounter) -> None:
-        self.spy_positions.remove(spy_position)
+        self.drop_subscriber_position(spy_position)
+        self.untethered.remove(spy_position)
         spy_position.close()
+
+    # --- untethered spies (driver/protocol/untethered.py) -------------------------------------------
+
+    def untethered_behind_limit(self) -> int:
+        return window_limit(self.sender_position.get(), self._term_window_length)
+
+    def untethered_join_position(self) -> int:
+        return self.consumer_position()
+
+    def drop_subscriber_position(self, spy_position: AtomicCounter) -> None:
+        """Out of flow control (a new list: the sender may be iterating the old one)."""
+        self.spy_positions = [p for p in self.spy_positions if p is not spy_position]
+
+    def restore_subscriber_position(self, spy_position: AtomicCounter) -> None:
+        self.spy_positions = [*self.spy_positions, spy_position]
 
     def inc_ref(self) -> None:
         self.ref_count += 1

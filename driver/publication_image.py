@@ -18,6 +18,7 @@ from driver.concurrent.logbuffer.term_rebuilder import insert
 from driver.protocol import frames
 from driver.protocol.loss_detector import LossDetector
 from driver.protocol.nak_policy import UnicastNakPolicy
+from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -77,6 +78,7 @@ class PublicationImage:
         self.initial_term_id = initial_term_id
         self.raw_log = raw_log
         self.subscriber_positions = subscriber_positions
+        self.untethered = UntetheredSubscriptions()
         self.hwm_position = hwm_position
         self.rebuild_position = rebuild_position
         self.source_address = source_address
@@ -331,11 +333,28 @@ class PublicationImage:
             self._clean_position = clean_position + length
 
     def add_subscriber(self, position: AtomicCounter) -> None:
-        self.subscriber_positions.append(position)
+        self.subscriber_positions = [*self.subscriber_positions, position]
 
     def remove_subscriber(self, position: AtomicCounter) -> None:
-        self.subscriber_positions.remove(position)
+        self.drop_subscriber_position(position)
+        self.untethered.remove(position)
         position.close()
+
+    # --- untethered subscribers (driver/protocol/untethered.py) ----------------------------------
+
+    def untethered_behind_limit(self) -> int:
+        front = max((p.get() for p in self.subscriber_positions), default=0)
+        return window_limit(front, self._receiver_window_length)
+
+    def untethered_join_position(self) -> int:
+        return self.rebuild_position.get()
+
+    def drop_subscriber_position(self, position: AtomicCounter) -> None:
+        """Out of the status messages' position (a new list: the receiver may be iterating the old one)."""
+        self.subscriber_positions = [p for p in self.subscriber_positions if p is not position]
+
+    def restore_subscriber_position(self, position: AtomicCounter) -> None:
+        self.subscriber_positions = [*self.subscriber_positions, position]
 
     def is_accepting_subscriptions(self) -> bool:
         return bool(self.subscriber_positions) and self.state in (State.INIT, State.ACTIVE)

@@ -117,6 +117,10 @@ HONOURED_MODERN_PARAM_NAMES = frozenset(
         SOCKET_SNDBUF_PARAM_NAME,
         SOCKET_RCVBUF_PARAM_NAME,
         RECEIVER_WINDOW_LENGTH_PARAM_NAME,
+        TETHER_PARAM_NAME,
+        UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
+        UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+        UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
         # read by clients only (the client's response subscription); Aeron's driver ignores it too
         RESPONSE_ENDPOINT_PARAM_NAME,
     }
@@ -312,6 +316,24 @@ def refuse_unsupported_params(uri: ChannelUri) -> None:
 
 
 SUPPORTED_CONTROL_MODES = frozenset({MDC_CONTROL_MODE_MANUAL, MDC_CONTROL_MODE_DYNAMIC})
+
+
+SUBSCRIPTION_ONLY_PARAM_NAMES = (
+    UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
+    UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+    UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
+)
+"""Honoured on subscriptions; Aeron also reads them on a publication (for its subscribers), this driver not."""
+
+
+def refuse_subscription_only_params(uri: ChannelUri) -> None:
+    for name in SUBSCRIPTION_ONLY_PARAM_NAMES:
+        if name in uri.params:
+            raise InvalidChannelError(
+                uri.original or str(uri),
+                f"parameter {name!r} is not supported on a publication by this driver: "
+                "give it on the tether=false subscription",
+            )
 
 
 def check_publication_stream_id(uri: ChannelUri, stream_id: int) -> None:
