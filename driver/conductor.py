@@ -3,6 +3,7 @@ owns resources and counters, and heartbeats the to-driver ring buffer so clients
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import deque
@@ -79,6 +80,7 @@ from driver.reports.loss_report import LossReport
 from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+from driver.termination import termination_validator
 from driver.util.bit_util import to_int32
 from driver.util.files import FileAllocationError
 
@@ -90,6 +92,8 @@ NO_ID_ALLOCATED = -1  # channel status id of IPC and spy resources, which have n
 def random_int32(rng: random.Random) -> int:
     return rng.randrange(-(2**31), 2**31)
 
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_NS = 100_000_000
 """The to-driver consumer heartbeat is written at least this often (and on every timer tick)."""
@@ -207,8 +211,11 @@ class DriverConductor:
         sender_proxy: SenderProxy | None = None,
         receiver_proxy: ReceiverProxy | None = None,
         loss_report: LossReport | None = None,
+        termination_hook: Callable[[], None] | None = None,
     ) -> None:
         self._ctx = ctx
+        self._termination_validator = termination_validator(ctx.termination_validator)
+        self._termination_hook = termination_hook
         self._to_driver = to_driver
         self._client_proxy = client_proxy
         self._counters = counters
@@ -514,6 +521,20 @@ class DriverConductor:
             self._counter_links.pop(registration_id).close()
         client.heartbeat.close()
         self._clients.pop(client_id, None)
+
+    def on_terminate_driver(self, msg: cp.TerminateDriverMessage) -> None:
+        """Stop the driver if the termination validator allows it; otherwise nothing, as Aeron's driver (the
+        client gets no answer either way), but the refusal is logged for the operator."""
+        if self._termination_validator(self._ctx.aeron_path, msg.token):
+            log.info("TERMINATE_DRIVER from client %d allowed: stopping", msg.client_id)
+            if self._termination_hook is not None:
+                self._termination_hook()
+        else:
+            log.warning(
+                "TERMINATE_DRIVER from client %d refused by the termination validator "
+                "(aeron.driver.termination.validator=allow permits it)",
+                msg.client_id,
+            )
 
     def on_client_keepalive(self, client_id: int) -> None:
         client = self._clients.get(client_id)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.protocol.untethered import UntetheredTimeouts
+from driver.termination import parse_termination_validator
 from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
@@ -208,6 +209,13 @@ class DriverContext:
         5_000_000_000,
         "ns",
         "closed publication linger",
+    )
+    termination_validator: str = _setting(
+        "aeron.driver.termination.validator",
+        parse_termination_validator,
+        "deny",
+        "name",
+        "who may stop the driver with TERMINATE_DRIVER: deny (Aeron's default) or allow",
     )
     tether_subscriptions: bool = _setting(
         "aeron.tether.subscriptions",

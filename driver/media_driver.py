@@ -208,6 +208,7 @@ class MediaDriver:
                 receiver_commands, counter(SystemCounterDescriptor.RECEIVER_PROXY_FAILS)
             ),
             loss_report=LossReport(self.loss_report_file.buffer),
+            termination_hook=self.request_stop,
         )
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         # Today's drivers use up one correlation id before signalling ready, so the first client id is 1
