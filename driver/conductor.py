@@ -1286,6 +1286,12 @@ class DriverConductor:
             self._nano_clock,
             exclusive,
             spies_simulate_connection=ctx.spies_simulate_connection,
+            sender_bpe=stream_counters.sender_bpe(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            ),
+            naks_received=stream_counters.sender_naks_received(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            ),
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
@@ -1518,6 +1524,9 @@ class DriverConductor:
             nak_policy=(
                 UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
+        )
+        image.stream_naks_sent = stream_counters.receiver_naks_sent(
+            self._counters, registration_id, setup.session_id, setup.stream_id, channel
         )
         for link, position in zip(links, positions, strict=True):
             self._link(image, link, position)

@@ -220,7 +220,7 @@ class IpcPublication:
         """Free the counters (subscriber positions included) and delete the log file."""
         self.publisher_pos.close()
         self.publisher_limit.close()
-        for position in self.subscriber_positions:
-            position.close()
-        self.subscriber_positions.clear()
+        for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
+            position.close()  # resting untethered positions are out of the list
+        self.subscriber_positions = []
         self.raw_log.free()

@@ -62,7 +62,11 @@ class NetworkPublication:
         nano_clock: Callable[[], int],
         is_exclusive: bool,
         spies_simulate_connection: bool = False,
+        sender_bpe: AtomicCounter | None = None,
+        naks_received: AtomicCounter | None = None,
     ) -> None:
+        self.sender_bpe = sender_bpe
+        self.naks_received = naks_received
         now_ns = nano_clock()
         self._spies_simulate_connection = spies_simulate_connection
         self._nano_clock = nano_clock
@@ -193,6 +197,8 @@ class NetworkPublication:
                 if self._track_sender_limits:
                     self._track_sender_limits = False
                     self._sender_flow_control_limits.increment()
+                    if self.sender_bpe is not None:
+                        self.sender_bpe.increment()
                 break
             result = self.channel_endpoint.send_term_burst(
                 self._term_buffers[(position >> bits) % 3],
@@ -225,6 +231,8 @@ class NetworkPublication:
             if self._track_sender_limits:
                 self._track_sender_limits = False
                 self._sender_flow_control_limits.increment()
+                if self.sender_bpe is not None:
+                    self.sender_bpe.increment()
             return 0
         term_buffer = self._term_buffers[(sender_position >> self.position_bits_to_shift) % 3]
         available, padding = scan_for_availability(
@@ -299,6 +307,8 @@ class NetworkPublication:
             self.should_send_setup_frame = True
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
+        if self.naks_received is not None:
+            self.naks_received.increment()
         if not self.retransmit_handler.on_nak(
             term_id, term_offset, length, self.term_length, now_ns, self.resend
         ):
@@ -440,7 +450,10 @@ class NetworkPublication:
         self.publisher_limit.close()
         self.sender_position.close()
         self.sender_limit.close()
-        for spy in self.spy_positions:
-            spy.close()
-        self.spy_positions.clear()
+        for counter in (self.sender_bpe, self.naks_received):
+            if counter is not None:
+                counter.close()
+        for spy in [*self.spy_positions, *(e.position for e in self.untethered.entries)]:
+            spy.close()  # resting untethered spies are out of the list
+        self.spy_positions = []
         self.raw_log.free()

@@ -79,6 +79,8 @@ class PublicationImage:
         self.raw_log = raw_log
         self.subscriber_positions = subscriber_positions
         self.untethered = UntetheredSubscriptions()
+        self.stream_naks_sent: AtomicCounter | None = None
+        """``rcv-naks-sent`` of this image (set by the conductor)."""
         self.hwm_position = hwm_position
         self.rebuild_position = rebuild_position
         self.source_address = source_address
@@ -249,6 +251,8 @@ class PublicationImage:
                     self._control_addresses(), self.session_id, self.stream_id, term_id, term_offset, length
                 )
                 self._naks_sent.increment()
+                if self.stream_naks_sent is not None:
+                    self.stream_naks_sent.increment()
             else:
                 index = ((term_id - self.initial_term_id) & 0xFFFFFFFF) % 3
                 if try_fill_gap(self._meta, self._term_buffers[index], term_id, term_offset, length):
@@ -386,7 +390,9 @@ class PublicationImage:
     def close(self) -> None:
         self.hwm_position.close()
         self.rebuild_position.close()
-        for position in self.subscriber_positions:
-            position.close()
-        self.subscriber_positions.clear()
+        if self.stream_naks_sent is not None:
+            self.stream_naks_sent.close()
+        for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
+            position.close()  # resting untethered positions are out of the list
+        self.subscriber_positions = []
         self.raw_log.free()

@@ -68,7 +68,8 @@ def _channels(media: str) -> tuple[str, str]:
 def test_an_idle_untethered_subscriber_does_not_slow_the_polling_one(driver_process, media: str) -> None:
     slow_channel, channel = _channels(media)
     sent, received, events = _run(driver_process, slow_channel, channel)
-    assert sent == SECONDS * RATE  # the publisher kept its rate (within 1 s over the run)
+    outputs = (sent, received, events)
+    assert sent == SECONDS * RATE, outputs  # the publisher kept its rate (the stalls made up within 3 s)
     assert received == sent  # and the polling subscriber got all of it
     names = events[::2]
     assert names[:3] == ["AVAILABLE", "UNAVAILABLE", "AVAILABLE"], events  # dropped, rested, rejoined

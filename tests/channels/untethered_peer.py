@@ -5,7 +5,7 @@
     untethered_peer.py idle AERON_DIR CHANNEL STREAM_ID SECONDS
 
 ``pub`` offers SECONDS x RATE messages of 1 KiB at RATE per second (catching up after back-pressure, giving
-up 1 s after SECONDS) and prints ``SENT n``. ``sub`` polls for SECONDS + 2 and prints ``RECEIVED n``. ``idle`` subscribes, never polls, and prints
+up 3 s after SECONDS) and prints ``SENT n``. ``sub`` polls for SECONDS + 4 and prints ``RECEIVED n``. ``idle`` subscribes, never polls, and prints
 each image event as ``AVAILABLE t`` / ``UNAVAILABLE t`` (seconds since start). All print ``READY`` first.
 """
 
@@ -29,7 +29,7 @@ def main() -> int:
             publication = aeron.add_publication(channel, int(stream_id))
             print("READY", flush=True)
             sent, total = 0, int(duration * rate)
-            while sent < total and (elapsed := time.monotonic() - start) < duration + 1:
+            while sent < total and (elapsed := time.monotonic() - start) < duration + 3:
                 if sent < elapsed * rate:
                     if publication.offer(MESSAGE) > 0:
                         sent += 1
@@ -45,7 +45,7 @@ def main() -> int:
                 nonlocal received
                 received += 1
 
-            while time.monotonic() - start < duration + 2:
+            while time.monotonic() - start < duration + 4:
                 if subscription.poll(count, 64) == 0:
                     time.sleep(0.0005)
             print(f"RECEIVED {received}", flush=True)
@@ -61,7 +61,7 @@ def main() -> int:
                 on_unavailable_image=lambda _image: event("UNAVAILABLE"),
             )
             print("READY", flush=True)
-            time.sleep(duration + 2)
+            time.sleep(duration + 4)
     return 0
 
 
