@@ -216,6 +216,7 @@ class DriverConductor:
         self._ctx = ctx
         self._termination_validator = termination_validator(ctx.termination_validator)
         self._termination_hook = termination_hook
+        self._next_reresolution_ns = 0
         self._to_driver = to_driver
         self._client_proxy = client_proxy
         self._counters = counters
@@ -382,10 +383,36 @@ class DriverConductor:
         work += self._check_ipc_publications(now_ns)
         work += self._check_network_publications(now_ns)
         work += self._check_images(now_ns)
+        if now_ns >= self._next_reresolution_ns:
+            self._next_reresolution_ns = now_ns + self._ctx.reresolution_check_interval_ns
+            work += self._check_for_reresolution(now_ns)
         for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
             if subscribable.untethered:
                 work += self._check_untethered(subscribable, now_ns)
         return work
+
+    def _check_for_reresolution(self, now_ns: int) -> int:
+        """Resolve a send endpoint's host name again when none of its receivers has been heard from for a
+        check interval (a receiver that moved: a restarted container behind the same name)."""
+        interval = self._ctx.reresolution_check_interval_ns
+        changes = 0
+        for endpoint in self._send_endpoints.values():
+            channel = endpoint.udp_channel
+            name = channel.endpoint_host_name
+            if name is None or channel.is_multicast or channel.has_explicit_control or not endpoint.publications:
+                continue
+            publications = list(endpoint.publications.values())
+            if any(now_ns - p.time_of_last_status_message_ns < interval for p in publications):
+                continue
+            try:
+                address = (str(resolve_host(name)), channel.remote_data[1])
+            except OSError:
+                continue  # not resolvable right now: the old address stays, try again next interval
+            if address != endpoint.transport.connected_address:
+                log.info("%s: %s now resolves to %s", channel.original_uri_string, name, address[0])
+                self._sender_proxy.on_resolution_change(endpoint, address)
+                changes += 1
+        return changes
 
     def _check_untethered(
         self, subscribable: IpcPublication | NetworkPublication | PublicationImage, now_ns: int

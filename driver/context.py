@@ -217,6 +217,13 @@ class DriverContext:
         "name",
         "who may stop the driver with TERMINATE_DRIVER: deny (Aeron's default) or allow",
     )
+    reresolution_check_interval_ns: int = _setting(
+        "aeron.driver.reresolution.check.interval",
+        parse_duration_ns,
+        1_000_000_000,
+        "ns",
+        "an endpoint given as a host name whose receivers went quiet this long is resolved again",
+    )
     tether_subscriptions: bool = _setting(
         "aeron.tether.subscriptions",
         parse_bool,

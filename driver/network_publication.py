@@ -118,6 +118,8 @@ class NetworkPublication:
             0 if spies_simulate_connection else connection_timeout_ns
         )
         self._time_of_last_activity_ns = now_ns
+        self.time_of_last_status_message_ns = now_ns
+        """When a receiver was last heard from (the conductor re-resolves a named endpoint gone quiet)."""
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
         self.untethered = UntetheredSubscriptions()
@@ -316,6 +318,7 @@ class NetworkPublication:
 
     def on_status_message(self, sm: frames.StatusMessageFrame, now_ns: int) -> None:
         self.has_receivers = True
+        self.time_of_last_status_message_ns = now_ns
         self._status_message_deadline_ns = now_ns + self._connection_timeout_ns
         self.sender_limit.set(
             self.flow_control.on_status_message(

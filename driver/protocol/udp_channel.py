@@ -323,6 +323,14 @@ def parse_buffer_length(uri: ChannelUri, name: str) -> int:
     return size
 
 
+def _is_numeric(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host == ""  # the loopback address, no lookup
+    return True
+
+
 def _host(address: IpAddress) -> str:
     return str(address)
 
@@ -354,6 +362,8 @@ class UdpChannel:
     """``so-rcvbuf``: SO_RCVBUF for this channel's endpoint; 0 when not given."""
     receiver_window_length: int = 0
     """``rcv-wnd``: the receiver window of this endpoint's images; 0 when not given."""
+    endpoint_host_name: str | None = None
+    """The ``endpoint`` host when it is a name, not a numeric address: resolved again when the peer goes quiet."""
 
     @classmethod
     def parse(
@@ -492,6 +502,7 @@ class UdpChannel:
             socket_sndbuf_length=parse_buffer_length(uri, SOCKET_SNDBUF_PARAM_NAME),
             socket_rcvbuf_length=parse_buffer_length(uri, SOCKET_RCVBUF_PARAM_NAME),
             receiver_window_length=parse_buffer_length(uri, RECEIVER_WINDOW_LENGTH_PARAM_NAME),
+            endpoint_host_name=None if endpoint is None or _is_numeric(endpoint[0]) else endpoint[0],
         )
 
     # --- queries ---
