@@ -261,6 +261,43 @@ def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
     return 0
 
 
+# --- terminate ---------------------------------------------------------------------------------------
+
+
+def _driver_heartbeat_ms(aeron_dir: str) -> int:
+    """The driver's to-driver consumer heartbeat (epoch ms); 0 once a clean stop withdrew it or no cnc.dat."""
+    from driver.concurrent.cnc_file import CncError
+    from driver.concurrent.ring_buffer import ManyToOneRingBuffer
+
+    try:
+        cnc = _open_cnc(aeron_dir)
+    except (CncError, OSError):
+        return 0
+    with contextlib.closing(cnc):
+        return ManyToOneRingBuffer(cnc.to_driver_buffer).consumer_heartbeat_time()
+
+
+def cmd_terminate(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    from driver.client import Aeron, AeronError
+
+    aeron_dir = _aeron_dir(args, properties)
+    try:
+        with Aeron.connect(aeron_dir=aeron_dir) as aeron:
+            aeron.request_driver_termination(args.token.encode())
+    except AeronError as e:
+        return _fail(str(e))
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if _driver_heartbeat_ms(aeron_dir) == 0:
+            print(f"mediadriver: the driver of {aeron_dir} stopped", flush=True)
+            return 0
+        time.sleep(0.05)
+    return _fail(
+        f"the driver of {aeron_dir} is still running after {args.timeout:g} s: its termination validator "
+        "refused (it denies by default; start it with -Daeron.driver.termination.validator=allow)"
+    )
+
+
 # --- loss / analyze-loss --------------------------------------------------------------------------
 
 
@@ -437,6 +474,14 @@ def build_parser() -> argparse.ArgumentParser:
     errors = sub.add_parser("errors", help="print the driver's distinct error log, like ErrorStat")
     errors.add_argument("--dir", help="aeron dir")
     errors.set_defaults(handler=cmd_errors)
+
+    terminate = sub.add_parser(
+        "terminate", help="ask a running driver to stop (TERMINATE_DRIVER; the driver must allow it)"
+    )
+    terminate.add_argument("--dir", help="aeron dir")
+    terminate.add_argument("--token", default="", help="token for the driver's termination validator")
+    terminate.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the driver to stop")
+    terminate.set_defaults(handler=cmd_terminate)
 
     loss = sub.add_parser("loss", help="print the driver's loss-report.dat, like LossStat")
     loss.add_argument("--dir", help="aeron dir (or the loss-report.dat file itself)")

@@ -142,6 +142,7 @@ class ClientCommandAdapter:
             cp.Command.REMOVE_RCV_DESTINATION: lambda b: c.on_remove_rcv_destination(
                 cp.decode_destination(b)
             ),
+            cp.Command.TERMINATE_DRIVER: lambda b: c.on_terminate_driver(cp.decode_terminate_driver(b)),
         }
 
     def receive(self, now_ns: int | None = None, limit: int = COMMAND_DRAIN_LIMIT) -> int:

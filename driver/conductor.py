@@ -3,6 +3,7 @@ owns resources and counters, and heartbeats the to-driver ring buffer so clients
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import deque
@@ -48,7 +49,17 @@ from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
 from driver.protocol import frames
-from driver.protocol.channel_uri import IPC_CHANNEL, SPY_PREFIX, ChannelUri, InvalidChannelError
+from driver.protocol.channel_uri import (
+    IPC_CHANNEL,
+    SOCKET_RCVBUF_PARAM_NAME,
+    SOCKET_SNDBUF_PARAM_NAME,
+    SPY_PREFIX,
+    ChannelUri,
+    InvalidChannelError,
+    check_publication_stream_id,
+    refuse_subscription_only_params,
+    refuse_unsupported_params,
+)
 from driver.protocol.feedback_delay import OptimalMulticastDelayGenerator, StaticDelayGenerator
 from driver.protocol.flow_control import FLOW_CONTROLS
 from driver.protocol.nak_policy import UnicastNakPolicy
@@ -60,6 +71,7 @@ from driver.protocol.publication_params import (
 )
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel, destination_address
+from driver.protocol.untethered import Action as UntetheredAction
 from driver.publication_image import PublicationImage
 from driver.publication_image import State as ImageState
 from driver.raw_log import IMAGES_DIR, IPC_MEDIA, PUBLICATIONS_DIR, LogFactory, RawLog, log_file_name
@@ -68,6 +80,7 @@ from driver.reports.loss_report import LossReport
 from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+from driver.termination import termination_validator
 from driver.util.bit_util import to_int32
 from driver.util.files import FileAllocationError
 
@@ -80,6 +93,8 @@ def random_int32(rng: random.Random) -> int:
     return rng.randrange(-(2**31), 2**31)
 
 
+log = logging.getLogger(__name__)
+
 HEARTBEAT_INTERVAL_NS = 100_000_000
 """The to-driver consumer heartbeat is written at least this often (and on every timer tick)."""
 
@@ -89,9 +104,11 @@ def _parse_ipc_uri(channel: str) -> ChannelUri:
     follows the prefix (``aeron:ipcx`` is IPC too), and a grammar error is a GENERIC_ERROR as Java's plain
     IllegalArgumentException is."""
     try:
-        return ChannelUri.parse(channel, allowed_media=None)
+        uri = ChannelUri.parse(channel, allowed_media=None)
     except InvalidChannelError as e:
         raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
+    refuse_unsupported_params(uri)
+    return uri
 
 
 _Endpoint = TypeVar("_Endpoint", SendChannelEndpoint, ReceiveChannelEndpoint)
@@ -194,8 +211,12 @@ class DriverConductor:
         sender_proxy: SenderProxy | None = None,
         receiver_proxy: ReceiverProxy | None = None,
         loss_report: LossReport | None = None,
+        termination_hook: Callable[[], None] | None = None,
     ) -> None:
         self._ctx = ctx
+        self._termination_validator = termination_validator(ctx.termination_validator)
+        self._termination_hook = termination_hook
+        self._next_reresolution_ns = 0
         self._to_driver = to_driver
         self._client_proxy = client_proxy
         self._counters = counters
@@ -366,7 +387,73 @@ class DriverConductor:
         work += self._check_ipc_publications(now_ns)
         work += self._check_network_publications(now_ns)
         work += self._check_images(now_ns)
+        if now_ns >= self._next_reresolution_ns:
+            self._next_reresolution_ns = now_ns + self._ctx.reresolution_check_interval_ns
+            work += self._check_for_reresolution(now_ns)
+        for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
+            if subscribable.untethered:
+                work += self._check_untethered(subscribable, now_ns)
         return work
+
+    def _check_for_reresolution(self, now_ns: int) -> int:
+        """Resolve a send endpoint's host name again when none of its receivers has been heard from for a
+        check interval (a receiver that moved: a restarted container behind the same name)."""
+        interval = self._ctx.reresolution_check_interval_ns
+        changes = 0
+        for endpoint in self._send_endpoints.values():
+            channel = endpoint.udp_channel
+            name = channel.endpoint_host_name
+            if name is None or channel.is_multicast or channel.has_explicit_control or not endpoint.publications:
+                continue
+            publications = list(endpoint.publications.values())
+            if any(now_ns - p.time_of_last_status_message_ns < interval for p in publications):
+                continue
+            try:
+                address = (str(resolve_host(name)), channel.remote_data[1])
+            except OSError:
+                continue  # not resolvable right now: the old address stays, try again next interval
+            if address != endpoint.transport.connected_address:
+                log.info("%s: %s now resolves to %s", channel.original_uri_string, name, address[0])
+                self._sender_proxy.on_resolution_change(endpoint, address)
+                changes += 1
+        return changes
+
+    def _check_untethered(
+        self, subscribable: IpcPublication | NetworkPublication | PublicationImage, now_ns: int
+    ) -> int:
+        """Move untethered subscribers on (driver/protocol/untethered.py): unavailable, out of flow control,
+        back at the live position."""
+        if isinstance(subscribable, PublicationImage):
+            correlation_id = subscribable.correlation_id
+            channel = subscribable.channel_endpoint.channel
+            source_identity = subscribable.source_identity
+        else:
+            correlation_id = subscribable.registration_id
+            # IPC images and spies read shared memory: Aeron names their source "aeron:ipc"
+            channel = IPC_CHANNEL if isinstance(subscribable, IpcPublication) else subscribable.channel
+            source_identity = IPC_CHANNEL
+        actions = subscribable.untethered.check(now_ns, subscribable.untethered_behind_limit())
+        for action, entry in actions:
+            link = entry.link
+            if action is UntetheredAction.UNAVAILABLE:
+                self._client_proxy.on_unavailable_image(
+                    correlation_id, link.registration_id, link.stream_id, channel
+                )
+            elif action is UntetheredAction.DROP:
+                subscribable.drop_subscriber_position(entry.position)
+            else:
+                entry.position.set(subscribable.untethered_join_position())
+                subscribable.restore_subscriber_position(entry.position)
+                self._client_proxy.on_available_image(
+                    correlation_id,
+                    subscribable.session_id,
+                    subscribable.stream_id,
+                    link.registration_id,
+                    entry.position.id,
+                    subscribable.log_file_name,
+                    source_identity,
+                )
+        return len(actions)
 
     def _check_ipc_publications(self, now_ns: int) -> int:
         ended = []
@@ -471,6 +558,20 @@ class DriverConductor:
         client.heartbeat.close()
         self._clients.pop(client_id, None)
 
+    def on_terminate_driver(self, msg: cp.TerminateDriverMessage) -> None:
+        """Stop the driver if the termination validator allows it; otherwise nothing, as Aeron's driver (the
+        client gets no answer either way), but the refusal is logged for the operator."""
+        if self._termination_validator(self._ctx.aeron_path, msg.token):
+            log.info("TERMINATE_DRIVER from client %d allowed: stopping", msg.client_id)
+            if self._termination_hook is not None:
+                self._termination_hook()
+        else:
+            log.warning(
+                "TERMINATE_DRIVER from client %d refused by the termination validator "
+                "(aeron.driver.termination.validator=allow permits it)",
+                msg.client_id,
+            )
+
     def on_client_keepalive(self, client_id: int) -> None:
         client = self._clients.get(client_id)
         if client is not None:
@@ -555,6 +656,8 @@ class DriverConductor:
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
         uri = _parse_ipc_uri(msg.channel)
+        check_publication_stream_id(uri, msg.stream_id)
+        refuse_subscription_only_params(uri)
         client = self._get_or_add_client(msg.client_id)
         publication = self._get_or_add_ipc_publication(msg, uri, exclusive)
         self._publication_links[msg.correlation_id] = PublicationLink(
@@ -834,8 +937,25 @@ class DriverConductor:
             join_position,
         )
         publication.add_subscriber(position)
-        link.link(publication, position)
+        self._link(publication, link, position)
         return position
+
+    def _subscription_params(self, uri: ChannelUri) -> SubscriptionParams:
+        return SubscriptionParams.from_uri(
+            uri,
+            default_tether=self._ctx.tether_subscriptions,
+            default_untethered=self._ctx.untethered_timeouts,
+        )
+
+    def _link(
+        self,
+        subscribable: IpcPublication | NetworkPublication | PublicationImage,
+        link: SubscriptionLink,
+        position: AtomicCounter,
+    ) -> None:
+        link.link(subscribable, position)
+        if not link.params.is_tether:
+            subscribable.untethered.add(link, position, link.params.untethered_timeouts, self._nano_clock())
 
     def on_remove_publication(self, msg: cp.RemoveMessage) -> None:
         link = self._publication_links.pop(msg.registration_id, None)
@@ -860,7 +980,7 @@ class DriverConductor:
             self._on_add_network_subscription(msg)
             return
         self._check_channel_length(msg.channel, IPC_MEDIA)
-        params = SubscriptionParams.from_uri(_parse_ipc_uri(msg.channel))
+        params = self._subscription_params(_parse_ipc_uri(msg.channel))
         client = self._get_or_add_client(msg.client_id)
         link = IpcSubscriptionLink(msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params)
         self._subscription_links[msg.correlation_id] = link
@@ -884,7 +1004,7 @@ class DriverConductor:
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
-        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         link = SpySubscriptionLink(
             msg.correlation_id,
@@ -975,11 +1095,31 @@ class DriverConductor:
         self._sender_proxy.remove_destination(endpoint, self._destination_address(msg.channel))
         self._client_proxy.on_operation_succeeded(msg.correlation_id)
 
+    def _so_sndbuf(self, udp_channel: UdpChannel) -> int:
+        """``so-sndbuf`` of the channel, else the driver's ``aeron.socket.so_sndbuf``."""
+        return udp_channel.socket_sndbuf_length or self._ctx.socket_so_sndbuf
+
+    def _so_rcvbuf(self, udp_channel: UdpChannel) -> int:
+        return udp_channel.socket_rcvbuf_length or self._ctx.socket_so_rcvbuf
+
+    def _check_buffer_lengths(self, udp_channel: UdpChannel, existing: UdpChannel) -> None:
+        """A channel sharing an endpoint may not ask for other socket buffers than the endpoint has."""
+        for name, asked, has in (
+            (SOCKET_SNDBUF_PARAM_NAME, udp_channel.socket_sndbuf_length, self._so_sndbuf(existing)),
+            (SOCKET_RCVBUF_PARAM_NAME, udp_channel.socket_rcvbuf_length, self._so_rcvbuf(existing)),
+        ):
+            if asked and asked != has:
+                raise InvalidChannelError(
+                    udp_channel.original_uri_string,
+                    f"{name}={asked} does not match the {has or 'OS default'} of the endpoint it shares "
+                    f"({existing.original_uri_string})",
+                )
+
     def _open_receive(self, udp_channel: UdpChannel) -> UdpTransport:
         return UdpTransport.open_receive(
             udp_channel,
-            so_rcvbuf=self._ctx.socket_so_rcvbuf,
-            so_sndbuf=self._ctx.socket_so_sndbuf,
+            so_rcvbuf=self._so_rcvbuf(udp_channel),
+            so_sndbuf=self._so_sndbuf(udp_channel),
             gro=self._ctx.socket_gro,
         )
 
@@ -1016,12 +1156,14 @@ class DriverConductor:
     # --- UDP: send side -----------------------------------------------------------------------------
 
     def _parse_udp_channel(self, channel: str) -> UdpChannel:
-        return UdpChannel.parse(
+        udp_channel = UdpChannel.parse(
             channel,
             resolve=resolve_host,
             interfaces=system_interfaces,  # listed only when the channel needs them
             default_multicast_ttl=self._ctx.socket_multicast_ttl,
         )
+        refuse_unsupported_params(udp_channel.channel_uri)
+        return udp_channel
 
     def _get_or_create_send_endpoint(self, udp_channel: UdpChannel) -> SendChannelEndpoint:
         endpoint = _find_existing_endpoint(self._send_endpoints, udp_channel)
@@ -1034,8 +1176,8 @@ class DriverConductor:
             try:
                 transport = UdpTransport.open_send(
                     udp_channel,
-                    so_sndbuf=self._ctx.socket_so_sndbuf,
-                    so_rcvbuf=self._ctx.socket_so_rcvbuf,
+                    so_sndbuf=self._so_sndbuf(udp_channel),
+                    so_rcvbuf=self._so_rcvbuf(udp_channel),
                     ttl=self._ctx.socket_multicast_ttl,
                     gso=self._ctx.socket_gso,
                 )
@@ -1047,6 +1189,8 @@ class DriverConductor:
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
             self._sender_proxy.register_send_channel_endpoint(endpoint)
+        else:
+            self._check_buffer_lengths(udp_channel, endpoint.udp_channel)
         return endpoint
 
     def _release_send_endpoint(self, endpoint: SendChannelEndpoint) -> None:
@@ -1066,6 +1210,8 @@ class DriverConductor:
         ctx = self._ctx
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
+        check_publication_stream_id(udp_channel.channel_uri, msg.stream_id)
+        refuse_subscription_only_params(udp_channel.channel_uri)
         params = PublicationParams.from_uri(
             udp_channel.channel_uri,
             is_exclusive=exclusive,
@@ -1182,6 +1328,12 @@ class DriverConductor:
             self._nano_clock,
             exclusive,
             spies_simulate_connection=ctx.spies_simulate_connection,
+            sender_bpe=stream_counters.sender_bpe(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            ),
+            naks_received=stream_counters.sender_naks_received(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            ),
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
@@ -1231,12 +1383,14 @@ class DriverConductor:
             self._receive_endpoints[udp_channel.canonical_form] = endpoint
             self._receive_endpoint_refs[endpoint] = StreamRefCounts()
             self._receiver_proxy.register_receive_channel_endpoint(endpoint)
+        else:
+            self._check_buffer_lengths(udp_channel, endpoint.udp_channel)
         return endpoint
 
     def _on_add_network_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
-        params = SubscriptionParams.from_uri(udp_channel.channel_uri)
+        params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)
         refs = self._receive_endpoint_refs[endpoint]
@@ -1273,7 +1427,7 @@ class DriverConductor:
                     join_position,
                 )
                 image.add_subscriber(position)
-                link.link(image, position)
+                self._link(image, link, position)
                 self._client_proxy.on_available_image(
                     image.correlation_id,
                     image.session_id,
@@ -1381,7 +1535,7 @@ class DriverConductor:
         # The window is capped by what the socket can buffer (a host whose net.core.rmem_max is below the
         # configured SO_RCVBUF gets a smaller window rather than loss on every full burst).
         window_cap = endpoint.receiver_window_cap(transport_index)
-        initial_window = ctx.initial_window_length
+        initial_window = endpoint.udp_channel.receiver_window_length or ctx.initial_window_length
         if window_cap is not None:
             initial_window = max(min(initial_window, window_cap), setup.mtu_length)
         image = PublicationImage(
@@ -1414,8 +1568,11 @@ class DriverConductor:
                 UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
         )
+        image.stream_naks_sent = stream_counters.receiver_naks_sent(
+            self._counters, registration_id, setup.session_id, setup.stream_id, channel
+        )
         for link, position in zip(links, positions, strict=True):
-            link.link(image, position)
+            self._link(image, link, position)
         self._images.append(image)
         self._receiver_proxy.new_publication_image(endpoint, image)
         for link, position in zip(links, positions, strict=True):

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from driver.protocol.untethered import UntetheredTimeouts
+from driver.termination import parse_termination_validator
 from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
@@ -215,6 +217,48 @@ class DriverContext:
         "ns",
         "the longest a removed publication lingers once its client is gone (closed or timed out), whatever "
         "linger it asked for",
+    )
+    termination_validator: str = _setting(
+        "aeron.driver.termination.validator",
+        parse_termination_validator,
+        "deny",
+        "name",
+        "who may stop the driver with TERMINATE_DRIVER: deny (Aeron's default) or allow",
+    )
+    reresolution_check_interval_ns: int = _setting(
+        "aeron.driver.reresolution.check.interval",
+        parse_duration_ns,
+        1_000_000_000,
+        "ns",
+        "an endpoint given as a host name whose receivers went quiet this long is resolved again",
+    )
+    tether_subscriptions: bool = _setting(
+        "aeron.tether.subscriptions",
+        parse_bool,
+        True,
+        "bool",
+        "subscriptions hold their stream back by default (a channel's tether= overrides)",
+    )
+    untethered_window_limit_timeout_ns: int = _setting(
+        "aeron.untethered.window.limit.timeout",
+        parse_duration_ns,
+        5_000_000_000,
+        "ns",
+        "an untethered subscriber this long behind goes unavailable",
+    )
+    untethered_linger_timeout_ns: int = _setting(
+        "aeron.untethered.linger.timeout",
+        parse_duration_ns,
+        -1,
+        "ns",
+        "then still holds the stream this long (-1: the window limit timeout)",
+    )
+    untethered_resting_timeout_ns: int = _setting(
+        "aeron.untethered.resting.timeout",
+        parse_duration_ns,
+        10_000_000_000,
+        "ns",
+        "then rests this long before rejoining at the live position",
     )
     term_buffer_length: int = _setting(
         "aeron.term.buffer.length", parse_size, 16 * MIB, "bytes", "term length of network publications"
@@ -463,6 +507,15 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+
+    @property
+    def untethered_timeouts(self) -> UntetheredTimeouts:
+        linger = self.untethered_linger_timeout_ns
+        return UntetheredTimeouts(
+            self.untethered_window_limit_timeout_ns,
+            self.untethered_window_limit_timeout_ns if linger < 0 else linger,
+            self.untethered_resting_timeout_ns,
+        )
 
     @property
     def file_permissions(self) -> FilePermissions:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
+from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class IpcPublication:
         # thousands of idle publications cost nothing between timer ticks.
         self._limit_watch: dict[IpcPublication, None] = {} if limit_watch is None else limit_watch
         self.subscriber_positions: list[AtomicCounter] = []
+        self.untethered = UntetheredSubscriptions()
         self.consumer_position = self.producer_position()
         self._clean_position = self.consumer_position
         self._blocked_log_watch = BlockedLogWatch(self.consumer_position, now_ns, unblock_timeout_ns)
@@ -108,19 +110,35 @@ class IpcPublication:
 
     def add_subscriber(self, position: AtomicCounter) -> None:
         lbd.set_is_connected(self._meta, True)
-        self.subscriber_positions.append(position)
+        self.subscriber_positions = [*self.subscriber_positions, position]
         if self.state is State.ACTIVE:
             self._limit_watch[self] = None
 
     def remove_subscriber(self, position: AtomicCounter) -> None:
         self.consumer_position = max(self.consumer_position, position.get())
-        self.subscriber_positions.remove(position)
+        self.drop_subscriber_position(position)
+        self.untethered.remove(position)
         position.close()
-        if not self.subscriber_positions:
+        if not self.subscriber_positions and not self.untethered:
             lbd.set_is_connected(self._meta, False)
             self._limit_watch.pop(self, None)
             if self.state is State.ACTIVE:
                 self._hold_limit_at_consumer()
+
+    # --- untethered subscribers (driver/protocol/untethered.py) ----------------------------------
+
+    def untethered_join_position(self) -> int:
+        return self.join_position()
+
+    def untethered_behind_limit(self) -> int:
+        return window_limit(self.consumer_position, self._term_window_length)
+
+    def drop_subscriber_position(self, position: AtomicCounter) -> None:
+        """Out of flow control (a new list: other agents may be iterating the old one)."""
+        self.subscriber_positions = [p for p in self.subscriber_positions if p is not position]
+
+    def restore_subscriber_position(self, position: AtomicCounter) -> None:
+        self.subscriber_positions = [*self.subscriber_positions, position]
 
     # --- links from clients ------------------------------------------------------------------
 
@@ -223,7 +241,7 @@ class IpcPublication:
         self._limit_watch.pop(self, None)
         self.publisher_pos.close()
         self.publisher_limit.close()
-        for position in self.subscriber_positions:
-            position.close()
-        self.subscriber_positions.clear()
+        for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
+            position.close()  # resting untethered positions are out of the list
+        self.subscriber_positions = []
         self.raw_log.free()

@@ -208,8 +208,12 @@ class MediaDriver:
                 receiver_commands, counter(SystemCounterDescriptor.RECEIVER_PROXY_FAILS)
             ),
             loss_report=LossReport(self.loss_report_file.buffer),
+            termination_hook=self.request_stop,
         )
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
+        # Today's drivers use up one correlation id before signalling ready, so the first client id is 1
+        # (modern clients treat 0 as "no client"); 1.15.1 clients take whatever comes next.
+        self.to_driver.next_correlation_id()
         self.cnc.signal_ready()
         self._runners: list[AgentRunner] = []
         self._extra_agents: list[tuple[Any, bool]] = []

@@ -17,6 +17,7 @@ from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, un
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
 from driver.protocol.retransmit_handler import RetransmitHandler
+from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -61,7 +62,11 @@ class NetworkPublication:
         nano_clock: Callable[[], int],
         is_exclusive: bool,
         spies_simulate_connection: bool = False,
+        sender_bpe: AtomicCounter | None = None,
+        naks_received: AtomicCounter | None = None,
     ) -> None:
+        self.sender_bpe = sender_bpe
+        self.naks_received = naks_received
         now_ns = nano_clock()
         self._spies_simulate_connection = spies_simulate_connection
         self._nano_clock = nano_clock
@@ -113,8 +118,11 @@ class NetworkPublication:
             0 if spies_simulate_connection else connection_timeout_ns
         )
         self._time_of_last_activity_ns = now_ns
+        self.time_of_last_status_message_ns = now_ns
+        """When a receiver was last heard from (the conductor re-resolves a named endpoint gone quiet)."""
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
+        self.untethered = UntetheredSubscriptions()
         position = self.producer_position()
         self._clean_position = position
         self.flow_control.initialize(self.initial_term_id, self.term_length)
@@ -191,6 +199,8 @@ class NetworkPublication:
                 if self._track_sender_limits:
                     self._track_sender_limits = False
                     self._sender_flow_control_limits.increment()
+                    if self.sender_bpe is not None:
+                        self.sender_bpe.increment()
                 break
             result = self.channel_endpoint.send_term_burst(
                 self._term_buffers[(position >> bits) % 3],
@@ -223,6 +233,8 @@ class NetworkPublication:
             if self._track_sender_limits:
                 self._track_sender_limits = False
                 self._sender_flow_control_limits.increment()
+                if self.sender_bpe is not None:
+                    self.sender_bpe.increment()
             return 0
         term_buffer = self._term_buffers[(sender_position >> self.position_bits_to_shift) % 3]
         available, padding = scan_for_availability(
@@ -297,6 +309,8 @@ class NetworkPublication:
             self.should_send_setup_frame = True
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
+        if self.naks_received is not None:
+            self.naks_received.increment()
         if not self.retransmit_handler.on_nak(
             term_id, term_offset, length, self.term_length, now_ns, self.resend
         ):
@@ -304,6 +318,7 @@ class NetworkPublication:
 
     def on_status_message(self, sm: frames.StatusMessageFrame, now_ns: int) -> None:
         self.has_receivers = True
+        self.time_of_last_status_message_ns = now_ns
         self._status_message_deadline_ns = now_ns + self._connection_timeout_ns
         self.sender_limit.set(
             self.flow_control.on_status_message(
@@ -351,14 +366,30 @@ class NetworkPublication:
             self._clean_position = clean_position + length
 
     def add_subscriber(self, spy_position: AtomicCounter) -> None:
-        self.spy_positions.append(spy_position)
+        self.spy_positions = [*self.spy_positions, spy_position]
         if self._spies_simulate_connection:
             lbd.set_is_connected(self._meta, True)
             self.is_connected = True
 
     def remove_subscriber(self, spy_position: AtomicCounter) -> None:
-        self.spy_positions.remove(spy_position)
+        self.drop_subscriber_position(spy_position)
+        self.untethered.remove(spy_position)
         spy_position.close()
+
+    # --- untethered spies (driver/protocol/untethered.py) -------------------------------------------
+
+    def untethered_behind_limit(self) -> int:
+        return window_limit(self.sender_position.get(), self._term_window_length)
+
+    def untethered_join_position(self) -> int:
+        return self.consumer_position()
+
+    def drop_subscriber_position(self, spy_position: AtomicCounter) -> None:
+        """Out of flow control (a new list: the sender may be iterating the old one)."""
+        self.spy_positions = [p for p in self.spy_positions if p is not spy_position]
+
+    def restore_subscriber_position(self, spy_position: AtomicCounter) -> None:
+        self.spy_positions = [*self.spy_positions, spy_position]
 
     def inc_ref(self) -> None:
         self.ref_count += 1
@@ -426,7 +457,10 @@ class NetworkPublication:
         self.publisher_limit.close()
         self.sender_position.close()
         self.sender_limit.close()
-        for spy in self.spy_positions:
-            spy.close()
-        self.spy_positions.clear()
+        for counter in (self.sender_bpe, self.naks_received):
+            if counter is not None:
+                counter.close()
+        for spy in [*self.spy_positions, *(e.position for e in self.untethered.entries)]:
+            spy.close()  # resting untethered spies are out of the list
+        self.spy_positions = []
         self.raw_log.free()

@@ -18,6 +18,7 @@ from driver.concurrent.logbuffer.term_rebuilder import insert
 from driver.protocol import frames
 from driver.protocol.loss_detector import LossDetector
 from driver.protocol.nak_policy import UnicastNakPolicy
+from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -77,6 +78,9 @@ class PublicationImage:
         self.initial_term_id = initial_term_id
         self.raw_log = raw_log
         self.subscriber_positions = subscriber_positions
+        self.untethered = UntetheredSubscriptions()
+        self.stream_naks_sent: AtomicCounter | None = None
+        """``rcv-naks-sent`` of this image (set by the conductor)."""
         self.hwm_position = hwm_position
         self.rebuild_position = rebuild_position
         self.source_address = source_address
@@ -247,6 +251,8 @@ class PublicationImage:
                     self._control_addresses(), self.session_id, self.stream_id, term_id, term_offset, length
                 )
                 self._naks_sent.increment()
+                if self.stream_naks_sent is not None:
+                    self.stream_naks_sent.increment()
             else:
                 index = ((term_id - self.initial_term_id) & 0xFFFFFFFF) % 3
                 if try_fill_gap(self._meta, self._term_buffers[index], term_id, term_offset, length):
@@ -331,11 +337,28 @@ class PublicationImage:
             self._clean_position = clean_position + length
 
     def add_subscriber(self, position: AtomicCounter) -> None:
-        self.subscriber_positions.append(position)
+        self.subscriber_positions = [*self.subscriber_positions, position]
 
     def remove_subscriber(self, position: AtomicCounter) -> None:
-        self.subscriber_positions.remove(position)
+        self.drop_subscriber_position(position)
+        self.untethered.remove(position)
         position.close()
+
+    # --- untethered subscribers (driver/protocol/untethered.py) ----------------------------------
+
+    def untethered_behind_limit(self) -> int:
+        front = max((p.get() for p in self.subscriber_positions), default=0)
+        return window_limit(front, self._receiver_window_length)
+
+    def untethered_join_position(self) -> int:
+        return self.rebuild_position.get()
+
+    def drop_subscriber_position(self, position: AtomicCounter) -> None:
+        """Out of the status messages' position (a new list: the receiver may be iterating the old one)."""
+        self.subscriber_positions = [p for p in self.subscriber_positions if p is not position]
+
+    def restore_subscriber_position(self, position: AtomicCounter) -> None:
+        self.subscriber_positions = [*self.subscriber_positions, position]
 
     def is_accepting_subscriptions(self) -> bool:
         return bool(self.subscriber_positions) and self.state in (State.INIT, State.ACTIVE)
@@ -367,7 +390,9 @@ class PublicationImage:
     def close(self) -> None:
         self.hwm_position.close()
         self.rebuild_position.close()
-        for position in self.subscriber_positions:
-            position.close()
-        self.subscriber_positions.clear()
+        if self.stream_naks_sent is not None:
+            self.stream_naks_sent.close()
+        for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
+            position.close()  # resting untethered positions are out of the list
+        self.subscriber_positions = []
         self.raw_log.free()

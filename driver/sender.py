@@ -77,6 +77,9 @@ class Sender:
             self._publications.remove(publication)
         publication.has_sender_released = True  # as 1.15.1: the conductor frees it after this
 
+    def on_resolution_change(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
+        endpoint.on_resolution_change(address)
+
     def on_add_destination(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
         endpoint.add_destination(address)
 

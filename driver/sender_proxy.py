@@ -26,6 +26,9 @@ class SenderProxy(CommandProxy):
     def remove_network_publication(self, publication: NetworkPublication) -> None:
         self._offer("on_remove_network_publication", publication)
 
+    def on_resolution_change(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
+        self._offer("on_resolution_change", endpoint, address)
+
     def add_destination(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
         self._offer("on_add_destination", endpoint, address)
 

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.receiver_proxy",
         "driver.driver_conductor_proxy",
         "driver.context",
+        "driver.termination",
         "driver.network_publication",
         "driver.ipc_publication",
         "driver.publication_image",

@@ -398,6 +398,11 @@ class Aeron:
         """None while the driver has not answered; the Counter; or raises why the driver refused it."""
         return self._get(registration_id, self._counters, Counter, "Counter")
 
+    def request_driver_termination(self, token: bytes = b"") -> None:
+        """Ask the driver to stop (TERMINATE_DRIVER, Aeron 1.17). It stops only if its termination validator
+        allows it (``aeron.driver.termination.validator``; denied by default) and says nothing either way."""
+        self.conductor.send_terminate_driver(token)
+
     def add_counter(self, type_id: int, label: str, key: bytes = b"") -> Counter:
         """Allocate a counter in the driver (visible to AeronStat and every client)."""
         registration_id = self.async_add_counter(type_id, key, label)

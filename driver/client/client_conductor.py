@@ -123,6 +123,13 @@ class ClientConductor:
                 raise
             return correlation_id
 
+    def send_terminate_driver(self, token: bytes) -> None:
+        """TERMINATE_DRIVER: no answer comes back, whether the driver's validator allows it or not."""
+        with self.lock:
+            self.check_open()
+            body = cp.encode_terminate_driver(self.client_id, self.next_correlation_id(), token)
+            self._send(cp.Command.TERMINATE_DRIVER, body)
+
     def is_pending(self, correlation_id: int) -> bool:
         return correlation_id in self._pending
 

@@ -44,6 +44,7 @@ from driver.concurrent.counter_types import (
     PER_IMAGE_TYPE_ID,
     RECORDING_POSITION_TYPE_ID,
     STREAM_COUNTER_TYPE_IDS,
+    STREAM_EVENT_COUNTER_TYPE_IDS,
     SYSTEM_COUNTER_TYPE_ID,
     CounterInfo,
 )
@@ -139,6 +140,12 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
     indicators = GaugeMetricFamily(
         f"{PREFIX}_per_image_indicator", "Per-image indicators (type 10).", labels=STREAM_LABELS
     )
+    stream_events = CounterMetricFamily(
+        f"{PREFIX}_stream_events",
+        "Per-stream event counts of today's Aeron: snd-bpe (sender back-pressure events), snd-naks-received, "
+        "rcv-naks-sent.",
+        labels=STREAM_LABELS,
+    )
     channels = GaugeMetricFamily(
         f"{PREFIX}_channel_status",
         "Channel endpoint status: 0 initializing, 1 active, -1 errored, 2 closing.",
@@ -182,7 +189,12 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             else:
                 system.append(GaugeMetricFamily(name, help_text, value=c.value))
         elif c.type_id in STREAM_COUNTER_TYPE_IDS:
-            family = indicators if c.type_id == PER_IMAGE_TYPE_ID else positions
+            if c.type_id in STREAM_EVENT_COUNTER_TYPE_IDS:
+                family = stream_events
+            elif c.type_id == PER_IMAGE_TYPE_ID:
+                family = indicators
+            else:
+                family = positions
             family.add_metric(
                 [c.type_name, _s(c.registration_id), _s(c.session_id), _s(c.stream_id), c.channel or "", cid],
                 c.value,
@@ -208,7 +220,7 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
         else:
             others.add_metric([c.type_name, str(c.type_id), c.label, cid], c.value)
     yield from system
-    yield from (positions, indicators, channels, clients, client_ages, recordings, others)
+    yield from (positions, indicators, stream_events, channels, clients, client_ages, recordings, others)
     yield GaugeMetricFamily(
         f"{PREFIX}_recordings_active",
         "Archive recordings in progress (allocated rec-pos counters).",

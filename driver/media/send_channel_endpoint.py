@@ -67,6 +67,12 @@ class SendChannelEndpoint:
             return None
         return self._term_burst(term_buffer, term_offset, window, mtu_length, max_datagrams)
 
+    def on_resolution_change(self, address: tuple[str, int]) -> None:
+        """The endpoint's host name now resolves to ``address``: send there, starting with a setup."""
+        self.transport.reconnect(address)
+        for publication in self.publications.values():
+            publication.trigger_send_setup_frame()
+
     def add_destination(self, address: tuple[str, int]) -> None:
         self.destinations[address] = 2**63 - 1  # manual destinations never time out
 

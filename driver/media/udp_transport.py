@@ -276,6 +276,10 @@ class UdpTransport:
             raise ChannelEndpointError(uri, address, "connect to", cause) from ex
         self.connected_address = address
 
+    def reconnect(self, address: Address) -> None:
+        """Send to ``address`` from now on (a re-resolved endpoint); raises ChannelEndpointError."""
+        self._connect(self._send_sock, address, self._uri())
+
     def _set_buffers(self, so_sndbuf: int, so_rcvbuf: int, uri: str) -> None:
         try:
             if so_sndbuf:

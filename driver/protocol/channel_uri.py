@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from driver.protocol.control_protocol import ErrorCode
+from driver.util.java_numbers import NumberFormatError, parse_java_int
 
 # --- names (CommonContext / ChannelUri of 1.15.1) --------------------------------------------------------
 
@@ -53,6 +54,81 @@ RELIABLE_STREAM_PARAM_NAME = "reliable"
 SPARSE_PARAM_NAME = "sparse"
 TAGS_PARAM_NAME = "tags"
 ALIAS_PARAM_NAME = "alias"
+
+# --- keys Aeron's driver learned after 1.15.1 (docs/uri.md section 6) ---------------------------------------
+
+EOS_PARAM_NAME = "eos"
+TETHER_PARAM_NAME = "tether"
+GROUP_PARAM_NAME = "group"
+REJOIN_PARAM_NAME = "rejoin"
+CONGESTION_CONTROL_PARAM_NAME = "cc"
+FLOW_CONTROL_PARAM_NAME = "fc"
+GROUP_TAG_PARAM_NAME = "gtag"
+SPIES_SIMULATE_CONNECTION_PARAM_NAME = "ssc"
+ATS_PARAM_NAME = "ats"
+SOCKET_SNDBUF_PARAM_NAME = "so-sndbuf"
+SOCKET_RCVBUF_PARAM_NAME = "so-rcvbuf"
+RECEIVER_WINDOW_LENGTH_PARAM_NAME = "rcv-wnd"
+MEDIA_RCV_TIMESTAMP_OFFSET_PARAM_NAME = "media-rcv-ts-offset"
+CHANNEL_RCV_TIMESTAMP_OFFSET_PARAM_NAME = "channel-rcv-ts-offset"
+CHANNEL_SND_TIMESTAMP_OFFSET_PARAM_NAME = "channel-snd-ts-offset"
+RESPONSE_ENDPOINT_PARAM_NAME = "response-endpoint"
+RESPONSE_CORRELATION_ID_PARAM_NAME = "response-correlation-id"
+NAK_DELAY_PARAM_NAME = "nak-delay"
+UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME = "untethered-window-limit-timeout"
+UNTETHERED_LINGER_TIMEOUT_PARAM_NAME = "untethered-linger-timeout"
+UNTETHERED_RESTING_TIMEOUT_PARAM_NAME = "untethered-resting-timeout"
+MAX_RESEND_PARAM_NAME = "max-resend"
+STREAM_ID_PARAM_NAME = "stream-id"
+PUBLICATION_WINDOW_LENGTH_PARAM_NAME = "pub-wnd"
+CONTROL_MODE_RESPONSE = "response"
+
+MODERN_PARAM_NAMES = (
+    EOS_PARAM_NAME,
+    TETHER_PARAM_NAME,
+    GROUP_PARAM_NAME,
+    REJOIN_PARAM_NAME,
+    CONGESTION_CONTROL_PARAM_NAME,
+    FLOW_CONTROL_PARAM_NAME,
+    GROUP_TAG_PARAM_NAME,
+    SPIES_SIMULATE_CONNECTION_PARAM_NAME,
+    ATS_PARAM_NAME,
+    SOCKET_SNDBUF_PARAM_NAME,
+    SOCKET_RCVBUF_PARAM_NAME,
+    RECEIVER_WINDOW_LENGTH_PARAM_NAME,
+    MEDIA_RCV_TIMESTAMP_OFFSET_PARAM_NAME,
+    CHANNEL_RCV_TIMESTAMP_OFFSET_PARAM_NAME,
+    CHANNEL_SND_TIMESTAMP_OFFSET_PARAM_NAME,
+    RESPONSE_ENDPOINT_PARAM_NAME,
+    RESPONSE_CORRELATION_ID_PARAM_NAME,
+    NAK_DELAY_PARAM_NAME,
+    UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
+    UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+    UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
+    MAX_RESEND_PARAM_NAME,
+    STREAM_ID_PARAM_NAME,
+    PUBLICATION_WINDOW_LENGTH_PARAM_NAME,
+)
+"""Every key a driver of today's Aeron reads that 1.15.1's did not."""
+
+HONOURED_MODERN_PARAM_NAMES = frozenset(
+    {
+        STREAM_ID_PARAM_NAME,
+        SOCKET_SNDBUF_PARAM_NAME,
+        SOCKET_RCVBUF_PARAM_NAME,
+        RECEIVER_WINDOW_LENGTH_PARAM_NAME,
+        TETHER_PARAM_NAME,
+        UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
+        UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+        UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
+        # read by clients only (the client's response subscription); Aeron's driver ignores it too
+        RESPONSE_ENDPOINT_PARAM_NAME,
+    }
+)
+"""The modern keys this driver gives their meaning (or, as Aeron's driver, leaves to the client)."""
+
+UNSUPPORTED_PARAM_NAMES = tuple(name for name in MODERN_PARAM_NAMES if name not in HONOURED_MODERN_PARAM_NAMES)
+"""Modern keys refused with an error rather than silently ignored (docs/uri.md section 6)."""
 
 TAG_PREFIX = "tag:"
 INVALID_TAG = -1
@@ -222,6 +298,58 @@ class ChannelUri:
         if not self.params:
             return f"{head}{self.media}"
         return f"{head}{self.media}?" + "|".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def refuse_unsupported_params(uri: ChannelUri) -> None:
+    """Refuse a key today's Aeron gives a meaning that this driver does not, rather than ignore it silently;
+    keys no Aeron driver reads (``alias``, typos) stay ignored, as Aeron ignores them."""
+    for name in UNSUPPORTED_PARAM_NAMES:
+        if name in uri.params:
+            raise InvalidChannelError(
+                uri.original or str(uri), f"parameter {name!r} is not supported by this driver"
+            )
+    mode = uri.params.get(MDC_CONTROL_MODE_PARAM_NAME)
+    if mode == CONTROL_MODE_RESPONSE and CONTROL_MODE_RESPONSE not in SUPPORTED_CONTROL_MODES:
+        raise InvalidChannelError(
+            uri.original or str(uri), f"{MDC_CONTROL_MODE_PARAM_NAME}={mode} is not supported by this driver"
+        )
+
+
+SUPPORTED_CONTROL_MODES = frozenset({MDC_CONTROL_MODE_MANUAL, MDC_CONTROL_MODE_DYNAMIC})
+
+
+SUBSCRIPTION_ONLY_PARAM_NAMES = (
+    UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
+    UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+    UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
+)
+"""Honoured on subscriptions; Aeron also reads them on a publication (for its subscribers), this driver not."""
+
+
+def refuse_subscription_only_params(uri: ChannelUri) -> None:
+    for name in SUBSCRIPTION_ONLY_PARAM_NAMES:
+        if name in uri.params:
+            raise InvalidChannelError(
+                uri.original or str(uri),
+                f"parameter {name!r} is not supported on a publication by this driver: "
+                "give it on the tether=false subscription",
+            )
+
+
+def check_publication_stream_id(uri: ChannelUri, stream_id: int) -> None:
+    """A publication's ``stream-id``, when given, must be the stream id of the command."""
+    text = uri.params.get(STREAM_ID_PARAM_NAME)
+    if text is None:
+        return
+    try:
+        configured = parse_java_int(STREAM_ID_PARAM_NAME, text)
+    except NumberFormatError as ex:
+        raise InvalidChannelError(uri.original or str(uri), str(ex)) from None
+    if configured != stream_id:
+        raise InvalidChannelError(
+            uri.original or str(uri),
+            f"{STREAM_ID_PARAM_NAME}={configured} does not match the publication's stream id {stream_id}",
+        )
 
 
 def is_tagged(value: str) -> bool:

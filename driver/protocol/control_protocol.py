@@ -28,6 +28,8 @@ class Command(IntEnum):
     CLIENT_CLOSE = 0x0B
     ADD_RCV_DESTINATION = 0x0C
     REMOVE_RCV_DESTINATION = 0x0D
+    TERMINATE_DRIVER = 0x0E
+    """Not in 1.15.1 (Aeron 1.17): a token for the driver's termination validator."""
 
 
 class Event(IntEnum):
@@ -115,6 +117,13 @@ class SubscriptionMessage:
 
 
 @dataclass(frozen=True)
+class TerminateDriverMessage:
+    client_id: int
+    correlation_id: int
+    token: bytes
+
+
+@dataclass(frozen=True)
 class RemoveMessage:
     client_id: int
     correlation_id: int
@@ -158,6 +167,27 @@ def decode_subscription(body: memoryview) -> SubscriptionMessage:
     (stream_id,) = _I32.unpack_from(body, 24)
     channel, _ = _string(body, 28, "subscription message channel")
     return SubscriptionMessage(client_id, correlation_id, registration_correlation_id, stream_id, channel)
+
+
+TERMINATE_TOKEN_LENGTH_OFFSET = CORRELATED_MESSAGE_LENGTH
+TERMINATE_TOKEN_OFFSET = TERMINATE_TOKEN_LENGTH_OFFSET + 4
+
+
+def decode_terminate_driver(body: memoryview) -> TerminateDriverMessage:
+    _need(body, TERMINATE_TOKEN_OFFSET, "terminate driver message")
+    client_id, correlation_id = _CORRELATED.unpack_from(body, 0)
+    (length,) = _I32.unpack_from(body, TERMINATE_TOKEN_LENGTH_OFFSET)
+    if length < 0 or length > len(body) - TERMINATE_TOKEN_OFFSET:
+        raise MalformedCommandError(
+            f"terminate driver message: token length {length} does not fit the "
+            f"{len(body) - TERMINATE_TOKEN_OFFSET} bytes after it"
+        )
+    token = bytes(body[TERMINATE_TOKEN_OFFSET : TERMINATE_TOKEN_OFFSET + length])
+    return TerminateDriverMessage(client_id, correlation_id, token)
+
+
+def encode_terminate_driver(client_id: int, correlation_id: int, token: bytes = b"") -> bytes:
+    return _CORRELATED.pack(client_id, correlation_id) + _I32.pack(len(token)) + token
 
 
 def decode_remove(body: memoryview) -> RemoveMessage:

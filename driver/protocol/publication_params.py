@@ -39,11 +39,16 @@ from driver.protocol.channel_uri import (
     TERM_ID_PARAM_NAME,
     TERM_LENGTH_PARAM_NAME,
     TERM_OFFSET_PARAM_NAME,
+    TETHER_PARAM_NAME,
+    UNTETHERED_LINGER_TIMEOUT_PARAM_NAME,
+    UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
+    UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME,
     ChannelUri,
     InvalidChannelError,
     is_tagged,
 )
 from driver.protocol.control_protocol import ErrorCode
+from driver.protocol.untethered import DEFAULT_TIMEOUTS, UntetheredTimeouts
 from driver.util.bit_util import is_power_of_two, to_int32
 from driver.util.java_numbers import (
     NumberFormatError,
@@ -420,6 +425,9 @@ class SubscriptionParams:
     term_id: int | None
     term_offset: int | None
     """The join position 1.15.1 parses and validates for subscriptions but does not use."""
+    is_tether: bool = True
+    """``tether``: False lets the stream run on without this subscriber when it falls behind."""
+    untethered_timeouts: UntetheredTimeouts = DEFAULT_TIMEOUTS
 
     @property
     def has_session_id(self) -> bool:
@@ -431,9 +439,15 @@ class SubscriptionParams:
 
     @classmethod
     def from_uri(
-        cls, uri: ChannelUri | str, default_reliable: bool = True, default_sparse: bool = False
+        cls,
+        uri: ChannelUri | str,
+        default_reliable: bool = True,
+        default_sparse: bool = False,
+        default_tether: bool = True,
+        default_untethered: UntetheredTimeouts = DEFAULT_TIMEOUTS,
     ) -> SubscriptionParams:
-        """``reliable``: only ``false`` makes it unreliable; ``sparse``: only ``true`` makes it sparse."""
+        """``reliable``: only ``false`` makes it unreliable; ``sparse``: only ``true`` makes it sparse;
+        ``tether``: only ``true`` tethers (as Aeron reads it). The untethered timeouts are durations."""
         channel = _as_uri(uri)
         params = channel.params
         try:
@@ -451,6 +465,18 @@ class SubscriptionParams:
             position = _join_position(channel, None)
             sparse_text = params.get(SPARSE_PARAM_NAME)
             is_sparse = default_sparse if sparse_text is None else sparse_text == "true"
+            tether_text = params.get(TETHER_PARAM_NAME)
+            is_tether = default_tether if tether_text is None else tether_text == "true"
+            window_limit_ns = _duration_or(params, UNTETHERED_WINDOW_LIMIT_TIMEOUT_PARAM_NAME, None)
+            linger_ns = _duration_or(params, UNTETHERED_LINGER_TIMEOUT_PARAM_NAME, None)
+            untethered = UntetheredTimeouts(
+                window_limit_ns=default_untethered.window_limit_ns if window_limit_ns is None else window_limit_ns,
+                # without a linger of its own a channel's window-limit timeout sets the linger too, as in Aeron
+                linger_ns=linger_ns
+                if linger_ns is not None
+                else (window_limit_ns if window_limit_ns is not None else default_untethered.linger_ns),
+                resting_ns=_duration_or(params, UNTETHERED_RESTING_TIMEOUT_PARAM_NAME, default_untethered.resting_ns),
+            )
         except ParameterError as ex:
             raise InvalidChannelError(_text(channel), str(ex), error_code=ErrorCode.GENERIC_ERROR) from None
         init_term_id, term_id, term_offset = position if position is not None else (None, None, None)
@@ -463,4 +489,16 @@ class SubscriptionParams:
             init_term_id=init_term_id,
             term_id=term_id,
             term_offset=term_offset,
+            is_tether=is_tether,
+            untethered_timeouts=untethered,
         )
+
+
+def _duration_or(params: dict[str, str], name: str, default: int | None) -> int | None:
+    text = params.get(name)
+    if text is None:
+        return default
+    value = parse_duration_ns(name, text)
+    if value < 0:
+        raise _fail(f"{name}={text} is negative")
+    return value

@@ -48,6 +48,9 @@ from driver.protocol.channel_uri import (
     MDC_CONTROL_MODE_MANUAL,
     MDC_CONTROL_MODE_PARAM_NAME,
     MDC_CONTROL_PARAM_NAME,
+    RECEIVER_WINDOW_LENGTH_PARAM_NAME,
+    SOCKET_RCVBUF_PARAM_NAME,
+    SOCKET_SNDBUF_PARAM_NAME,
     TAGS_PARAM_NAME,
     TTL_PARAM_NAME,
     UDP_MEDIA,
@@ -55,7 +58,14 @@ from driver.protocol.channel_uri import (
     InvalidChannelError,
 )
 from driver.protocol.control_protocol import ErrorCode
-from driver.util.java_numbers import NumberFormatError, parse_int_ascii, parse_java_int, parse_java_long
+from driver.util.bit_util import INT32_MAX
+from driver.util.java_numbers import (
+    NumberFormatError,
+    parse_int_ascii,
+    parse_java_int,
+    parse_java_long,
+    parse_size,
+)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Address = tuple[str, int]
@@ -298,6 +308,29 @@ def canonicalise(local: IpAddress, local_port: int, remote: IpAddress, remote_po
     return f"UDP-{local.packed.hex()}-{local_port}-{remote.packed.hex()}-{remote_port}"
 
 
+def parse_buffer_length(uri: ChannelUri, name: str) -> int:
+    """A per-channel buffer or window length (``so-sndbuf``, ``so-rcvbuf``, ``rcv-wnd``): a size as
+    ``SystemUtil.parseSize`` reads it, 0..2^31-1; 0 when absent, meaning the driver setting."""
+    value = uri.params.get(name)
+    if value is None:
+        return 0
+    try:
+        size = parse_size(name, value)
+    except NumberFormatError as ex:
+        raise AddressError(str(ex)) from None
+    if not 0 <= size <= INT32_MAX:
+        raise AddressError(f"{name}={value}: the length must be 0..{INT32_MAX}")
+    return size
+
+
+def _is_numeric(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host == ""  # the loopback address, no lookup
+    return True
+
+
 def _host(address: IpAddress) -> str:
     return str(address)
 
@@ -323,6 +356,14 @@ class UdpChannel:
     """The interface chosen for multicast (or for a unicast ``interface=`` that is not a wildcard)."""
     ip_version: int
     """4 or 6: the family of the endpoint address (``protocolFamily``)."""
+    socket_sndbuf_length: int = 0
+    """``so-sndbuf``: SO_SNDBUF for this channel's endpoint; 0 when not given (the driver setting applies)."""
+    socket_rcvbuf_length: int = 0
+    """``so-rcvbuf``: SO_RCVBUF for this channel's endpoint; 0 when not given."""
+    receiver_window_length: int = 0
+    """``rcv-wnd``: the receiver window of this endpoint's images; 0 when not given."""
+    endpoint_host_name: str | None = None
+    """The ``endpoint`` host when it is a name, not a numeric address: resolved again when the peer goes quiet."""
 
     @classmethod
     def parse(
@@ -458,6 +499,10 @@ class UdpChannel:
             multicast_ttl=multicast_ttl,
             local_interface=local_interface,
             ip_version=endpoint_address.version,
+            socket_sndbuf_length=parse_buffer_length(uri, SOCKET_SNDBUF_PARAM_NAME),
+            socket_rcvbuf_length=parse_buffer_length(uri, SOCKET_RCVBUF_PARAM_NAME),
+            receiver_window_length=parse_buffer_length(uri, RECEIVER_WINDOW_LENGTH_PARAM_NAME),
+            endpoint_host_name=None if endpoint is None or _is_numeric(endpoint[0]) else endpoint[0],
         )
 
     # --- queries ---

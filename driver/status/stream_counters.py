@@ -1,4 +1,5 @@
-"""Allocation of the per-stream position counters of Aeron 1.15.1 (docs/counters.md §3-4)."""
+"""Allocation of the per-stream counters: the positions of Aeron 1.15.1 (docs/counters.md §3-4) and the event
+counts today's Aeron added (§6)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ from driver.concurrent.counter_types import (
     PUBLISHER_POS_TYPE_ID,
     RECEIVER_HWM_NAME,
     RECEIVER_HWM_TYPE_ID,
+    RECEIVER_NAKS_SENT_NAME,
+    RECEIVER_NAKS_SENT_TYPE_ID,
     RECEIVER_POS_NAME,
     RECEIVER_POS_TYPE_ID,
+    SENDER_BPE_NAME,
+    SENDER_BPE_TYPE_ID,
     SENDER_LIMIT_NAME,
     SENDER_LIMIT_TYPE_ID,
+    SENDER_NAKS_RECEIVED_NAME,
+    SENDER_NAKS_RECEIVED_TYPE_ID,
     SENDER_POSITION_NAME,
     SENDER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_NAME,
@@ -119,4 +126,39 @@ def receiver_pos(
 ) -> AtomicCounter:
     return _allocate(
         counters, RECEIVER_POS_NAME, RECEIVER_POS_TYPE_ID, registration_id, session_id, stream_id, channel
+    )
+
+
+def sender_bpe(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    """Times the sender stopped at the receivers' window (back-pressure events)."""
+    return _allocate(counters, SENDER_BPE_NAME, SENDER_BPE_TYPE_ID, registration_id, session_id, stream_id, channel)
+
+
+def sender_naks_received(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters,
+        SENDER_NAKS_RECEIVED_NAME,
+        SENDER_NAKS_RECEIVED_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
+    )
+
+
+def receiver_naks_sent(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    return _allocate(
+        counters,
+        RECEIVER_NAKS_SENT_NAME,
+        RECEIVER_NAKS_SENT_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
     )

@@ -2,12 +2,14 @@
 
     pyaeron_peer.py pub AERON_DIR CHANNEL STREAM_ID SECONDS RATE
     pyaeron_peer.py sub AERON_DIR CHANNEL STREAM_ID SECONDS
+    pyaeron_peer.py client-id AERON_DIR
 
 The publisher offers message i (8-byte little-endian i, then 56 bytes of i % 251) at RATE per second for
 SECONDS, then a message with i = -1 (the end), and prints ``SENT n``. The subscriber checks every message is
 the next one, prints ``RECEIVED n`` at the end and exits 0; any gap, corruption, error or a deadline of
 SECONDS + 20 exits 1 with the reason. Both print ``READY`` once connected and keep their client open
-throughout, so a driver that times a client out ends the run.
+throughout, so a driver that times a client out ends the run. ``client-id`` connects, prints
+``CLIENT_ID n`` and closes.
 
 No import from this repository: this file is the only thing the venv runs.
 """
@@ -87,6 +89,10 @@ def subscribe(aeron: pyaeron.Aeron, channel: str, stream_id: int, seconds: float
 
 
 def main() -> int:
+    if sys.argv[1] == "client-id":
+        with pyaeron.Aeron(dir=sys.argv[2]) as aeron:
+            print(f"CLIENT_ID {aeron.client_id}", flush=True)
+        return 0
     role, aeron_dir, channel, stream_id, seconds = sys.argv[1:6]
     with pyaeron.Aeron(dir=aeron_dir) as aeron:
         if role == "pub":

@@ -107,3 +107,19 @@ def test_pyaeron_publisher_and_subscriber_run_30s_without_a_client_timeout(
     assert all(still_running.values()), f"{still_running}\n{report}"
     assert timeouts.label == "Client liveness timeouts"
     assert timeouts.value == 0, report
+
+
+def test_pyaeron_first_client_of_a_fresh_driver_has_a_client_id_above_zero(our_driver) -> None:
+    python = _pyaeron_python()
+    driver = our_driver()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AERON_")}
+    done = subprocess.run(
+        [str(python), str(PEER), "client-id", str(driver.aeron_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    client_id = int(done.stdout.split("CLIENT_ID ")[1].split()[0])
+    assert client_id > 0

@@ -53,6 +53,7 @@ def test_command_type_ids_match_spec_table() -> None:
         "CLIENT_CLOSE": 0x0B,
         "ADD_RCV_DESTINATION": 0x0C,
         "REMOVE_RCV_DESTINATION": 0x0D,
+        "TERMINATE_DRIVER": 0x0E,  # Aeron 1.17, after the spec's 1.15.1 table
     }
 
 

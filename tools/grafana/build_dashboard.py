@@ -247,6 +247,19 @@ def build() -> dashboard.Dashboard:
                 ],
             )
         )
+        .with_panel(
+            graph(
+                "NAKs per stream",
+                "NAKs each image sent (rcv-naks-sent) and each publication received (snd-naks-received) per second;"
+                " counters of today's Aeron, absent on a 1.15.1 driver.",
+                "ops",
+                [
+                    (rate("aeron_stream_events_total", 'type="rcv-naks-sent"'), "NAKs sent " + STREAM),
+                    (rate("aeron_stream_events_total", 'type="snd-naks-received"'), "NAKs received " + STREAM),
+                ],
+                24,
+            )
+        )
         # --- lag ------------------------------------------------------------------------------------
         .with_row(dashboard.Row("Lag"))
         .with_panel(
@@ -297,6 +310,16 @@ def build() -> dashboard.Dashboard:
                     (rate("aeron_sender_flow_control_limits_applied_total"), "{{instance}} limits applied"),
                     (rate("aeron_short_sends_total"), "{{instance}} short sends"),
                 ],
+            )
+        )
+        .with_panel(
+            graph(
+                "Sender back-pressure events per stream",
+                "How often each publication's sender had data but the receivers' window was closed (snd-bpe);"
+                " a counter of today's Aeron, absent on a 1.15.1 driver.",
+                "ops",
+                [(rate("aeron_stream_events_total", 'type="snd-bpe"'), STREAM)],
+                24,
             )
         )
         # --- recordings ---------------------------------------------------------------------------------
