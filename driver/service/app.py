@@ -27,14 +27,16 @@ from driver.service.service import RecordReplayService, ServiceError
 
 API = "/api/v1"
 MAX_JSON_BODY = 1 << 20
-ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 409, 411, 413, 422)}
+ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 405, 409, 411, 413, 422, 507)}
 
 
-def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
+def _error(
+    status: int, message: str, detail: list | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body: dict = {"error": message}
     if detail is not None:
         body["detail"] = detail
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _field(loc: tuple) -> str:
@@ -115,7 +117,7 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_request: Request, e: StarletteHTTPException) -> JSONResponse:
-        return _error(e.status_code, str(e.detail))
+        return _error(e.status_code, str(e.detail), headers=e.headers)  # a 405's Allow
 
     @app.post(f"{API}/record", response_model=RecordStatus, status_code=202, responses=ERRORS)
     async def start_record(body: RecordRequest) -> RecordStatus:

@@ -9,7 +9,10 @@ from driver.protocol.channel_uri import ChannelUri
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request models: unknown fields refused and no coercion (``true`` or ``"99"`` is not a stream id, ``"0.1"``
+    not a duration); an integer is still a number."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _channel(value: str | None) -> str | None:
