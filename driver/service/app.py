@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from driver.service.models import (
     DataSet,
@@ -116,8 +117,18 @@ def create_app(
         return _error(422, message, detail)
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(_request: Request, e: StarletteHTTPException) -> JSONResponse:
-        return _error(e.status_code, str(e.detail), headers=e.headers)  # a 405's Allow
+    async def on_http(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        headers = e.headers
+        if e.status_code == 405:  # every method of the path (one route per method: the router names one)
+            path = request.url.path
+            allowed = {
+                m
+                for route in app.routes
+                if isinstance(route, Route) and route.methods and route.path_regex.match(path)
+                for m in route.methods
+            }
+            headers = {**(headers or {}), "Allow": ", ".join(sorted(allowed))}
+        return _error(e.status_code, str(e.detail), headers=headers)
 
     @app.post(f"{API}/record", response_model=RecordStatus, status_code=202, responses=ERRORS)
     async def start_record(body: RecordRequest) -> RecordStatus:

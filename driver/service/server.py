@@ -7,19 +7,24 @@ import asyncio
 import contextlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from driver.service.app import create_app
 from driver.service.service import RecordReplayService
+from driver.service.token_file import remove_token, write_new_token
 
 
 @dataclass
 class HttpSettings:
+    """``token``: the one to require; None: a new one in the archive dir's token file, unless ``no_auth``."""
+
     host: str = "127.0.0.1"
     port: int = 8080
     token: str | None = None
+    no_auth: bool = False
 
 
 class _Server(uvicorn.Server):
@@ -33,7 +38,11 @@ class HttpService:
     def __init__(self, service: RecordReplayService, settings: HttpSettings) -> None:
         self.service = service
         self.settings = settings
-        self.app = create_app(service, token=settings.token)
+        self.token = settings.token
+        self.token_file: Path | None = None
+        if self.token is None and not settings.no_auth:  # secure by default, as the aeron dir is
+            self.token, self.token_file = write_new_token(service.archive_dir)
+        self.app = create_app(service, token=self.token)
         config = uvicorn.Config(
             self.app,
             host=settings.host,
@@ -66,6 +75,8 @@ class HttpService:
         try:
             await self.server.serve()
         finally:
+            if self.token_file is not None and self.token is not None:
+                remove_token(self.token_file, self.token)
             await metrics.close()
             await self.service.close()
 

@@ -15,6 +15,17 @@ function token() {
   return sessionStorage.getItem("token") || "";
 }
 
+// The owner's address (`mediadriver page`) carries the token in the fragment, which the browser never sends:
+// it goes to the tab's session storage and out of the address bar (also when pasted into an open page).
+function takeTokenFromAddress() {
+  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!match) return false;
+  sessionStorage.setItem("token", decodeURIComponent(match[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+  return true;
+}
+takeTokenFromAddress();
+
 async function api(method, path, body) {
   const headers = {};
   if (token()) headers.Authorization = "Bearer " + token();
@@ -219,6 +230,13 @@ $("refresh").addEventListener("click", () => { datasetsAt = 0; act(async () => {
 $("token").value = token();
 $("token").addEventListener("change", () => {
   sessionStorage.setItem("token", $("token").value);
+  datasetsAt = 0;
+  act(async () => {});
+});
+
+window.addEventListener("hashchange", () => {
+  if (!takeTokenFromAddress()) return;
+  $("token").value = token();
   datasetsAt = 0;
   act(async () => {});
 });
