@@ -24,8 +24,17 @@ def _channel(value: str | None) -> str | None:
     return value
 
 
+CHANNEL_PATTERN = r"^aeron(-spy:aeron)?:"  # in the schema only: the validator's message says more
+CHANNEL_EXAMPLES = ["aeron:ipc", "aeron:udp?endpoint=127.0.0.1:40123"]
+
+
 class StreamSpec(_Strict):
-    channel: str = Field(min_length=1, max_length=1024, description="an Aeron channel, e.g. aeron:ipc")
+    channel: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="an Aeron channel, e.g. aeron:ipc (the URI grammar of docs/uri.md is checked: 422)",
+        json_schema_extra={"pattern": CHANNEL_PATTERN, "examples": CHANNEL_EXAMPLES},
+    )
     stream_id: int = Field(ge=-(2**31), lt=2**31)
 
     _check_channel = field_validator("channel")(_channel)
@@ -120,7 +129,13 @@ class ReplayRequest(_Strict):
         default=None, description="replay only the recordings of these recorded channel/stream pairs"
     )
     time_range: TimeRange | None = None
-    channel: str | None = Field(default=None, min_length=1, max_length=1024, description="target channel")
+    channel: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="target channel",
+        json_schema_extra={"pattern": CHANNEL_PATTERN, "examples": CHANNEL_EXAMPLES},
+    )
     stream_id: int | None = Field(default=None, ge=-(2**31), lt=2**31, description="target stream")
     rate: float = Field(default=1.0, gt=0, le=1000, description="relative to the recorded timing")
     repeat: int = Field(default=1, ge=1, le=1_000_000)

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from driver.service.app import create_app
+from driver.service.connections import GuardedHttpProtocol, RequestLimits
 from driver.service.service import RecordReplayService
 from driver.service.token_file import remove_token, write_new_token
 
@@ -25,6 +26,7 @@ class HttpSettings:
     port: int = 8080
     token: str | None = None
     no_auth: bool = False
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
 
 class _Server(uvicorn.Server):
@@ -52,6 +54,7 @@ class HttpService:
             lifespan="off",
             access_log=False,
             timeout_graceful_shutdown=2,
+            http=type("ServiceHttpProtocol", (GuardedHttpProtocol,), {"limits": settings.limits}),
         )
         self.server = _Server(config)
         self.task: asyncio.Future | None = None

@@ -302,7 +302,21 @@ def add_transfer_routes(
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
 
-    @app.post(f"{API}/datasets/import", response_model=DataSet, status_code=201, responses=ERRORS)
+    @app.post(
+        f"{API}/datasets/import",
+        response_model=DataSet,
+        status_code=201,
+        responses=ERRORS,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": "an export file (tar, tar.gz or zip) as the raw body",
+                "content": {
+                    t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()
+                },
+            }
+        },
+    )
     async def import_(
         request: Request,
         filename: str | None = Query(

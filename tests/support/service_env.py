@@ -16,6 +16,7 @@ import httpx
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, FragmentAssembler
+from driver.service.connections import RequestLimits
 from driver.service.server import HttpService, HttpSettings, start_http
 from driver.service.token_file import read_token, token_path
 from tests.support.embedded import EmbeddedDriver, new_aeron_dir
@@ -42,11 +43,11 @@ class ServiceEnv:
 
 
 def start_service_env(
-    tmp_path: Path, token: str | None = None, no_auth: bool = False, **limits
+    tmp_path: Path, token: str | None = None, no_auth: bool = False, limits: RequestLimits | None = None
 ) -> tuple[ServiceEnv, object]:
     """``token``: the one the service requires (the client then sends none); else the service makes its own and
     the client sends it, read from the archive dir as the owner's CLI reads it; ``no_auth``: no token at all.
-    ``limits``: HttpSettings fields."""
+    ``limits``: the connection bounds (the defaults when None)."""
     archive_dir = tmp_path / "archive"
     ctx = ArchiveContext(
         archive_dir=str(archive_dir),
@@ -66,7 +67,13 @@ def start_service_env(
             start_http(
                 driver.aeron_dir,
                 archive_dir,
-                HttpSettings(host="127.0.0.1", port=0, token=token, no_auth=no_auth, **limits),
+                HttpSettings(
+                    host="127.0.0.1",
+                    port=0,
+                    token=token,
+                    no_auth=no_auth,
+                    limits=limits or RequestLimits(),
+                ),
                 control_request_channel=ctx.local_control_channel,
                 control_request_stream_id=ctx.local_control_stream_id,
                 control_response_channel="aeron:ipc",
