@@ -128,12 +128,12 @@ def create_app(
         headers = e.headers
         if e.status_code == 405:  # every method of the path (one route per method: the router names one)
             path = request.url.path
-            allowed = {
-                m
-                for route in app.routes
-                if isinstance(route, Route) and route.methods and route.path_regex.match(path)
-                for m in route.methods
-            }
+            matching = [
+                r for r in app.routes if isinstance(r, Route) and r.methods and r.path_regex.match(path)
+            ]
+            # A path of its own (/datasets/import) is not also one of a template's (/datasets/{dataset_id}).
+            matching = [r for r in matching if not r.param_convertors] or matching
+            allowed = {m for r in matching for m in r.methods or ()}
             headers = {**(headers or {}), "Allow": ", ".join(sorted(allowed))}
         return _error(e.status_code, str(e.detail), headers=headers)
 

@@ -310,10 +310,8 @@ def add_transfer_routes(
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "description": "an export file (tar, tar.gz or zip) as the raw body",
-                "content": {
-                    t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()
-                },
+                "description": "an export file (tar, tar.gz or zip) as the raw body, any Content-Type",
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
             }
         },
     )
