@@ -1,7 +1,8 @@
 """The HTTP API (docs/service.md section 2) as a FastAPI application over a RecordReplayService.
 
 Every error is JSON ``{"error": "...", "detail": [...]}``: 422 names the bad field, 400 a body that is not JSON,
-401 a missing or wrong bearer token, 404 an unknown data set, 409 a job already running, 413 a body too large.
+401 a missing or wrong bearer token, 404 an unknown data set, 405 a method the path lacks (with ``Allow``), 409 a
+job already running, 413 a body too large, 507 an import the disk cannot hold. Request models are strict.
 """
 
 from __future__ import annotations

@@ -444,7 +444,7 @@ def cmd_page(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
-    """``--url`` and ``--token-file``; ``suppress`` on an action under a parser that has them too, so a value
+    """``--url``, ``--token-file`` and ``--archive-dir``; ``suppress`` on an action under a parser that has them too, so a value
     given before the action is not overwritten by the action's default."""
     parser.add_argument(
         "--url",
