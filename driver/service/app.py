@@ -7,9 +7,10 @@ job already running, 413 a body too large, 507 an import the disk cannot hold. R
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,6 +27,7 @@ from driver.service.models import (
     ReplayStatus,
     ServiceStatus,
 )
+from driver.service.rates import MessageRate, message_rate
 from driver.service.service import RecordReplayService, ServiceError
 
 API = "/api/v1"
@@ -176,6 +178,12 @@ def create_app(
     @app.get(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
     async def get_dataset(dataset_id: str) -> DataSet:
         return service.get_dataset(dataset_id)
+
+    @app.get(f"{API}/datasets/{{dataset_id}}/rate", response_model=MessageRate, responses=ERRORS)
+    async def dataset_rate(dataset_id: str, buckets: int = Query(default=60, ge=1, le=1000)) -> MessageRate:
+        """Messages recorded per time bucket over the data set's span (from the recordings' indexes)."""
+        dataset = service.get_dataset(dataset_id)
+        return await asyncio.to_thread(message_rate, service.archive_dir, dataset, buckets)
 
     @app.delete(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
     async def delete_dataset(dataset_id: str) -> DataSet:

@@ -34,6 +34,18 @@ def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default
         "default: a new token in <archive dir>/http-token, readable by this user only",
     )
     parser.add_argument(
+        "--retention-max-age", type=float, metavar="S", help="delete data sets whose last message is older"
+    )
+    parser.add_argument(
+        "--retention-max-bytes",
+        type=int,
+        metavar="N",
+        help="delete the oldest data sets beyond N bytes in all",
+    )
+    parser.add_argument(
+        "--retention-max-datasets", type=int, metavar="N", help="delete the oldest data sets beyond N"
+    )
+    parser.add_argument(
         "--http-no-auth",
         action="store_true",
         help="no token: any local user (any host with --http-host) may record, replay and export",
@@ -41,6 +53,7 @@ def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default
 
 
 def http_settings(args: argparse.Namespace):
+    from driver.service.retention import Retention
     from driver.service.server import HttpSettings
 
     # Taken out of the environment, so no child process inherits it.
@@ -49,7 +62,14 @@ def http_settings(args: argparse.Namespace):
         token = read_token(args.http_token_file)
     if args.http_no_auth and token is not None:
         raise ValueError("--http-no-auth and a token (--http-token-file or $" + TOKEN_ENV + ") contradict")
-    return HttpSettings(host=args.http_host, port=args.http_port, token=token, no_auth=args.http_no_auth)
+    for name in ("retention_max_age", "retention_max_bytes", "retention_max_datasets"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be above 0, not {value}")
+    retention = Retention(args.retention_max_age, args.retention_max_bytes, args.retention_max_datasets)
+    return HttpSettings(
+        host=args.http_host, port=args.http_port, token=token, no_auth=args.http_no_auth, retention=retention
+    )
 
 
 def control_settings(local_control_channel: str, local_control_stream_id: int) -> dict[str, Any]:
@@ -60,6 +80,27 @@ def control_settings(local_control_channel: str, local_control_stream_id: int) -
         "control_response_channel": "aeron:ipc",
         "control_response_stream_id": 0x7E5D_0000 + secrets.randbelow(0xFFFF),
     }
+
+
+def archive_streams(archive_ctx) -> list:
+    """The archive's streams a replay must not target (docs/service.md section 5)."""
+    from driver.service.service import ReservedStream
+
+    return [
+        ReservedStream(
+            archive_ctx.control_channel, archive_ctx.control_stream_id, "the archive's control requests"
+        ),
+        ReservedStream(
+            archive_ctx.local_control_channel,
+            archive_ctx.local_control_stream_id,
+            "the archive's local control requests",
+        ),
+        ReservedStream(
+            archive_ctx.recording_events_channel,
+            archive_ctx.recording_events_stream_id,
+            "the archive's recording events",
+        ),
+    ]
 
 
 def announce(http) -> None:
@@ -118,6 +159,7 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
                 aeron_dir,
                 archive_ctx.archive_dir,
                 settings,
+                reserved=archive_streams(archive_ctx),
                 **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
             )
         except Exception as e:

@@ -6,6 +6,7 @@ to share its dir with a group), whatever the umask, as the archive's files do.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -55,7 +56,8 @@ class DataSetStore:
         self.dir = Path(archive_dir) / DATASETS_DIR
         self.dir_mode, self.file_mode = archive_modes(Path(archive_dir))
         self.dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.dir, self.dir_mode)
+        with contextlib.suppress(PermissionError):  # made by another member of the archive's group
+            os.chmod(self.dir, self.dir_mode)
 
     def create(self, path: Path, exclusive: bool = False) -> BinaryIO:
         """A file the service writes (a manifest, an import's parts, an index), with the archive's file mode."""

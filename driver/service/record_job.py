@@ -286,6 +286,7 @@ class RecordJob:
                 span_s=round((end_ns - start_ns) / 1e9, 6),
             )
         )
+        self.service.retain_soon()  # a new data set may put older ones beyond retention
 
 
 async def _offer_blocks(publication: ExclusivePublication, blocks: list[bytearray]) -> None:

@@ -135,12 +135,12 @@ class ReplayJob:
             wanted = {(s.channel, s.stream_id) for s in request.streams}
             chosen = [r for r in chosen if (r.source_channel, r.source_stream_id) in wanted]
         time_range = request.time_range
-        range_start_ns = dataset.start_time_ns + (0 if time_range is None else int(time_range.start_s * 1e9))
-        range_end_ns = (
-            None
-            if time_range is None or time_range.end_s is None
-            else dataset.start_time_ns + int(time_range.end_s * 1e9)
+        range_start_ns, range_end_ns = (
+            (dataset.start_time_ns, None)
+            if time_range is None
+            else time_range.bounds_ns(dataset.start_time_ns)
         )
+        range_start_ns = max(range_start_ns, dataset.start_time_ns)
         parts = []
         for rec in chosen:
             position, stop = rec.start_position, rec.stop_position

@@ -14,6 +14,7 @@ import uvicorn
 
 from driver.service.app import create_app
 from driver.service.connections import GuardedHttpProtocol, RequestLimits
+from driver.service.retention import Retention
 from driver.service.service import RecordReplayService
 from driver.service.token_file import remove_token, write_new_token
 
@@ -27,6 +28,7 @@ class HttpSettings:
     token: str | None = None
     no_auth: bool = False
     limits: RequestLimits = field(default_factory=RequestLimits)
+    retention: Retention = field(default_factory=Retention)
 
 
 class _Server(uvicorn.Server):
@@ -40,6 +42,7 @@ class HttpService:
     def __init__(self, service: RecordReplayService, settings: HttpSettings) -> None:
         self.service = service
         self.settings = settings
+        service.retention = settings.retention
         self.token = settings.token
         self.token_file: Path | None = None
         if self.token is None and not settings.no_auth:  # secure by default, as the aeron dir is
@@ -75,9 +78,13 @@ class HttpService:
         from driver.service.metrics import ServiceMetrics
 
         metrics = await ServiceMetrics.start(self.service)  # the jobs as counters in cnc.dat
+        retention = asyncio.ensure_future(self.service.retain_forever())
         try:
             await self.server.serve()
         finally:
+            retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retention
             if self.token_file is not None and self.token is not None:
                 remove_token(self.token_file, self.token)
             await metrics.close()

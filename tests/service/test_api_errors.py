@@ -14,6 +14,7 @@ from tests.support.service_env import (
     API,
     Publisher,
     ServiceEnv,
+    record,
     start_service_env,
     stop_service_env,
     wait_for_state,
@@ -184,3 +185,28 @@ def test_a_405_says_what_is_allowed(service_env: ServiceEnv) -> None:
     response = service_env.client.put(f"{API}/record", json={})
     assert response.status_code == 405
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST", "DELETE"}
+
+
+def test_a_replay_into_the_archives_own_streams_is_refused_naming_the_clash(service_env: ServiceEnv) -> None:
+    env = service_env
+    publisher = Publisher(env, "aeron:ipc", 1001, 0.001)
+    publisher.start()
+    try:
+        dataset = record(env, {"streams": STREAMS, "max_messages": 20})
+    finally:
+        publisher.stop()
+    local_control = {"channel": "aeron:ipc", "stream_id": 11}
+    for target, clash in (
+        (local_control, "is the archive's local control requests (aeron:ipc stream 11)"),
+        ({"stream_id": 11}, "is the archive's local control requests"),  # the recording's own channel, IPC
+        ({"stream_id": 0x7E5E0001}, "the service's own range of IPC streams"),
+    ):
+        response = env.client.post(f"{API}/replay", json={"dataset_id": dataset["id"], **target})
+        assert response.status_code == 409 and clash in response.json()["error"], response.text
+    events = env.http.service.reserved[2]
+    response = env.client.post(
+        f"{API}/replay",
+        json={"dataset_id": dataset["id"], "channel": events.channel, "stream_id": events.stream_id},
+    )
+    assert response.status_code == 409 and "the archive's recording events" in response.json()["error"]
+    assert env.client.get(f"{API}/replay").json()["state"] == "idle"

@@ -160,7 +160,6 @@ def test_a_compressed_bomb_is_refused_before_64_mib_are_written(service_env: Ser
     response = env.client.post(f"{API}/datasets/import", params={"filename": "bomb.tar.gz"}, content=body)
     written = _wrote_bytes() - before
     assert response.status_code == 400, response.text
-    print(f"{bomb}: {written} bytes written for a {len(body)}-byte upload")
     assert written < 64 << 20, f"{written} bytes written for a {len(body)}-byte upload"
     expected = {
         "no manifest first": "first entry is 'recordings/0.frames', not manifest.json",

@@ -92,6 +92,10 @@ def test_record_from_the_page_watch_it_count_stop_it_and_replay_it(
     )
     assert f"{dataset['messages']:,}" in row and f"{dataset['span_s']:.3f} s" in row
     assert browser.run("return document.getElementById('replay-dataset').value") == dataset["id"]
+    # Its message rate over time, a small chart: one point per bucket, drawn from GET .../rate.
+    chart = f'#datasets tr[data-id="{dataset["id"]}"] canvas.rate'
+    wait_for(lambda: browser.run(f"return document.querySelector('{chart}') !== null"), 5, "the rate chart")
+    assert browser.run(f"return document.querySelector('{chart}').dataset.points") == "60"
 
     receiver = Receiver(env, "aeron:ipc", 2001)
     try:

@@ -16,7 +16,9 @@ import httpx
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, FragmentAssembler
+from driver.service.command import archive_streams
 from driver.service.connections import RequestLimits
+from driver.service.retention import Retention
 from driver.service.server import HttpService, HttpSettings, start_http
 from driver.service.token_file import read_token, token_path
 from tests.support.embedded import EmbeddedDriver, new_aeron_dir
@@ -43,7 +45,11 @@ class ServiceEnv:
 
 
 def start_service_env(
-    tmp_path: Path, token: str | None = None, no_auth: bool = False, limits: RequestLimits | None = None
+    tmp_path: Path,
+    token: str | None = None,
+    no_auth: bool = False,
+    limits: RequestLimits | None = None,
+    retention: Retention | None = None,
 ) -> tuple[ServiceEnv, object]:
     """``token``: the one the service requires (the client then sends none); else the service makes its own and
     the client sends it, read from the archive dir as the owner's CLI reads it; ``no_auth``: no token at all.
@@ -73,7 +79,9 @@ def start_service_env(
                     token=token,
                     no_auth=no_auth,
                     limits=limits or RequestLimits(),
+                    retention=retention or Retention(),
                 ),
+                reserved=archive_streams(ctx),
                 control_request_channel=ctx.local_control_channel,
                 control_request_stream_id=ctx.local_control_stream_id,
                 control_response_channel="aeron:ipc",
