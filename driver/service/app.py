@@ -23,6 +23,7 @@ from driver.service.models import (
     ErrorBody,
     RecordRequest,
     RecordStatus,
+    ReplayList,
     ReplayRequest,
     ReplayStatus,
     ServiceStatus,
@@ -170,6 +171,20 @@ def create_app(
     @app.delete(f"{API}/replay", response_model=ReplayStatus, responses=ERRORS)
     async def cancel_replay() -> ReplayStatus:
         return await service.cancel_replay()
+
+    @app.get(f"{API}/replays", response_model=ReplayList, responses=ERRORS)
+    async def list_replays() -> ReplayList:
+        """Every running replay and the last ones ended, oldest first."""
+        return ReplayList(replays=[job.status() for job in service.replays.values()])
+
+    @app.get(f"{API}/replays/{{replay_id}}", response_model=ReplayStatus, responses=ERRORS)
+    async def get_replay(replay_id: str) -> Response:
+        status = service.get_replay(replay_id).status()
+        return Response(status.model_dump_json(), media_type="application/json")
+
+    @app.delete(f"{API}/replays/{{replay_id}}", response_model=ReplayStatus, responses=ERRORS)
+    async def cancel_replay_id(replay_id: str) -> ReplayStatus:
+        return await service.cancel_replay_id(replay_id)
 
     @app.get(f"{API}/datasets", response_model=DataSetList, responses=ERRORS)
     async def list_datasets() -> DataSetList:

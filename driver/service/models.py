@@ -179,6 +179,7 @@ class ReplayRequest(_Strict):
 class ReplayStatus(BaseModel):
     state: str = Field(description="idle, running, done, cancelled or failed")
     running: bool
+    replay_id: str | None = Field(default=None, description="this replay's id (/replays/{replay_id})")
     dataset_id: str | None = None
     messages: int = 0
     bytes: int = 0
@@ -215,6 +216,10 @@ class DataSet(BaseModel):
     end_time_ns: int
     span_s: float
     imported_from: str | None = None
+
+
+class ReplayList(BaseModel):
+    replays: list[ReplayStatus]
 
 
 class DataSetList(BaseModel):

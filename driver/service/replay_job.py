@@ -44,8 +44,11 @@ class _Part:
 
 
 class ReplayJob:
-    def __init__(self, service: RecordReplayService, request: ReplayRequest, dataset: DataSet) -> None:
+    def __init__(
+        self, service: RecordReplayService, request: ReplayRequest, dataset: DataSet, replay_id: str = ""
+    ) -> None:
         self.service = service
+        self.replay_id = replay_id
         self.request = request
         self.dataset = dataset
         self.state = "running"
@@ -65,7 +68,9 @@ class ReplayJob:
         return self.state == "running"
 
     def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"replay-{self.dataset.id}")
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"replay-{self.replay_id}-{self.dataset.id}"
+        )
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -82,6 +87,7 @@ class ReplayJob:
         return ReplayStatus(
             state=self.state,
             running=self.running,
+            replay_id=self.replay_id,
             dataset_id=self.dataset.id,
             messages=self._messages + in_round,
             bytes=self._bytes + in_round_bytes,

@@ -29,6 +29,9 @@ from driver.service.retention import Retention, beyond_retention
 
 T = TypeVar("T")
 
+MAX_REPLAYS = 16
+KEPT_ENDED_REPLAYS = 32
+
 INTERNAL_STREAM_BASE = 0x7E5E_0000
 """Stream ids of the service's own IPC streams (the republished sources it records, the replays it forwards) are
 taken from here on, away from the small ids applications use."""
@@ -86,7 +89,8 @@ class RecordReplayService:
         self._archive_lock = asyncio.Lock()
         self._next_stream = INTERNAL_STREAM_BASE + secrets.randbelow(0x8000) * 16
         self.record_job: Any = None
-        self.replay_job: Any = None
+        self.replays: dict[str, Any] = {}
+        """Replay jobs by id, oldest first: the running ones and the last few ended (for their status)."""
         self.transfer_lock = asyncio.Lock()
         self.retention = Retention()
         self._retaining: asyncio.Task | None = None
@@ -122,8 +126,13 @@ class RecordReplayService:
         ]
         return cls(aeron, archive, archive_dir, reserved=[*reserved, *own])
 
+    @property
+    def replay_job(self) -> Any:
+        """The latest replay (what ``/replay`` and the metrics show)."""
+        return next(reversed(self.replays.values()), None)
+
     async def close(self) -> None:
-        for job in (self.record_job, self.replay_job):
+        for job in (self.record_job, *self.replays.values()):
             if job is not None and job.task is not None and not job.task.done():
                 job.cancel()
                 with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -181,19 +190,24 @@ class RecordReplayService:
     def start_replay(self, request: ReplayRequest) -> ReplayStatus:
         from driver.service.replay_job import ReplayJob
 
-        job = self.replay_job
-        if job is not None and job.running:
-            raise ServiceError(
-                409, f"a replay is already running (data set {job.dataset.id}): cancel it first"
-            )
+        running = [j for j in self.replays.values() if j.running]
+        if len(running) >= MAX_REPLAYS:
+            raise ServiceError(409, f"{len(running)} replays are running, the most at once: cancel one first")
         dataset = self.store.get(request.dataset_id)
         if dataset is None:
             raise ServiceError(404, f"unknown data set {request.dataset_id!r}")
         self._check_range(request, dataset)
         self._check_targets(request, dataset)
-        self.replay_job = ReplayJob(self, request, dataset)
-        self.replay_job.start()
-        return self.replay_job.status()
+        replay_id = secrets.token_hex(4)
+        while replay_id in self.replays:
+            replay_id = secrets.token_hex(4)
+        job = ReplayJob(self, request, dataset, replay_id)
+        self.replays[replay_id] = job
+        ended = [i for i, j in self.replays.items() if not j.running]
+        for old in ended[: max(0, len(ended) - KEPT_ENDED_REPLAYS)]:
+            del self.replays[old]
+        job.start()
+        return job.status()
 
     @staticmethod
     def _check_range(request: ReplayRequest, dataset: DataSet) -> None:
@@ -242,9 +256,25 @@ class RecordReplayService:
         return ReplayStatus(state="idle", running=False) if job is None else job.status()
 
     async def cancel_replay(self) -> ReplayStatus:
-        job = self.replay_job
-        if job is None or not job.running:
+        """Every running replay; the latest one's status."""
+        running = [j for j in self.replays.values() if j.running]
+        if not running:
             raise ServiceError(404, "no replay is running")
+        for job in running:
+            job.cancel()
+        await asyncio.gather(*(job.wait_stopped() for job in running))
+        return running[-1].status()
+
+    def get_replay(self, replay_id: str) -> Any:
+        job = self.replays.get(replay_id)
+        if job is None:
+            raise ServiceError(404, f"unknown replay {replay_id!r}")
+        return job
+
+    async def cancel_replay_id(self, replay_id: str) -> ReplayStatus:
+        job = self.get_replay(replay_id)
+        if not job.running:
+            raise ServiceError(404, f"replay {replay_id} is not running ({job.state})")
         job.cancel()
         await job.wait_stopped()
         return job.status()
@@ -258,10 +288,10 @@ class RecordReplayService:
         return dataset
 
     def in_use(self, dataset_id: str) -> bool:
-        record, replay = self.record_job, self.replay_job
+        record = self.record_job
         return bool(
             (record is not None and record.running and record.dataset_id == dataset_id)
-            or (replay is not None and replay.running and replay.dataset.id == dataset_id)
+            or any(j.running and j.dataset.id == dataset_id for j in self.replays.values())
         )
 
     async def apply_retention(self) -> list[DataSet]:

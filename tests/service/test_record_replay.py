@@ -330,3 +330,45 @@ def test_a_data_sets_message_rate_over_time(service_env: ServiceEnv) -> None:
     assert 250 < per_second[len(per_second) // 2] < 750, per_second
     assert env.client.get(f"{API}/datasets/000000000000/rate").status_code == 404
     assert env.client.get(f"{API}/datasets/{dataset['id']}/rate", params={"buckets": 0}).status_code == 422
+
+
+def test_three_replays_of_different_data_sets_at_once(service_env: ServiceEnv) -> None:
+    env = service_env
+    datasets, sent = [], []
+    for sid in (1001, 1002, 1003):
+        publisher = Publisher(env, "aeron:ipc", sid, 0.004, tag=f"s{sid}")
+        publisher.start()
+        try:
+            datasets.append(
+                record(env, {"streams": [{"channel": "aeron:ipc", "stream_id": sid}], "max_messages": 100})
+            )
+        finally:
+            publisher.stop()
+        sent.append(publisher.sent[:100])
+    receivers = [Receiver(env, "aeron:ipc", 2001 + n) for n in range(3)]
+    try:
+        ids = []
+        for n, dataset in enumerate(datasets):  # each spans about 0.4 s: at rate 0.5 they overlap
+            response = env.client.post(
+                f"{API}/replay", json={"dataset_id": dataset["id"], "stream_id": 2001 + n, "rate": 0.5}
+            )
+            assert response.status_code == 202, response.text
+            ids.append(response.json()["replay_id"])
+        listed = env.client.get(f"{API}/replays").json()["replays"]
+        assert [r["replay_id"] for r in listed] == ids and all(r["running"] for r in listed), listed
+
+        def all_done() -> bool:
+            return all(not env.client.get(f"{API}/replays/{i}").json()["running"] for i in ids)
+
+        wait_for(all_done, 30, "the three replays to end")
+        for n, replay_id in enumerate(ids):
+            status = env.client.get(f"{API}/replays/{replay_id}").json()
+            assert status["state"] == "done" and status["messages"] == 100, status
+            assert status["dataset_id"] == datasets[n]["id"]
+            wait_for(lambda r=receivers[n]: len(r.received) >= 100, 5, "the replayed messages")
+            assert receivers[n].payloads == sent[n]
+        assert env.client.get(f"{API}/replay").json()["replay_id"] == ids[-1]  # the latest
+        assert env.client.get(f"{API}/replays/nope").status_code == 404
+    finally:
+        for r in receivers:
+            r.close()
