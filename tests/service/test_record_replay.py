@@ -364,6 +364,7 @@ def test_three_replays_of_different_data_sets_at_once(service_env: ServiceEnv) -
         for n, replay_id in enumerate(ids):
             status = env.client.get(f"{API}/replays/{replay_id}").json()
             assert status["state"] == "done" and status["messages"] == 100, status
+            assert status["bytes"] == datasets[n]["bytes"]  # one measure in both statuses
             assert status["dataset_id"] == datasets[n]["id"]
             wait_for(lambda r=receivers[n]: len(r.received) >= 100, 5, "the replayed messages")
             assert receivers[n].payloads == sent[n]
