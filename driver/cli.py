@@ -74,7 +74,9 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     early_signals = stop_signals.hold()
     archive_ctx = None
     if args.http_port is not None and not args.archive:
-        return _fail("--http needs --archive (the service records and replays through the archive)", EXIT_USAGE)
+        return _fail(
+            "--http needs --archive (the service records and replays through the archive)", EXIT_USAGE
+        )
     if args.archive:
         archive_ctx, error = _archive_context(args, properties, aeron_dir=ctx.aeron_dir)
         if error is not None:
@@ -162,7 +164,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx):
     """The record & replay HTTP API on this loop (docs/service.md), or None after saying why it cannot start."""
-    from driver.service.command import announce, control_settings, http_settings
+    from driver.service.command import announce, archive_streams, control_settings, http_settings
     from driver.service.server import start_http
 
     try:
@@ -170,6 +172,7 @@ async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx):
             aeron_dir,
             archive_ctx.archive_dir,
             http_settings(args),
+            reserved=archive_streams(archive_ctx),
             **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
         )
     except Exception as e:

@@ -1,17 +1,21 @@
 """The HTTP API (docs/service.md section 2) as a FastAPI application over a RecordReplayService.
 
 Every error is JSON ``{"error": "...", "detail": [...]}``: 422 names the bad field, 400 a body that is not JSON,
-401 a missing or wrong bearer token, 404 an unknown data set, 409 a job already running, 413 a body too large.
+401 a missing or wrong bearer token, 404 an unknown data set, 405 a method the path lacks (with ``Allow``), 409 a
+job already running, 413 a body too large, 507 an import the disk cannot hold. Request models are strict.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from driver.service.models import (
     DataSet,
@@ -19,22 +23,26 @@ from driver.service.models import (
     ErrorBody,
     RecordRequest,
     RecordStatus,
+    ReplayList,
     ReplayRequest,
     ReplayStatus,
     ServiceStatus,
 )
+from driver.service.rates import MessageRate, message_rate
 from driver.service.service import RecordReplayService, ServiceError
 
 API = "/api/v1"
 MAX_JSON_BODY = 1 << 20
-ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 409, 411, 413, 422)}
+ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 405, 409, 411, 413, 422, 507)}
 
 
-def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
+def _error(
+    status: int, message: str, detail: list | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body: dict = {"error": message}
     if detail is not None:
         body["detail"] = detail
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _field(loc: tuple) -> str:
@@ -74,7 +82,13 @@ def create_app(
     """The application; ``token`` (when given) is required as ``Authorization: Bearer <token>`` on every API
     route; JSON bodies over ``max_json_body`` bytes are refused with 413."""
 
-    def check_token(request: Request) -> None:
+    # Declared as the OpenAPI bearer scheme (so /docs can send it and fuzzers know it); checked here, in
+    # constant time, with our own 401.
+    BEARER = Depends(
+        HTTPBearer(auto_error=False, description="the service's token (docs/service.md section 1)")
+    )
+
+    def check_token(request: Request, _scheme: HTTPAuthorizationCredentials | None = BEARER) -> None:
         if token is None:
             return
         given = request.headers.get("authorization", "")
@@ -85,7 +99,7 @@ def create_app(
         title="aio-media-driver record & replay",
         version="1",
         description="Record streams into data sets, replay them at any rate, export and import them.",
-        dependencies=[Depends(check_token)],
+        dependencies=[Depends(check_token)] if token is not None else [],
     )
     app.state.service = service
 
@@ -114,8 +128,18 @@ def create_app(
         return _error(422, message, detail)
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(_request: Request, e: StarletteHTTPException) -> JSONResponse:
-        return _error(e.status_code, str(e.detail))
+    async def on_http(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        headers = e.headers
+        if e.status_code == 405:  # every method of the path (one route per method: the router names one)
+            path = request.url.path
+            matching = [
+                r for r in app.routes if isinstance(r, Route) and r.methods and r.path_regex.match(path)
+            ]
+            # A path of its own (/datasets/import) is not also one of a template's (/datasets/{dataset_id}).
+            matching = [r for r in matching if not r.param_convertors] or matching
+            allowed = {m for r in matching for m in r.methods or ()}
+            headers = {**(headers or {}), "Allow": ", ".join(sorted(allowed))}
+        return _error(e.status_code, str(e.detail), headers=headers)
 
     @app.post(f"{API}/record", response_model=RecordStatus, status_code=202, responses=ERRORS)
     async def start_record(body: RecordRequest) -> RecordStatus:
@@ -148,6 +172,20 @@ def create_app(
     async def cancel_replay() -> ReplayStatus:
         return await service.cancel_replay()
 
+    @app.get(f"{API}/replays", response_model=ReplayList, responses=ERRORS)
+    async def list_replays() -> ReplayList:
+        """Every running replay and the last ones ended, oldest first."""
+        return ReplayList(replays=[job.status() for job in service.replays.values()])
+
+    @app.get(f"{API}/replays/{{replay_id}}", response_model=ReplayStatus, responses=ERRORS)
+    async def get_replay(replay_id: str) -> Response:
+        status = service.get_replay(replay_id).status()
+        return Response(status.model_dump_json(), media_type="application/json")
+
+    @app.delete(f"{API}/replays/{{replay_id}}", response_model=ReplayStatus, responses=ERRORS)
+    async def cancel_replay_id(replay_id: str) -> ReplayStatus:
+        return await service.cancel_replay_id(replay_id)
+
     @app.get(f"{API}/datasets", response_model=DataSetList, responses=ERRORS)
     async def list_datasets() -> DataSetList:
         return DataSetList(datasets=service.store.list())
@@ -155,6 +193,12 @@ def create_app(
     @app.get(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
     async def get_dataset(dataset_id: str) -> DataSet:
         return service.get_dataset(dataset_id)
+
+    @app.get(f"{API}/datasets/{{dataset_id}}/rate", response_model=MessageRate, responses=ERRORS)
+    async def dataset_rate(dataset_id: str, buckets: int = Query(default=60, ge=1, le=1000)) -> MessageRate:
+        """Messages recorded per time bucket over the data set's span (from the recordings' indexes)."""
+        dataset = service.get_dataset(dataset_id)
+        return await asyncio.to_thread(message_rate, service.archive_dir, dataset, buckets)
 
     @app.delete(f"{API}/datasets/{{dataset_id}}", response_model=DataSet, responses=ERRORS)
     async def delete_dataset(dataset_id: str) -> DataSet:

@@ -12,7 +12,7 @@ import secrets
 import sys
 from typing import Any
 
-TOKEN_ENV = "MEDIADRIVER_HTTP_TOKEN"
+from driver.service.token_file import TOKEN_ENV, read_token
 
 
 def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default_port: int | None) -> None:
@@ -30,18 +30,46 @@ def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default
     )
     parser.add_argument(
         "--http-token-file",
-        help=f"require 'Authorization: Bearer <token>', the token read from this file (or ${TOKEN_ENV})",
+        help=f"require 'Authorization: Bearer <token>' with the token read from this file (or ${TOKEN_ENV}); "
+        "default: a new token in <archive dir>/http-token, readable by this user only",
+    )
+    parser.add_argument(
+        "--retention-max-age", type=float, metavar="S", help="delete data sets whose last message is older"
+    )
+    parser.add_argument(
+        "--retention-max-bytes",
+        type=int,
+        metavar="N",
+        help="delete the oldest data sets beyond N bytes in all",
+    )
+    parser.add_argument(
+        "--retention-max-datasets", type=int, metavar="N", help="delete the oldest data sets beyond N"
+    )
+    parser.add_argument(
+        "--http-no-auth",
+        action="store_true",
+        help="no token: any local user (any host with --http-host) may record, replay and export",
     )
 
 
 def http_settings(args: argparse.Namespace):
+    from driver.service.retention import Retention
     from driver.service.server import HttpSettings
 
-    token = os.environ.get(TOKEN_ENV) or None
+    # Taken out of the environment, so no child process inherits it.
+    token = os.environ.pop(TOKEN_ENV, None) or None
     if args.http_token_file:
-        with open(args.http_token_file) as f:
-            token = f.read().strip() or None
-    return HttpSettings(host=args.http_host, port=args.http_port, token=token)
+        token = read_token(args.http_token_file)
+    if args.http_no_auth and token is not None:
+        raise ValueError("--http-no-auth and a token (--http-token-file or $" + TOKEN_ENV + ") contradict")
+    for name in ("retention_max_age", "retention_max_bytes", "retention_max_datasets"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be above 0, not {value}")
+    retention = Retention(args.retention_max_age, args.retention_max_bytes, args.retention_max_datasets)
+    return HttpSettings(
+        host=args.http_host, port=args.http_port, token=token, no_auth=args.http_no_auth, retention=retention
+    )
 
 
 def control_settings(local_control_channel: str, local_control_stream_id: int) -> dict[str, Any]:
@@ -54,8 +82,34 @@ def control_settings(local_control_channel: str, local_control_stream_id: int) -
     }
 
 
+def archive_streams(archive_ctx) -> list:
+    """The archive's streams a replay must not target (docs/service.md section 5)."""
+    from driver.service.service import ReservedStream
+
+    return [
+        ReservedStream(
+            archive_ctx.control_channel, archive_ctx.control_stream_id, "the archive's control requests"
+        ),
+        ReservedStream(
+            archive_ctx.local_control_channel,
+            archive_ctx.local_control_stream_id,
+            "the archive's local control requests",
+        ),
+        ReservedStream(
+            archive_ctx.recording_events_channel,
+            archive_ctx.recording_events_stream_id,
+            "the archive's recording events",
+        ),
+    ]
+
+
 def announce(http) -> None:
-    auth = " (bearer token required)" if http.settings.token else ""
+    if http.token_file is not None:
+        auth = f"; bearer token in {http.token_file} ('mediadriver page' opens the page with it)"
+    elif http.token is not None:
+        auth = " (bearer token required)"
+    else:
+        auth = "; no token (--http-no-auth): open to every user who can reach it"
     print(f"mediadriver: record & replay API on {http.url}/api/v1, docs {http.url}/docs{auth}", flush=True)
 
 
@@ -90,6 +144,9 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
     except OSError as e:
         print(f"mediadriver: cannot read the token file: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:
+        print(f"mediadriver: {e}", file=sys.stderr)
+        return 2
     import signal
 
     import uvloop
@@ -102,6 +159,7 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
                 aeron_dir,
                 archive_ctx.archive_dir,
                 settings,
+                reserved=archive_streams(archive_ctx),
                 **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
             )
         except Exception as e:

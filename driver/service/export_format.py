@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import tarfile
 import time
 import zipfile
@@ -23,7 +22,6 @@ FORMAT = "aio-media-driver-dataset"
 VERSION = 1
 MANIFEST = "manifest.json"
 CHUNK = 1 << 20
-ENTRY = re.compile(r"^(manifest\.json|recordings/(\d{1,6})\.(frames|idx))$")
 MEDIA_TYPES = {"NONE": "application/x-tar", "GZIP": "application/gzip", "ZIP": "application/zip"}
 SUFFIXES = {"NONE": ".tar", "GZIP": ".tar.gz", "ZIP": ".zip"}
 
@@ -154,61 +152,3 @@ def detect_compression(content_encoding: str | None, filename: str | None, head:
     if head.startswith(b"\x1f\x8b"):
         return "GZIP"
     return "NONE"
-
-
-def check_entry_name(name: str) -> str:
-    """The entry's name if it is one the format has; names that would land outside the data set are refused."""
-    parts = name.replace("\\", "/").split("/")
-    if name.startswith("/") or ".." in parts or ":" in name:
-        raise ImportError_(f"entry {name!r} points outside the data set")
-    if not ENTRY.match(name):
-        raise ImportError_(
-            f"entry {name!r} is not part of the export format ({MANIFEST}, recordings/<n>.frames|idx)"
-        )
-    return name
-
-
-def unpack(upload: Path, compression: str, target: Path, max_bytes: int) -> None:
-    """Every entry of ``upload`` into ``target`` (a fresh directory), checked by name and read to the end, so a
-    corrupt or truncated archive fails here, before anything reaches the archive."""
-    total = 0
-
-    def copy(source, name: str) -> None:
-        nonlocal total
-        check_entry_name(name)
-        path = target / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            raise ImportError_(f"entry {name!r} appears twice")
-        with open(path, "wb") as out:
-            while chunk := source.read(CHUNK):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise ImportError_(f"the unpacked data set is larger than {max_bytes} bytes")
-                out.write(chunk)
-
-    try:
-        if compression == "ZIP":
-            with zipfile.ZipFile(upload) as zf:
-                for info in zf.infolist():
-                    check_entry_name(info.filename)
-                for info in zf.infolist():
-                    if not info.is_dir():
-                        with zf.open(info) as source:
-                            copy(source, info.filename)
-        else:
-            mode = "r|gz" if compression == "GZIP" else "r|"
-            with tarfile.open(upload, mode) as tar:
-                for info in tar:
-                    check_entry_name(info.name)
-                    if not info.isfile():
-                        raise ImportError_(f"entry {info.name!r} is not a regular file")
-                    source = tar.extractfile(info)
-                    assert source is not None
-                    copy(source, info.name)
-    except ImportError_:
-        raise
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as e:
-        raise ImportError_(f"the upload is corrupt or truncated ({compression}): {e}") from None
-    if not (target / MANIFEST).is_file():
-        raise ImportError_(f"the upload has no {MANIFEST}")

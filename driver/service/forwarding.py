@@ -14,6 +14,19 @@ from driver.client import (
     ExclusivePublication,
     Image,
 )
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer.frame_descriptor import DATA_HEADER_LENGTH, FRAME_ALIGNMENT
+
+FRAME_OVERHEAD = DATA_HEADER_LENGTH + FRAME_ALIGNMENT - 1
+"""A fragment of n payload bytes takes (n + FRAME_OVERHEAD) & -FRAME_ALIGNMENT bytes of frames."""
+
+
+def frame_bytes(term: AtomicBuffer, offset: int, length: int) -> int:
+    """The bytes of a block's frames, headers and alignment included, a padding frame's not: what record and
+    replay statuses both count as ``bytes`` (docs/service.md section 2). One native scan per block."""
+    available, padding = term.scan_for_availability(offset, length)
+    return available - DATA_HEADER_LENGTH if padding else available
+
 
 FORWARD_LIMIT = 4096
 """Fragments per batch a replay forwards in one turn (at most a term's worth are ever ready)."""
@@ -66,6 +79,7 @@ class Forwarder:
         self._pending: list[bytes] = []
         self._pending_lengths: list[int] = []
         self._partial: bytearray | None = None
+        self._partial_frames = 0
         self._blocked_since: float | None = None
 
     @property
@@ -89,6 +103,7 @@ class Forwarder:
             offsets, lengths = batch.offsets.tolist(), batch.lengths.tolist()
             if self._partial is None and bool((batch.flags == WHOLE).all()):
                 messages = [view[o : o + n] for o, n in zip(offsets, lengths, strict=True)]
+                lengths = ((batch.lengths + FRAME_OVERHEAD) & -FRAME_ALIGNMENT).tolist()
             else:
                 messages, lengths = self._assemble(view, offsets, lengths, batch.flags.tolist())
             if messages:
@@ -108,21 +123,23 @@ class Forwarder:
         starts at BEGIN, ends at END; fragments without a begun message are skipped)."""
         messages: list = []
         sizes: list[int] = []
-        partial = self._partial
+        partial, partial_frames = self._partial, self._partial_frames
         for offset, length, flag in zip(offsets, lengths, flags, strict=True):
+            frame = (length + FRAME_OVERHEAD) & -FRAME_ALIGNMENT
             if flag & WHOLE == WHOLE:
                 partial = None
                 messages.append(view[offset : offset + length])
-                sizes.append(length)
+                sizes.append(frame)
             elif flag & BEGIN:
-                partial = bytearray(view[offset : offset + length])
+                partial, partial_frames = bytearray(view[offset : offset + length]), frame
             elif partial is not None:
                 partial += view[offset : offset + length]
+                partial_frames += frame
                 if flag & END:
                     messages.append(bytes(partial))
-                    sizes.append(len(partial))
+                    sizes.append(partial_frames)
                     partial = None
-        self._partial = partial
+        self._partial, self._partial_frames = partial, partial_frames
         return messages, sizes
 
     def _offer(self, messages: list, lengths: list[int]) -> int:

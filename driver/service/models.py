@@ -3,13 +3,18 @@ field is a 422 naming it, and the same classes make /openapi.json."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from datetime import UTC, datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from driver.protocol.channel_uri import ChannelUri
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request models: unknown fields refused and no coercion (``true`` or ``"99"`` is not a stream id, ``"0.1"``
+    not a duration); an integer is still a number."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _channel(value: str | None) -> str | None:
@@ -21,8 +26,17 @@ def _channel(value: str | None) -> str | None:
     return value
 
 
+CHANNEL_PATTERN = r"^aeron(-spy:aeron)?:"  # in the schema only: the validator's message says more
+CHANNEL_EXAMPLES = ["aeron:ipc", "aeron:udp?endpoint=127.0.0.1:40123"]
+
+
 class StreamSpec(_Strict):
-    channel: str = Field(min_length=1, max_length=1024, description="an Aeron channel, e.g. aeron:ipc")
+    channel: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="an Aeron channel, e.g. aeron:ipc (the URI grammar of docs/uri.md is checked: 422)",
+        json_schema_extra={"pattern": CHANNEL_PATTERN, "examples": CHANNEL_EXAMPLES},
+    )
     stream_id: int = Field(ge=-(2**31), lt=2**31)
 
     _check_channel = field_validator("channel")(_channel)
@@ -99,16 +113,46 @@ class RecordStatus(BaseModel):
 
 
 class TimeRange(_Strict):
-    """Seconds from the data set's start (its recording's start)."""
+    """Seconds from the data set's start (its recording's start), or absolute times: ISO 8601 with a zone, e.g.
+    ``2026-11-27T10:00:00.250Z``; each end given one way at most."""
 
     start_s: float = Field(default=0.0, ge=0)
     end_s: float | None = Field(default=None, gt=0)
+    start: AwareDatetime | None = Field(
+        default=None, strict=False, description="absolute start (UTC or a zone)"
+    )
+    end: AwareDatetime | None = Field(default=None, strict=False, description="absolute end (UTC or a zone)")
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso_text(cls, value: object) -> object:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("an ISO 8601 date and time with a zone, e.g. 2026-11-27T10:00:00Z")
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> TimeRange:
+        if "start_s" in self.model_fields_set and self.start is not None:
+            raise ValueError("give start_s or start, not both")
+        if self.end_s is not None and self.end is not None:
+            raise ValueError("give end_s or end, not both")
         if self.end_s is not None and self.end_s <= self.start_s:
             raise ValueError("end_s must be after start_s")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError("end must be after start")
         return self
+
+    def bounds_ns(self, origin_ns: int) -> tuple[int, int | None]:
+        """(start, end) in epoch ns; relative times count from ``origin_ns`` (the data set's start)."""
+        start = _epoch_ns(self.start) if self.start is not None else origin_ns + round(self.start_s * 1e9)
+        if self.end is not None:
+            return start, _epoch_ns(self.end)
+        return start, None if self.end_s is None else origin_ns + round(self.end_s * 1e9)
+
+
+def _epoch_ns(moment: datetime) -> int:
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
 class ReplayRequest(_Strict):
@@ -117,7 +161,13 @@ class ReplayRequest(_Strict):
         default=None, description="replay only the recordings of these recorded channel/stream pairs"
     )
     time_range: TimeRange | None = None
-    channel: str | None = Field(default=None, min_length=1, max_length=1024, description="target channel")
+    channel: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="target channel",
+        json_schema_extra={"pattern": CHANNEL_PATTERN, "examples": CHANNEL_EXAMPLES},
+    )
     stream_id: int | None = Field(default=None, ge=-(2**31), lt=2**31, description="target stream")
     rate: float = Field(default=1.0, gt=0, le=1000, description="relative to the recorded timing")
     repeat: int = Field(default=1, ge=1, le=1_000_000)
@@ -129,6 +179,7 @@ class ReplayRequest(_Strict):
 class ReplayStatus(BaseModel):
     state: str = Field(description="idle, running, done, cancelled or failed")
     running: bool
+    replay_id: str | None = Field(default=None, description="this replay's id (/replays/{replay_id})")
     dataset_id: str | None = None
     messages: int = 0
     bytes: int = 0
@@ -165,6 +216,10 @@ class DataSet(BaseModel):
     end_time_ns: int
     span_s: float
     imported_from: str | None = None
+
+
+class ReplayList(BaseModel):
+    replays: list[ReplayStatus]
 
 
 class DataSetList(BaseModel):

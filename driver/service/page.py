@@ -1,6 +1,7 @@
 """The record & replay web page (docs/service.md section 8): static HTML, JavaScript and CSS from the package
 (``driver/service/web/``), nothing from elsewhere. Served at ``/ui/`` outside the token check (the page itself
-holds no data; its calls to ``/api/v1`` carry the token the user types in)."""
+holds no data; its calls to ``/api/v1`` carry the token, which the owner's address from ``mediadriver page``
+brings in its fragment, or the user types in)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from driver.archive.client import NULL_RECORDING_ID, ArchiveError
 from driver.archive.codecs import SourceLocation
 from driver.client import CLOSED, MAX_POSITION_EXCEEDED, ExclusivePublication, Image, Subscription
 from driver.concurrent.logbuffer.frame_descriptor import BEGIN_FLAG, FRAME_ALIGNMENT, HDR_TYPE_DATA
-from driver.service.forwarding import IDLE_S, OFFER_TIMEOUT_S, Budget, close_quietly
+from driver.service.forwarding import IDLE_S, OFFER_TIMEOUT_S, Budget, close_quietly, frame_bytes
 from driver.service.models import DataSet, RecordingInfo, RecordRequest, RecordStatus, StreamSpec
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class RecordJob:
                             budget.remaining -= count
                         source.messages += count
                         if length:
-                            source.bytes += length
+                            source.bytes += frame_bytes(buffer, offset, length)
                             source.pending.append(bytearray(buffer.view[offset : offset + length]))
 
                     work += image.block_poll(on_block, BLOCK_LIMIT)
@@ -291,6 +291,7 @@ class RecordJob:
                 span_s=round((end_ns - start_ns) / 1e9, 6),
             )
         )
+        self.service.retain_soon()  # a new data set may put older ones beyond retention
 
 
 async def _offer_blocks(publication: ExclusivePublication, blocks: list[bytearray]) -> None:

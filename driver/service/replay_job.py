@@ -44,8 +44,11 @@ class _Part:
 
 
 class ReplayJob:
-    def __init__(self, service: RecordReplayService, request: ReplayRequest, dataset: DataSet) -> None:
+    def __init__(
+        self, service: RecordReplayService, request: ReplayRequest, dataset: DataSet, replay_id: str = ""
+    ) -> None:
         self.service = service
+        self.replay_id = replay_id
         self.request = request
         self.dataset = dataset
         self.state = "running"
@@ -65,7 +68,9 @@ class ReplayJob:
         return self.state == "running"
 
     def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"replay-{self.dataset.id}")
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"replay-{self.replay_id}-{self.dataset.id}"
+        )
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -82,6 +87,7 @@ class ReplayJob:
         return ReplayStatus(
             state=self.state,
             running=self.running,
+            replay_id=self.replay_id,
             dataset_id=self.dataset.id,
             messages=self._messages + in_round,
             bytes=self._bytes + in_round_bytes,
@@ -135,12 +141,12 @@ class ReplayJob:
             wanted = {(s.channel, s.stream_id) for s in request.streams}
             chosen = [r for r in chosen if (r.source_channel, r.source_stream_id) in wanted]
         time_range = request.time_range
-        range_start_ns = dataset.start_time_ns + (0 if time_range is None else int(time_range.start_s * 1e9))
-        range_end_ns = (
-            None
-            if time_range is None or time_range.end_s is None
-            else dataset.start_time_ns + int(time_range.end_s * 1e9)
+        range_start_ns, range_end_ns = (
+            (dataset.start_time_ns, None)
+            if time_range is None
+            else time_range.bounds_ns(dataset.start_time_ns)
         )
+        range_start_ns = max(range_start_ns, dataset.start_time_ns)
         parts = []
         for rec in chosen:
             position, stop = rec.start_position, rec.stop_position

@@ -6,20 +6,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from driver.service.app import create_app
+from driver.service.connections import GuardedHttpProtocol, RequestLimits
+from driver.service.retention import Retention
 from driver.service.service import RecordReplayService
+from driver.service.token_file import remove_token, write_new_token
 
 
 @dataclass
 class HttpSettings:
+    """``token``: the one to require; None: a new one in the archive dir's token file, unless ``no_auth``."""
+
     host: str = "127.0.0.1"
     port: int = 8080
     token: str | None = None
+    no_auth: bool = False
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    retention: Retention = field(default_factory=Retention)
 
 
 class _Server(uvicorn.Server):
@@ -33,7 +42,12 @@ class HttpService:
     def __init__(self, service: RecordReplayService, settings: HttpSettings) -> None:
         self.service = service
         self.settings = settings
-        self.app = create_app(service, token=settings.token)
+        service.retention = settings.retention
+        self.token = settings.token
+        self.token_file: Path | None = None
+        if self.token is None and not settings.no_auth:  # secure by default, as the aeron dir is
+            self.token, self.token_file = write_new_token(service.archive_dir)
+        self.app = create_app(service, token=self.token)
         config = uvicorn.Config(
             self.app,
             host=settings.host,
@@ -43,6 +57,7 @@ class HttpService:
             lifespan="off",
             access_log=False,
             timeout_graceful_shutdown=2,
+            http=type("ServiceHttpProtocol", (GuardedHttpProtocol,), {"limits": settings.limits}),
         )
         self.server = _Server(config)
         self.task: asyncio.Future | None = None
@@ -63,9 +78,15 @@ class HttpService:
         from driver.service.metrics import ServiceMetrics
 
         metrics = await ServiceMetrics.start(self.service)  # the jobs as counters in cnc.dat
+        retention = asyncio.ensure_future(self.service.retain_forever())
         try:
             await self.server.serve()
         finally:
+            retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retention
+            if self.token_file is not None and self.token is not None:
+                remove_token(self.token_file, self.token)
             await metrics.close()
             await self.service.close()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import shutil
 import tempfile
@@ -31,7 +30,6 @@ from driver.client import CLOSED, MAX_POSITION_EXCEEDED
 from driver.service.export_format import (
     CHUNK,
     FORMAT,
-    MANIFEST,
     MEDIA_TYPES,
     SUFFIXES,
     VERSION,
@@ -42,11 +40,12 @@ from driver.service.export_format import (
     file_chunks,
     manifest_member,
     recording_chunks,
-    unpack,
 )
 from driver.service.forwarding import close_quietly
 from driver.service.models import DataSet
 from driver.service.service import RecordReplayService, ServiceError
+from driver.service.upload import ExportEntry, Manifest, part, unpack
+from driver.util.files import free_bytes
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,8 @@ async def export_members(service: RecordReplayService, dataset: DataSet) -> list
         idx = index_path(service.archive_dir, rec.recording_id)
         if idx.is_file():
             entry["index"] = f"recordings/{n}.idx"
-            members.append(Member(entry["index"], idx.stat().st_size, file_chunks(idx)))
+            entry["index_length"] = idx.stat().st_size
+            members.append(Member(entry["index"], entry["index_length"], file_chunks(idx)))
         entries.append(entry)
     manifest = {"format": FORMAT, "version": VERSION, "dataset": dataset.model_dump(), "recordings": entries}
     return [manifest_member(manifest), *members]
@@ -103,43 +103,13 @@ async def export_members(service: RecordReplayService, dataset: DataSet) -> list
 # -- import ----------------------------------------------------------------------------------------------------
 
 
-def _read_manifest(directory: Path) -> tuple[DataSet, list[dict]]:
-    try:
-        manifest = json.loads((directory / MANIFEST).read_text())
-        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-            raise ImportError_(f"{MANIFEST} is not a {FORMAT} version {VERSION} manifest")
-        dataset = DataSet.model_validate(manifest["dataset"])
-        entries = manifest["recordings"]
-        if not isinstance(entries, list) or len(entries) != len(dataset.recordings):
-            raise ImportError_(f"{MANIFEST}: recordings do not match the data set")
-        for entry, rec in zip(entries, dataset.recordings, strict=True):
-            frames = directory / str(entry["frames"])
-            length = int(entry["stop_position"]) - int(entry["start_position"])
-            term_length = int(entry["term_buffer_length"])
-            if length < 0 or term_length <= 0 or term_length & (term_length - 1):
-                raise ImportError_(
-                    f"{MANIFEST}: recording {rec.recording_id} has bad positions or term length"
-                )
-            if not frames.is_file() or frames.stat().st_size != length:
-                raise ImportError_(
-                    f"{entry['frames']} is missing or not {length} bytes: the upload is truncated"
-                )
-            if "index" in entry and not (directory / str(entry["index"])).is_file():
-                raise ImportError_(f"{entry['index']} is missing")
-    except ImportError_:
-        raise
-    except (KeyError, TypeError, ValueError) as e:
-        raise ImportError_(f"{MANIFEST} is not valid: {e}") from None
-    return dataset, entries
-
-
 async def _recreate(
-    service: RecordReplayService, directory: Path, entry: dict, made: list[tuple[int, int]]
+    service: RecordReplayService, directory: Path, entry: ExportEntry, made: list[tuple[int, int]]
 ) -> int:
     """One recording back into the archive, frames at their original positions; its new recording id."""
     archive = service.archive
-    start, stop = int(entry["start_position"]), int(entry["stop_position"])
-    term_length, initial_term_id = int(entry["term_buffer_length"]), int(entry["initial_term_id"])
+    start, stop = entry.start_position, entry.stop_position
+    term_length, initial_term_id = entry.term_buffer_length, entry.initial_term_id
     term_id = initial_term_id + start // term_length
     channel = (
         f"{IMPORT_CHANNEL}?term-length={term_length}|init-term-id={initial_term_id}|term-id={term_id}"
@@ -166,7 +136,7 @@ async def _recreate(
                 await asyncio.sleep(0.002)
         made.append((recording_id, start))
         block = bytearray()
-        with open(directory / str(entry["frames"]), "rb") as frames:
+        with open(part(directory, entry.frames), "rb") as frames:
             eof = False
             while True:
                 # A padding frame may run to the term's end: the block holds at least the whole first frame.
@@ -174,7 +144,7 @@ async def _recreate(
                 if len(block) >= 4:
                     frame_length = int.from_bytes(block[:4], "little", signed=True)
                     if frame_length <= 0:
-                        raise ImportError_(f"{entry['frames']} holds a frame of length {frame_length}")
+                        raise ImportError_(f"{entry.frames} holds a frame of length {frame_length}")
                     first = (frame_length + 31) & ~31
                 need = max(CHUNK, first)
                 while len(block) < need and not eof:
@@ -185,7 +155,7 @@ async def _recreate(
                     break
                 if len(block) < first:
                     if eof:
-                        raise ImportError_(f"{entry['frames']} ends inside a frame")
+                        raise ImportError_(f"{entry.frames} ends inside a frame")
                     continue
                 before = publication.position
                 result = publication.offer_block(block, len(block), len(block))
@@ -199,7 +169,7 @@ async def _recreate(
                         raise TimeoutError("the archive stopped taking the import")
                     await asyncio.sleep(0.0005)
         if publication.position != stop:
-            raise ImportError_(f"{entry['frames']} holds frames up to {publication.position}, not {stop}")
+            raise ImportError_(f"{entry.frames} holds frames up to {publication.position}, not {stop}")
         while await service.call_archive(archive.get_recording_position_async, recording_id) < stop:
             if time.monotonic() > deadline:
                 raise TimeoutError("the archive did not record the whole import")
@@ -218,12 +188,31 @@ async def _recreate(
         if time.monotonic() > deadline:
             raise TimeoutError(f"recording {recording_id} did not stop")
         await asyncio.sleep(0.005)
-    if "index" in entry:
+    if entry.index is not None:
         target = index_path(service.archive_dir, recording_id)
         tmp = target.with_suffix(".idx.import")
-        await asyncio.to_thread(shutil.copyfile, directory / str(entry["index"]), tmp)
+        source = part(directory, entry.index)
+        await asyncio.to_thread(_copy, source, tmp, service.store.create)
         tmp.replace(target)
     return recording_id
+
+
+def _copy(source: Path, target: Path, create) -> None:
+    with open(source, "rb") as src, create(target) as out:
+        shutil.copyfileobj(src, out, CHUNK)
+
+
+def _room_for(service: RecordReplayService, manifest: Manifest, max_bytes: int) -> None:
+    """The parts are unpacked and then recorded: twice what the manifest declares must fit on the disk."""
+    if manifest.declared_bytes > max_bytes:
+        raise ServiceError(413, f"the data set is larger than {max_bytes} bytes")
+    needed = 2 * manifest.declared_bytes
+    free = free_bytes(service.store.dir)
+    if free is not None and needed > free:
+        raise ServiceError(
+            507,
+            f"the data set needs {needed} bytes (unpacked and recorded), the archive's disk has {free} free",
+        )
 
 
 async def import_dataset(
@@ -235,7 +224,7 @@ async def import_dataset(
         upload = work / "upload"
         total = 0
         head = b""
-        with open(upload, "wb") as out:
+        with service.store.create(upload) as out:
             async for chunk in request.stream():
                 total += len(chunk)
                 if total > max_bytes:
@@ -248,9 +237,16 @@ async def import_dataset(
         compression = detect_compression(request.headers.get("content-encoding"), filename, head)
         unpacked = work / "unpacked"
         unpacked.mkdir()
-        await asyncio.to_thread(unpack, upload, compression, unpacked, max_bytes * 4)
+        manifest = await asyncio.to_thread(
+            unpack,
+            upload,
+            compression,
+            unpacked,
+            service.store.create,
+            lambda m: _room_for(service, m, max_bytes),
+        )
         upload.unlink()
-        original, entries = _read_manifest(unpacked)
+        original, entries = manifest.dataset, manifest.entries
         async with service.transfer_lock:
             recordings = []
             for entry, rec in zip(entries, original.recordings, strict=True):
@@ -306,7 +302,19 @@ def add_transfer_routes(
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
 
-    @app.post(f"{API}/datasets/import", response_model=DataSet, status_code=201, responses=ERRORS)
+    @app.post(
+        f"{API}/datasets/import",
+        response_model=DataSet,
+        status_code=201,
+        responses=ERRORS,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": "an export file (tar, tar.gz or zip) as the raw body, any Content-Type",
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        },
+    )
     async def import_(
         request: Request,
         filename: str | None = Query(

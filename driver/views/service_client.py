@@ -22,8 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from driver.service.token_file import TOKEN_ENV, read_token, token_path
+
 DEFAULT_URL = "http://127.0.0.1:8080"  # `mediadriver serve`'s default port
-TOKEN_ENV = "MEDIADRIVER_HTTP_TOKEN"  # = driver.service.command.TOKEN_ENV (no fastapi import here)
+DEFAULT_ARCHIVE_DIR = "aeron-archive"  # the archive's default (aeron.archive.dir)
 API = "/api/v1"
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -39,10 +41,13 @@ class ApiError(Exception):
 class ServiceClient:
     """The API over urllib: JSON in and out, bearer token when given."""
 
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout_s: float = 30.0, token_hint: str = ""
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
+        self.token_hint = token_hint
 
     def _request(
         self,
@@ -65,7 +70,8 @@ class ServiceClient:
         try:
             return urllib.request.urlopen(request, timeout=self.timeout_s)
         except urllib.error.HTTPError as e:
-            raise ApiError(_error_message(e)) from None
+            hint = f" ({self.token_hint})" if e.code == 401 and self.token_hint else ""
+            raise ApiError(_error_message(e) + hint) from None
         except urllib.error.URLError as e:
             raise ApiError(f"cannot reach the service at {self.url}: {e.reason}") from None
         except OSError as e:
@@ -159,11 +165,29 @@ class Progress:
 # -- commands -----------------------------------------------------------------------------------------------------
 
 
-def _client(args: argparse.Namespace) -> ServiceClient:
-    token = os.environ.get(TOKEN_ENV) or None
+def archive_dir_of(args: argparse.Namespace, properties: dict[str, str]) -> Path:
+    return Path(
+        getattr(args, "archive_dir", None)
+        or properties.get("aeron.archive.dir")
+        or os.environ.get("AERON_ARCHIVE_DIR")
+        or DEFAULT_ARCHIVE_DIR
+    )
+
+
+def _client(args: argparse.Namespace, properties: dict[str, str]) -> ServiceClient:
+    """The token from ``--token-file``, else ``$MEDIADRIVER_HTTP_TOKEN``, else the file the service wrote in its
+    archive dir (``--archive-dir``, else ``-Daeron.archive.dir``, else ./aeron-archive): the owner's CLI needs
+    nothing more."""
     if args.token_file:
-        token = Path(args.token_file).read_text().strip() or None
-    return ServiceClient(args.url, token)
+        return ServiceClient(args.url, read_token(args.token_file))
+    if token := os.environ.get(TOKEN_ENV):
+        return ServiceClient(args.url, token)
+    path = token_path(archive_dir_of(args, properties))
+    hint = f"no token in {path}: give --archive-dir of the service, or --token-file"
+    try:
+        return ServiceClient(args.url, read_token(path), token_hint=f"with the token of {path}")
+    except FileNotFoundError:
+        return ServiceClient(args.url, None, token_hint=hint)
 
 
 def _fail(message: str, code: int = EXIT_FAILURE) -> int:
@@ -171,9 +195,9 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> int:
     return code
 
 
-def _run(args: argparse.Namespace, body: Callable[[ServiceClient], int]) -> int:
+def _run(args: argparse.Namespace, properties: dict[str, str], body: Callable[[ServiceClient], int]) -> int:
     try:
-        client = _client(args)
+        client = _client(args, properties)
     except OSError as e:
         return _fail(f"cannot read the token file: {e}", EXIT_USAGE)
     try:
@@ -219,7 +243,7 @@ def _filter(args: argparse.Namespace, kind: str) -> dict | None:
     return body if any(body.values()) else None
 
 
-def cmd_record_start(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_record_start(args: argparse.Namespace, properties: dict[str, str]) -> int:
     body: dict[str, Any] = {"streams": _streams(args.stream)}
     for key, value in (("duration_s", args.duration), ("max_messages", args.count), ("name", args.name)):
         if value is not None:
@@ -235,10 +259,10 @@ def cmd_record_start(args: argparse.Namespace, _properties: dict[str, str]) -> i
             return EXIT_OK
         return _wait(client, "record", lambda s: record_line(s, args.count, args.duration))
 
-    return _run(args, run)
+    return _run(args, properties, run)
 
 
-def cmd_replay_start(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_replay_start(args: argparse.Namespace, properties: dict[str, str]) -> int:
     body: dict[str, Any] = {"dataset_id": args.dataset_id, "rate": args.rate, "repeat": args.repeat}
     if args.stream:
         body["streams"] = _streams(args.stream)
@@ -259,11 +283,11 @@ def cmd_replay_start(args: argparse.Namespace, _properties: dict[str, str]) -> i
             return EXIT_OK
         return _wait(client, "replay", replay_line)
 
-    return _run(args, run)
+    return _run(args, properties, run)
 
 
 def _job_command(job: str, method: str, render: Callable[[dict], str]):
-    def command(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+    def command(args: argparse.Namespace, properties: dict[str, str]) -> int:
         def run(client: ServiceClient) -> int:
             if getattr(args, "wait", False):
                 return _wait(client, job, render)
@@ -273,7 +297,7 @@ def _job_command(job: str, method: str, render: Callable[[dict], str]):
             )
             return EXIT_OK
 
-        return _run(args, run)
+        return _run(args, properties, run)
 
     return command
 
@@ -297,30 +321,30 @@ def render_datasets(datasets: list[dict]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
-def cmd_datasets_list(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_datasets_list(args: argparse.Namespace, properties: dict[str, str]) -> int:
     def run(client: ServiceClient) -> int:
         datasets = client.call("GET", "/datasets")["datasets"]
         print(json.dumps(datasets, indent=2) if args.json else render_datasets(datasets), flush=True)
         return EXIT_OK
 
-    return _run(args, run)
+    return _run(args, properties, run)
 
 
-def cmd_datasets_show(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_datasets_show(args: argparse.Namespace, properties: dict[str, str]) -> int:
     def run(client: ServiceClient) -> int:
         print(json.dumps(client.call("GET", f"/datasets/{_quote(args.dataset_id)}"), indent=2), flush=True)
         return EXIT_OK
 
-    return _run(args, run)
+    return _run(args, properties, run)
 
 
-def cmd_datasets_delete(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_datasets_delete(args: argparse.Namespace, properties: dict[str, str]) -> int:
     def run(client: ServiceClient) -> int:
         dataset = client.call("DELETE", f"/datasets/{_quote(args.dataset_id)}")
         print(f"deleted {dataset['id']} ({dataset['name']})", flush=True)
         return EXIT_OK
 
-    return _run(args, run)
+    return _run(args, properties, run)
 
 
 def _quote(dataset_id: str) -> str:
@@ -330,7 +354,7 @@ def _quote(dataset_id: str) -> str:
 _FILENAME = re.compile(r'filename="([^"/\\]+)"')
 
 
-def cmd_datasets_export(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_datasets_export(args: argparse.Namespace, properties: dict[str, str]) -> int:
     """Streamed to ``<file>.part`` and renamed once whole: an interrupted export leaves no file behind."""
 
     def run(client: ServiceClient) -> int:
@@ -360,7 +384,7 @@ def cmd_datasets_export(args: argparse.Namespace, _properties: dict[str, str]) -
         return EXIT_OK
 
     try:
-        return _run(args, run)
+        return _run(args, properties, run)
     except OSError as e:
         return _fail(f"export failed: {e}")
 
@@ -378,7 +402,7 @@ class _CountingReader:
         return data
 
 
-def cmd_datasets_import(args: argparse.Namespace, _properties: dict[str, str]) -> int:
+def cmd_datasets_import(args: argparse.Namespace, properties: dict[str, str]) -> int:
     path = Path(args.file)
     try:
         size = path.stat().st_size
@@ -394,14 +418,33 @@ def cmd_datasets_import(args: argparse.Namespace, _properties: dict[str, str]) -
         print(f"imported {dataset['id']} ({dataset['name']}): {dataset['messages']:,} messages", flush=True)
         return EXIT_OK
 
-    return _run(args, run)
+    return _run(args, properties, run)
+
+
+def cmd_page(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """The page's address for the owner: the token rides in the fragment (#token=), which the browser keeps to
+    itself; the page moves it to the tab's session storage."""
+
+    def run(client: ServiceClient) -> int:
+        client.call("GET", "/status")  # the token is right (a 401 otherwise)
+        address = f"{client.url}/ui/"
+        if client.token:
+            address += "#token=" + urllib.parse.quote(client.token, safe="")
+        print(address, flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(address)
+        return EXIT_OK
+
+    return _run(args, properties, run)
 
 
 # -- parsers ------------------------------------------------------------------------------------------------------
 
 
 def _common(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
-    """``--url`` and ``--token-file``; ``suppress`` on an action under a parser that has them too, so a value
+    """``--url``, ``--token-file`` and ``--archive-dir``; ``suppress`` on an action under a parser that has them too, so a value
     given before the action is not overwritten by the action's default."""
     parser.add_argument(
         "--url",
@@ -411,7 +454,14 @@ def _common(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
     parser.add_argument(
         "--token-file",
         default=argparse.SUPPRESS if suppress else None,
-        help=f"bearer token read from this file (default ${TOKEN_ENV}; never on the command line)",
+        help=f"bearer token read from this file (default ${TOKEN_ENV}, else the service's own token file in "
+        "--archive-dir; never the token itself on the command line)",
+    )
+    parser.add_argument(
+        "--archive-dir",
+        default=argparse.SUPPRESS if suppress else None,
+        help=f"the service's archive dir, where it keeps its token (default -Daeron.archive.dir, else "
+        f"./{DEFAULT_ARCHIVE_DIR})",
     )
 
 
@@ -500,6 +550,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="delete data sets of the same name once imported (default: keep)",
     )
     imp.set_defaults(handler=cmd_datasets_import)
+    page = sub.add_parser(
+        "page", help="print the record & replay page's address, with the token for the service's owner"
+    )
+    page.add_argument("--open", action="store_true", help="and open it in a browser")
+    _common(page)
+    page.set_defaults(handler=cmd_page)
     _common(datasets)
     for p in (listing, show, delete, export, imp):
         _common(p, suppress=True)

@@ -3,14 +3,18 @@ section 2); the bearer token; data set deletion."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.service_env import (
     API,
     Publisher,
     ServiceEnv,
+    record,
     start_service_env,
     stop_service_env,
     wait_for_state,
@@ -128,3 +132,81 @@ def test_a_bearer_token_guards_every_route(tmp_path: Path) -> None:
         assert ok.status_code == 200
     finally:
         stop_service_env(env, archive)
+
+
+def test_without_a_token_configured_the_service_makes_one_for_its_owner(tmp_path: Path) -> None:
+    env, archive = start_service_env(tmp_path)
+    try:
+        token_file = env.archive_dir / "http-token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert env.owner_token and token_file.read_text().strip() == env.owner_token
+        assert "MEDIADRIVER_HTTP_TOKEN" not in os.environ
+        with httpx.Client(base_url=env.url, timeout=10) as stranger:
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                assert stranger.get(f"{API}/status", headers=headers).status_code == 401
+                response = stranger.post(
+                    f"{API}/record", json={"streams": STREAMS, "duration_s": 1}, headers=headers
+                )
+                assert response.status_code == 401
+            assert stranger.get("/openapi.json").status_code == 200  # the description holds no data
+        assert env.client.get(f"{API}/status").status_code == 200
+    finally:
+        stop_service_env(env, archive)
+    assert not token_file.exists()
+
+
+def test_http_no_auth_opens_the_api_explicitly(tmp_path: Path) -> None:
+    env, archive = start_service_env(tmp_path, no_auth=True)
+    try:
+        assert not (env.archive_dir / "http-token").exists()
+        with httpx.Client(base_url=env.url, timeout=10) as anyone:
+            assert anyone.get(f"{API}/status").status_code == 200
+    finally:
+        stop_service_env(env, archive)
+
+
+def test_requests_are_strictly_typed(service_env: ServiceEnv) -> None:
+    env = service_env
+    bad = [
+        ({"streams": [{"channel": "aeron:ipc", "stream_id": True}], "duration_s": 1}, "streams.0.stream_id"),
+        ({"streams": [{"channel": "aeron:ipc", "stream_id": "99"}], "duration_s": 1}, "streams.0.stream_id"),
+        ({"streams": STREAMS, "duration_s": "0.1"}, "duration_s"),
+        ({"streams": STREAMS, "duration_s": 1, "exclude": {"stream_ids": [False]}}, "exclude.stream_ids.0"),
+    ]
+    for body, field in bad:
+        response = env.client.post(f"{API}/record", json=body)
+        assert response.status_code == 422 and response.json()["error"].startswith(field), response.text
+    response = env.client.post(f"{API}/replay", json={"dataset_id": "x", "rate": "2"})
+    assert response.status_code == 422 and "rate" in response.json()["error"]
+    assert env.client.get(f"{API}/record").json()["state"] == "idle"
+
+
+def test_a_405_says_what_is_allowed(service_env: ServiceEnv) -> None:
+    response = service_env.client.put(f"{API}/record", json={})
+    assert response.status_code == 405
+    assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST", "DELETE"}
+
+
+def test_a_replay_into_the_archives_own_streams_is_refused_naming_the_clash(service_env: ServiceEnv) -> None:
+    env = service_env
+    publisher = Publisher(env, "aeron:ipc", 1001, 0.001)
+    publisher.start()
+    try:
+        dataset = record(env, {"streams": STREAMS, "max_messages": 20})
+    finally:
+        publisher.stop()
+    local_control = {"channel": "aeron:ipc", "stream_id": 11}
+    for target, clash in (
+        (local_control, "is the archive's local control requests (aeron:ipc stream 11)"),
+        ({"stream_id": 11}, "is the archive's local control requests"),  # the recording's own channel, IPC
+        ({"stream_id": 0x7E5E0001}, "the service's own range of IPC streams"),
+    ):
+        response = env.client.post(f"{API}/replay", json={"dataset_id": dataset["id"], **target})
+        assert response.status_code == 409 and clash in response.json()["error"], response.text
+    events = env.http.service.reserved[2]
+    response = env.client.post(
+        f"{API}/replay",
+        json={"dataset_id": dataset["id"], "channel": events.channel, "stream_id": events.stream_id},
+    )
+    assert response.status_code == 409 and "the archive's recording events" in response.json()["error"]
+    assert env.client.get(f"{API}/replay").json()["state"] == "idle"

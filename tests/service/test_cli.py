@@ -30,7 +30,7 @@ def mediadriver(
 @pytest.mark.slow  # eight CLI processes
 def test_record_replay_export_import_from_the_command_line(service_env: ServiceEnv, tmp_path: Path) -> None:
     env = service_env
-    url = ["--url", env.url]
+    url = ["--url", env.url, "--archive-dir", str(env.archive_dir)]
     publisher = Publisher(env, "aeron:ipc", 1001, 0.0005)
     publisher.start()
     try:
@@ -81,7 +81,7 @@ def test_record_replay_export_import_from_the_command_line(service_env: ServiceE
     assert path.parent == tmp_path and path.name.endswith(".zip") and path.read_bytes()[:2] == b"PK"
     assert "exported" in exported.stderr and not list(tmp_path.glob("*.part"))
 
-    imported = mediadriver("datasets", "--url", env.url, "import", str(path), "--replace")
+    imported = mediadriver("datasets", *url, "import", str(path), "--replace")
     assert imported.returncode == 0, imported.stderr
     assert "imported" in imported.stderr and ": 300 messages" in imported.stdout
     # --replace: the original of the same name is gone, the import took its place.
@@ -96,7 +96,7 @@ def test_record_replay_export_import_from_the_command_line(service_env: ServiceE
 
 
 def test_errors_print_the_api_message_and_exit_non_zero(service_env: ServiceEnv) -> None:
-    url = ["--url", service_env.url]
+    url = ["--url", service_env.url, "--archive-dir", str(service_env.archive_dir)]
     unknown = mediadriver("replay", "start", "nope", *url)
     assert unknown.returncode == 1
     assert unknown.stderr.strip() == "mediadriver: 404 Not Found: unknown data set 'nope'"
@@ -111,6 +111,13 @@ def test_errors_print_the_api_message_and_exit_non_zero(service_env: ServiceEnv)
     assert (
         unreachable.returncode == 1 and "cannot reach the service at http://127.0.0.1:9" in unreachable.stderr
     )
+
+    # Not the service's archive dir: no token, and the error says where the CLI looked.
+    elsewhere = mediadriver(
+        "datasets", "--url", service_env.url, "--archive-dir", str(service_env.archive_dir.parent)
+    )
+    assert elsewhere.returncode == 1 and "401 Unauthorized" in elsewhere.stderr
+    assert f"no token in {service_env.archive_dir.parent / 'http-token'}" in elsewhere.stderr
 
 
 @pytest.mark.slow  # a service of its own

@@ -1,9 +1,11 @@
 """``mediadriver run --archive --http PORT`` and ``mediadriver serve`` as users start them (docs/service.md
-section 1): the API answers on loopback, the OpenAPI description is served, SIGTERM stops everything cleanly."""
+section 1): the API answers on loopback to its owner's token (written to a 0600 file it names), the OpenAPI
+description is served, SIGTERM stops everything cleanly and removes the token file."""
 
 from __future__ import annotations
 
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -14,10 +16,11 @@ import httpx
 from tests.support import wait_for
 from tests.support.ports import free_port
 
-URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
+URL = re.compile(r"record & replay API on (http://\S+)/api/v1.*bearer token in (\S+) ")
 
 
-def _url(proc: subprocess.Popen, timeout_s: float = 30.0) -> str:
+def _url(proc: subprocess.Popen, timeout_s: float = 30.0) -> tuple[str, Path]:
+    """The API's URL and the token file the service printed."""
     deadline = time.monotonic() + timeout_s
     lines = []
     while time.monotonic() < deadline:
@@ -26,12 +29,16 @@ def _url(proc: subprocess.Popen, timeout_s: float = 30.0) -> str:
             break
         lines.append(line)
         if match := URL.search(line):
-            return match.group(1)
+            return match.group(1), Path(match.group(2))
     raise AssertionError(f"no API URL printed:\n{''.join(lines)}{proc.stderr.read() if proc.poll() else ''}")
 
 
-def _check_api(url: str) -> None:
-    with httpx.Client(base_url=url, timeout=10) as client:
+def _check_api(url: str, token_file: Path) -> None:
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = token_file.read_text().strip()
+    with httpx.Client(base_url=url, timeout=10) as stranger:
+        assert stranger.get("/api/v1/datasets").status_code == 401
+    with httpx.Client(base_url=url, timeout=10, headers={"Authorization": f"Bearer {token}"}) as client:
         spec = client.get("/openapi.json").json()
         assert {
             "/api/v1/record",
@@ -55,10 +62,11 @@ def test_run_with_archive_and_http_serves_on_loopback_and_stops_on_sigterm(
         f"-Daeron.archive.control.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
         f"-Daeron.archive.recording.events.channel=aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
     )
-    url = _url(driver.proc)
-    assert url.startswith("http://127.0.0.1:")
-    _check_api(url)
+    url, token_file = _url(driver.proc)
+    assert url.startswith("http://127.0.0.1:") and token_file == tmp_path / "archive" / "http-token"
+    _check_api(url, token_file)
     assert driver.stop(10) == 0
+    assert not token_file.exists()
 
 
 def test_http_without_archive_is_a_usage_error(tmp_path: Path) -> None:
@@ -98,9 +106,12 @@ def test_serve_is_a_client_of_a_running_driver_and_archive(driver_process, tmp_p
         text=True,
     )
     try:
-        _check_api(_url(serve))
+        url, token_file = _url(serve)
+        assert token_file == archive_dir / "http-token"
+        _check_api(url, token_file)
         serve.terminate()
         assert serve.wait(10) == 0
+        assert not token_file.exists()
     finally:
         if serve.poll() is None:
             serve.kill()

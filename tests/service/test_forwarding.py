@@ -14,6 +14,7 @@ from tests.support import wait_for
 from tests.support.service_env import API, Publisher, replay_payloads, wait_for_state
 
 SOURCE = "aeron:ipc?term-length=64k"
+SOURCE_MAX_PAYLOAD = 1376
 TARGET = "aeron:ipc?term-length=64k|mtu=4096"
 
 
@@ -57,8 +58,15 @@ def test_every_message_once_in_order_through_back_pressure_and_fragmentation(aer
     assert held > 0  # the forwarder did hold messages over turns
     assert received == messages
     assert forwarder.messages == len(messages)
-    assert forwarder.bytes == sum(map(len, messages))
+    assert forwarder.bytes == sum(frame_bytes_of(len(m), SOURCE_MAX_PAYLOAD) for m in messages)
     assert not forwarder.pending
+
+
+def frame_bytes_of(payload: int, max_payload: int = 1376) -> int:
+    """The frames a message of ``payload`` bytes takes (fragments of ``max_payload``), headers and alignment."""
+    whole, rest = divmod(payload, max_payload)
+    sizes = [max_payload] * whole + ([rest] if rest or not whole else [])
+    return sum((n + 32 + 31) & -32 for n in sizes)
 
 
 def test_a_target_without_subscriber_drops_and_does_not_count(aeron: Aeron) -> None:
@@ -97,4 +105,8 @@ def test_a_fast_replay_through_the_service_is_exact_and_in_order(service_env) ->
         env, {"dataset_id": dataset_id, "rate": 1000, "stream_id": 2001}, "aeron:ipc", 2001
     )
     assert [p for _, p in received] == publisher.sent
-    assert status["messages"] == count and status["bytes"] == sum(map(len, publisher.sent))
+    assert status["messages"] == count and status["bytes"] == sum(
+        frame_bytes_of(len(m)) for m in publisher.sent
+    )
+    # The same measure as the recording's: its frames, headers and alignment included, padding not.
+    assert status["bytes"] == env.client.get(f"{API}/datasets/{dataset_id}").json()["bytes"]

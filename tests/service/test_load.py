@@ -33,6 +33,7 @@ def test_fifty_status_clients_during_a_fast_recording(service_env: ServiceEnv) -
             f"{API}/record",
             str(CLIENTS),
             str(INTERVAL_S),
+            str(env.archive_dir / "http-token"),
         ],
         stdout=subprocess.PIPE,
         text=True,

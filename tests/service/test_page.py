@@ -3,6 +3,8 @@ with nothing from elsewhere; a recording started from the page counts up, stops,
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +25,19 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
         yield b
     finally:
         b.close()
+
+
+def owner_address(env: ServiceEnv) -> str:
+    """The page's address as the service's owner gets it: ``mediadriver page`` reads the token the service wrote
+    in its archive dir and puts it in the fragment."""
+    done = subprocess.run(
+        [sys.executable, "-m", "driver", "page", "--url", env.url, "--archive-dir", str(env.archive_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def test_the_page_and_its_files_come_from_the_service(service_env: ServiceEnv) -> None:
@@ -47,8 +62,12 @@ def test_record_from_the_page_watch_it_count_stop_it_and_replay_it(
     publisher = Publisher(env, "aeron:ipc", 1001, 0.002)
     publisher.start()
     try:
-        browser.open(f"{env.url}/")
+        browser.open(f"{env.url}/")  # without the token: the API refuses the page
+        message = browser.wait_text("#error", bool, what="the 401")
+        assert message.startswith("401 ") and browser.text("#connection") == "offline"
+        browser.open(owner_address(env))
         browser.wait_text("#connection", lambda t: t == "online", what="the page to reach the API")
+        assert browser.run("return location.hash") == ""  # the token left the address bar
         browser.type_into("#rec-streams", "aeron:ipc 1001")
         browser.type_into("#rec-duration", "60")
         browser.type_into("#rec-name", "from the page")
@@ -73,6 +92,10 @@ def test_record_from_the_page_watch_it_count_stop_it_and_replay_it(
     )
     assert f"{dataset['messages']:,}" in row and f"{dataset['span_s']:.3f} s" in row
     assert browser.run("return document.getElementById('replay-dataset').value") == dataset["id"]
+    # Its message rate over time, a small chart: one point per bucket, drawn from GET .../rate.
+    chart = f'#datasets tr[data-id="{dataset["id"]}"] canvas.rate'
+    wait_for(lambda: browser.run(f"return document.querySelector('{chart}') !== null"), 5, "the rate chart")
+    assert browser.run(f"return document.querySelector('{chart}').dataset.points") == "60"
 
     receiver = Receiver(env, "aeron:ipc", 2001)
     try:
@@ -91,7 +114,7 @@ def test_record_from_the_page_watch_it_count_stop_it_and_replay_it(
 
 @pytest.mark.slow  # a browser
 def test_the_page_shows_the_apis_error(service_env: ServiceEnv, browser: Browser) -> None:
-    browser.open(f"{service_env.url}/ui/")
+    browser.open(owner_address(service_env))
     browser.wait_text("#connection", lambda t: t == "online", what="the page to reach the API")
     browser.type_into("#rec-streams", "aeron:ipc 1001")
     browser.run(

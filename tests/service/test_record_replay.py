@@ -4,6 +4,7 @@ repeat, cancel (docs/service.md sections 4 and 5)."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -277,3 +278,98 @@ def test_replay_of_part_of_a_data_set_some_streams_and_a_time_range(service_env:
     assert len(expected) >= 10 and set(expected) <= set(got) and len(got) <= len(expected) + 2
     first = publishers[0].sent.index(got[0])
     assert got == publishers[0].sent[first : first + len(got)]
+
+    # The same range in absolute UTC times (another zone's offset means the same instant).
+    def iso(seconds: float, zone: timezone = UTC) -> str:
+        return datetime.fromtimestamp(start + seconds, zone).isoformat(timespec="microseconds")
+
+    plus_two = timezone(timedelta(hours=2))
+    received, _ = replay_payloads(
+        env,
+        {
+            "dataset_id": dataset["id"],
+            "rate": 20,
+            "streams": [streams[0]],
+            "stream_id": 2002,
+            "time_range": {"start": iso(0.3), "end": iso(0.6, plus_two)},
+        },
+        "aeron:ipc",
+        2002,
+    )
+    assert [p for _, p in received] == got
+
+    # Outside the data set, both ways at once, or without a zone: refused, nothing replayed.
+    outside = {"dataset_id": dataset["id"], "time_range": {"start": iso(3600)}}
+    response = env.client.post(f"{API}/replay", json=outside)
+    assert response.status_code == 400 and "outside data set" in response.json()["error"], response.text
+    for time_range, message in (
+        ({"start_s": 0.1, "start": iso(0.3)}, "give start_s or start, not both"),
+        ({"start": iso(0.3)[:-6]}, "timezone"),
+        ({"start": 12}, "ISO 8601"),
+    ):
+        response = env.client.post(
+            f"{API}/replay", json={"dataset_id": dataset["id"], "time_range": time_range}
+        )
+        assert response.status_code == 422 and message in response.json()["error"], response.text
+
+
+def test_a_data_sets_message_rate_over_time(service_env: ServiceEnv) -> None:
+    env = service_env
+    publisher = Publisher(env, "aeron:ipc", 1001, 0.002)  # 500 messages/s
+    publisher.start()
+    try:
+        dataset = record(env, {"streams": [{"channel": "aeron:ipc", "stream_id": 1001}], "duration_s": 1.0})
+    finally:
+        publisher.stop()
+    rate = env.client.get(f"{API}/datasets/{dataset['id']}/rate", params={"buckets": 10}).json()
+    assert rate["start_time_ns"] == dataset["start_time_ns"] and len(rate["messages"]) == 10
+    assert abs(rate["bucket_s"] - dataset["span_s"] / 10) < 1e-6
+    assert abs(sum(rate["messages"]) - dataset["messages"]) <= 2
+    # Times are the service's receipt times: a loaded machine can hold a burst back, so the median bucket.
+    per_second = sorted(n / rate["bucket_s"] for n in rate["messages"])
+    assert 250 < per_second[len(per_second) // 2] < 750, per_second
+    assert env.client.get(f"{API}/datasets/000000000000/rate").status_code == 404
+    assert env.client.get(f"{API}/datasets/{dataset['id']}/rate", params={"buckets": 0}).status_code == 422
+
+
+def test_three_replays_of_different_data_sets_at_once(service_env: ServiceEnv) -> None:
+    env = service_env
+    datasets, sent = [], []
+    for sid in (1001, 1002, 1003):
+        publisher = Publisher(env, "aeron:ipc", sid, 0.004, tag=f"s{sid}")
+        publisher.start()
+        try:
+            datasets.append(
+                record(env, {"streams": [{"channel": "aeron:ipc", "stream_id": sid}], "max_messages": 100})
+            )
+        finally:
+            publisher.stop()
+        sent.append(publisher.sent[:100])
+    receivers = [Receiver(env, "aeron:ipc", 2001 + n) for n in range(3)]
+    try:
+        ids = []
+        for n, dataset in enumerate(datasets):  # each spans about 0.4 s: at rate 0.5 they overlap
+            response = env.client.post(
+                f"{API}/replay", json={"dataset_id": dataset["id"], "stream_id": 2001 + n, "rate": 0.5}
+            )
+            assert response.status_code == 202, response.text
+            ids.append(response.json()["replay_id"])
+        listed = env.client.get(f"{API}/replays").json()["replays"]
+        assert [r["replay_id"] for r in listed] == ids and all(r["running"] for r in listed), listed
+
+        def all_done() -> bool:
+            return all(not env.client.get(f"{API}/replays/{i}").json()["running"] for i in ids)
+
+        wait_for(all_done, 30, "the three replays to end")
+        for n, replay_id in enumerate(ids):
+            status = env.client.get(f"{API}/replays/{replay_id}").json()
+            assert status["state"] == "done" and status["messages"] == 100, status
+            assert status["bytes"] == datasets[n]["bytes"]  # one measure in both statuses
+            assert status["dataset_id"] == datasets[n]["id"]
+            wait_for(lambda r=receivers[n]: len(r.received) >= 100, 5, "the replayed messages")
+            assert receivers[n].payloads == sent[n]
+        assert env.client.get(f"{API}/replay").json()["replay_id"] == ids[-1]  # the latest
+        assert env.client.get(f"{API}/replays/nope").status_code == 404
+    finally:
+        for r in receivers:
+            r.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import stat
 import time
 import zipfile
 
@@ -82,6 +83,9 @@ def test_export_then_import_replays_byte_identically(service_env: ServiceEnv, co
     assert replayed(env, copy["id"]) == replayed(env, dataset["id"])
     names = [d["name"] for d in env.client.get(f"{API}/datasets").json()["datasets"]]
     assert names.count("round trip") == 2
+    # Every file in the archive dir, the service's (manifests, imported indexes, its token) included, is 0600.
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in env.archive_dir.rglob("*") if p.is_file()}
+    assert set(modes.values()) == {"0o600"}, modes
 
 
 def test_import_replace_deletes_the_data_set_of_the_same_name(service_env: ServiceEnv) -> None:

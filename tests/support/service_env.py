@@ -16,7 +16,11 @@ import httpx
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, FragmentAssembler
+from driver.service.command import archive_streams
+from driver.service.connections import RequestLimits
+from driver.service.retention import Retention
 from driver.service.server import HttpService, HttpSettings, start_http
+from driver.service.token_file import read_token, token_path
 from tests.support.embedded import EmbeddedDriver, new_aeron_dir
 from tests.support.ports import free_port
 from tests.support.wait import wait_for
@@ -32,6 +36,8 @@ class ServiceEnv:
     aeron: Aeron
     archive_dir: Path
     url: str
+    owner_token: str | None = None
+    """The token the service generated, read from its file as its owner reads it (None when one was given)."""
 
     def on_loop(self, coro, timeout_s: float = 30.0):
         """Run ``coro`` on the driver's (and service's) loop and return its result."""
@@ -39,9 +45,17 @@ class ServiceEnv:
 
 
 def start_service_env(
-    tmp_path: Path, token: str | None = None, **archive_settings: object
+    tmp_path: Path,
+    token: str | None = None,
+    no_auth: bool = False,
+    limits: RequestLimits | None = None,
+    retention: Retention | None = None,
+    **archive_settings: object,
 ) -> tuple[ServiceEnv, object]:
-    """``archive_settings``: more ArchiveContext fields (max_catalog_entries=16, ...)."""
+    """``token``: the one the service requires (the client then sends none); else the service makes its own and
+    the client sends it, read from the archive dir as the owner's CLI reads it; ``no_auth``: no token at all.
+    ``limits``: the connection bounds (the defaults when None). ``archive_settings``: more ArchiveContext fields
+    (max_catalog_entries=16, ...)."""
     archive_dir = tmp_path / "archive"
     ctx = ArchiveContext(
         archive_dir=str(archive_dir),
@@ -62,7 +76,15 @@ def start_service_env(
             start_http(
                 driver.aeron_dir,
                 archive_dir,
-                HttpSettings(host="127.0.0.1", port=0, token=token),
+                HttpSettings(
+                    host="127.0.0.1",
+                    port=0,
+                    token=token,
+                    no_auth=no_auth,
+                    limits=limits or RequestLimits(),
+                    retention=retention or Retention(),
+                ),
+                reserved=archive_streams(ctx),
                 control_request_channel=ctx.local_control_channel,
                 control_request_stream_id=ctx.local_control_stream_id,
                 control_response_channel="aeron:ipc",
@@ -75,8 +97,10 @@ def start_service_env(
         archive.close()
         raise
     aeron = Aeron.connect(driver.aeron_dir)
-    client = httpx.Client(base_url=http.url, timeout=30)
-    return ServiceEnv(driver, http, client, aeron, archive_dir, http.url), archive
+    owner_token = read_token(token_path(archive_dir)) if token is None and not no_auth else None
+    headers = {"Authorization": f"Bearer {owner_token}"} if owner_token else {}
+    client = httpx.Client(base_url=http.url, timeout=30, headers=headers)
+    return ServiceEnv(driver, http, client, aeron, archive_dir, http.url, owner_token), archive
 
 
 def stop_service_env(env: ServiceEnv, archive) -> None:

@@ -7,6 +7,8 @@ They measure our service against itself, so they start our processes directly (n
   driver serve`` one (the service in a process of its own, on a free port).
 - ``start_api``: start a process that serves the record & replay API and return the API's base URL once it
   printed it (the rest of its output is read and dropped, so it never blocks on a full pipe).
+- ``owner_client``: an httpx client of the API with the token the service wrote in its archive dir (as its
+  owner's CLI reads it).
 - ``wait_done``: poll a job's status (``/api/v1/record``, ``/api/v1/replay``) until it is no longer running.
 - ``stop``: SIGTERM, then SIGKILL after 30 s, for every process started, and the aeron dir removed.
 - ``run_bench``: a work dir for ``run(work)``, removed afterwards; a failed run prints the error's JSON line.
@@ -67,6 +69,11 @@ def start_api(cmd: Sequence[str], procs: list[subprocess.Popen[str]]) -> str:
         if match := URL.search(line):
             threading.Thread(target=lambda: [None for _ in stdout], daemon=True).start()
             return match.group(1)
+
+
+def owner_client(url: str, archive_dir: Path, timeout_s: float) -> httpx.Client:
+    token = (archive_dir / "http-token").read_text().strip()
+    return httpx.Client(base_url=url, timeout=timeout_s, headers={"Authorization": f"Bearer {token}"})
 
 
 def wait_done(client: httpx.Client, path: str, timeout_s: float, interval_s: float) -> dict[str, Any]:

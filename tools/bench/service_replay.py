@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import httpx  # noqa: E402
 from harness import BenchError, emit, free_udp_port, host_info, progress  # noqa: E402
 from service_harness import (  # noqa: E402
     CONTROL_CHANNEL,
     archive_channel_props,
     driver_cmd,
+    owner_client,
     run_bench,
     start_api,
     stop,
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     procs: list[subprocess.Popen] = []
     try:
         url = start_api(driver_cmd(aeron_dir, work / "archive", props, "--http", "0"), procs)
-        client = httpx.Client(base_url=url, timeout=60)
+        client = owner_client(url, work / "archive", 60)
         with Aeron.connect(aeron_dir) as aeron:
             count = args.messages
             client.post(

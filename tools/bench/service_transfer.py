@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import httpx  # noqa: E402
 from harness import BenchError, emit, host_info, progress  # noqa: E402
 from service_harness import (  # noqa: E402
     archive_channel_props,
     driver_cmd,
+    owner_client,
     run_bench,
     serve_cmd,
     start_api,
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                 time.sleep(0.05)
             url = start_api(serve_cmd(aeron_dir, archive_dir, props), procs)
         proc = procs[-1]
-        client = httpx.Client(base_url=url, timeout=600)
+        client = owner_client(url, archive_dir, 600)
         count = int(args.gib * (1 << 30)) // MESSAGE
         progress(f"recording {count} messages of {MESSAGE} B ({args.gib} GiB)")
         client.post(

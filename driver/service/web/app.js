@@ -15,6 +15,17 @@ function token() {
   return sessionStorage.getItem("token") || "";
 }
 
+// The owner's address (`mediadriver page`) carries the token in the fragment, which the browser never sends:
+// it goes to the tab's session storage and out of the address bar (also when pasted into an open page).
+function takeTokenFromAddress() {
+  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!match) return false;
+  sessionStorage.setItem("token", decodeURIComponent(match[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+  return true;
+}
+takeTokenFromAddress();
+
 async function api(method, path, body) {
   const headers = {};
   if (token()) headers.Authorization = "Bearer " + token();
@@ -112,6 +123,9 @@ function renderDatasets(datasets) {
       if (cls) td.className = cls;
       row.appendChild(td);
     }
+    const rate = document.createElement("td");
+    row.insertBefore(rate, row.children[5]);  // after the span
+    rateChart(d).then((chart) => rate.replaceChildren(chart)).catch(() => {});
     const actions = document.createElement("td");
     const exportButton = document.createElement("button");
     exportButton.className = "small";
@@ -136,6 +150,37 @@ function renderDatasets(datasets) {
   }
   if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
   $("no-datasets").hidden = datasets.length > 0;
+}
+
+// A data set never changes: its rate is fetched once (and drawn on each listing).
+const RATE_BUCKETS = 60;
+const rateCharts = new Map();
+
+function rateChart(d) {
+  if (!rateCharts.has(d.id)) {
+    rateCharts.set(d.id, api("GET", "datasets/" + encodeURIComponent(d.id) + "/rate?buckets=" + RATE_BUCKETS)
+      .catch((e) => { rateCharts.delete(d.id); throw e; }));
+  }
+  return rateCharts.get(d.id).then(drawRate);
+}
+
+function drawRate(rate) {
+  const canvas = document.createElement("canvas");
+  canvas.className = "rate";
+  canvas.width = 120;
+  canvas.height = 24;
+  const perSecond = rate.messages.map((n) => n / rate.bucket_s);
+  const peak = Math.max(1, ...perSecond);
+  const step = canvas.width / Math.max(1, perSecond.length - 1);
+  const g = canvas.getContext("2d");
+  g.strokeStyle = "#2a6fdb";
+  g.lineWidth = 1.5;
+  g.beginPath();
+  perSecond.forEach((r, i) => g.lineTo(i * step, canvas.height - 1 - (canvas.height - 2) * r / peak));
+  g.stroke();
+  canvas.dataset.points = String(perSecond.length);
+  canvas.title = "messages/s over the span, peak " + count(Math.round(peak));
+  return canvas;
 }
 
 async function download(d) {
@@ -219,6 +264,13 @@ $("refresh").addEventListener("click", () => { datasetsAt = 0; act(async () => {
 $("token").value = token();
 $("token").addEventListener("change", () => {
   sessionStorage.setItem("token", $("token").value);
+  datasetsAt = 0;
+  act(async () => {});
+});
+
+window.addEventListener("hashchange", () => {
+  if (!takeTokenFromAddress()) return;
+  $("token").value = token();
   datasetsAt = 0;
   act(async () => {});
 });
