@@ -19,6 +19,7 @@ from driver.context import (
     default_aeron_dir,
     parse_property_args,
 )
+from driver.extras import MissingExtra, missing_extra, require
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -87,6 +88,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     archive_ctx = None
     if args.http_port is not None and not args.archive:
         return _fail("--http needs --archive (the service records and replays through the archive)", EXIT_USAGE)
+    if args.http_port is not None:
+        require("service", "run --http")  # before the driver starts, so nothing is left half started
     if args.archive:
         archive_ctx, error = _archive_context(args, properties, aeron_dir=ctx.aeron_dir)
         if error is not None:
@@ -484,7 +487,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as e:
         return _fail(str(e), EXIT_USAGE)
     args = build_parser().parse_args(rest)
-    return args.handler(args, properties)
+    command = args.command
+    try:
+        return args.handler(args, properties)
+    except MissingExtra as e:
+        return _fail(str(e), EXIT_USAGE)
+    except ImportError as e:  # a command that imports an extra's module without asking require() first
+        missing = missing_extra(e, command)
+        if missing is None:
+            raise
+        return _fail(str(missing), EXIT_USAGE)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import secrets
 import sys
 from typing import Any
 
+from driver.extras import require
+
 TOKEN_ENV = "MEDIADRIVER_HTTP_TOKEN"
 
 
@@ -77,6 +79,7 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.archive.archive_context import ArchiveContext
     from driver.context import ConfigurationError, default_aeron_dir
 
+    require("service", "serve")
     try:
         archive_ctx = ArchiveContext.from_sources({"archive_dir": args.archive_dir}, properties)
     except ConfigurationError as e:
