@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from driver.concurrent.counters import AtomicCounter, counter_offset
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
@@ -111,7 +111,7 @@ class _PublicationBase:
         if fast is not None:
             # Instance attributes shadow the methods: one C call per offer (or per offer_many, per
             # offer_async that goes at once, per try_claim).
-            self.offer, self.offer_many, self.offer_async, self.try_claim = fast
+            self.offer, self.offer_many, self.offer_async, self.try_claim = fast  # type: ignore[method-assign]
 
     def _native_args(self) -> tuple[Any, ...]:
         return (
@@ -224,7 +224,8 @@ class _PublicationBase:
     def _offer_waiting(self, data: Any, *, timeout_s: float | None = None) -> Awaitable[int]:
         from driver.client.aio import offer
 
-        return offer(self, data, timeout_s=timeout_s)
+        # Only the two concrete classes are ever made, and both are what offer() takes.
+        return offer(cast("Publication | ExclusivePublication", self), data, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""
@@ -243,6 +244,7 @@ class Publication(_PublicationBase):
     """A publication that several publishers (in any processes) may share."""
 
     _appender_type = TermAppender
+    _appenders: tuple[TermAppender, ...]
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -292,6 +294,7 @@ class ExclusivePublication(_PublicationBase):
     """A publication with one publisher only: no contention, so it keeps its tail to itself."""
 
     _appender_type = ExclusiveTermAppender
+    _appenders: tuple[ExclusiveTermAppender, ...]
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
