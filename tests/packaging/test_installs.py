@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.dist import Dist, build
+from tools.dist import Dist
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS = ROOT / ".cache" / "packaging"
@@ -71,11 +71,6 @@ def smoke(venv: Path, tmp_path: Path) -> dict[str, object]:
     assert result.returncode == 0, result.stdout + result.stderr
     report: dict[str, object] = json.loads(result.stdout)
     return report
-
-
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    return build(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
