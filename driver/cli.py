@@ -19,7 +19,7 @@ from driver.context import (
     default_aeron_dir,
     parse_property_args,
 )
-from driver.extras import MissingExtra, missing_extra, require
+from driver.util.extras import MissingExtra, missing_extra, require
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from driver.analysis.decode import LOSS_REPORT_FILE
-from driver.extras import install_command, require
+from driver.util.extras import install_command, require
 
 JAVA_HINT = (
     "install one with `apt-get install openjdk-17-jre-headless` (Debian/Ubuntu), "

@@ -12,7 +12,7 @@ import secrets
 import sys
 from typing import Any
 
-from driver.extras import require
+from driver.util.extras import require
 
 TOKEN_ENV = "MEDIADRIVER_HTTP_TOKEN"
 
