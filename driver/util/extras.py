@@ -12,7 +12,7 @@ DISTRIBUTION = "aio-media-driver"
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "service": ("fastapi", "uvicorn"),  # the record & replay HTTP API and its page
-    "analysis": ("pyspark", "matplotlib"),  # the Spark loss analysis and its charts
+    "analysis": ("pyspark", "pyarrow", "pandas", "matplotlib"),  # the Spark loss analysis and its charts
 }
 """Each extra and the top-level modules our code imports from it."""
 

@@ -54,7 +54,7 @@ def test_serve_without_the_service_extra(tmp_path: Path) -> None:
     assert_one_line(result, "serve", "service", "fastapi")
 
 
-@pytest.mark.parametrize("module", ["pyspark", "matplotlib"])
+@pytest.mark.parametrize("module", ["pyspark", "pyarrow", "matplotlib"])
 def test_analyze_loss_without_the_analysis_extra(tmp_path: Path, module: str) -> None:
     create_loss_report_file(tmp_path, 4096, 4096)
     result = mediadriver(tmp_path, [module], "analyze-loss", str(tmp_path), "--out", str(tmp_path / "out"))

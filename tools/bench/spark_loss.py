@@ -4,7 +4,7 @@
 Generates the corpus of the acceptance test (1,000 files, 1,000,000 entries, our ``LossReport`` writer) in a
 temporary dir, or reuses ``--corpus DIR`` (``host-*/loss-report.dat``; generated there if empty). Then:
 - reference: ``driver.reports.loss_report`` reading every file in this process, one entry at a time;
-- spark: ``driver.analysis.job.decode_files`` (binaryFiles + one Python call per file + explode in the JVM)
+- spark: ``driver.analysis.job.decode_files`` (Spark lists the files; mapInArrow decodes each into an Arrow batch)
   materialised with Spark's ``noop`` sink, cold (first run, JIT and Python workers starting) and warm.
 Ratio = warm Spark / reference. The machine's load average is printed too: Spark's figure moves with it.
 """
