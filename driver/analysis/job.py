@@ -13,6 +13,7 @@ along the entries is the one per-entry Python loop left (tools/bench/spark_loss.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import sys
 import tempfile
@@ -121,6 +122,24 @@ class DecodeCounters:
         return sorted(self.skipped.value)
 
 
+def local_files(inputs: Sequence[str]) -> list[str]:
+    """The files local ``inputs`` name, as binaryFiles would list them: a glob's matches, a directory's visible
+    files (not those starting with '.' or '_'), a file itself; sorted, each once."""
+    found: set[str] = set()
+    for item in inputs:
+        path = item.removeprefix("file://") if item.startswith("file://") else item.removeprefix("file:")
+        for match in glob.glob(path) or [path]:
+            if os.path.isdir(match):
+                found.update(
+                    entry.path
+                    for entry in os.scandir(match)
+                    if entry.is_file() and not entry.name.startswith((".", "_"))
+                )
+            elif os.path.isfile(match):
+                found.add(os.path.abspath(match))
+    return sorted(found)
+
+
 def decode_files(
     spark: SparkSession, inputs: Sequence[str], min_partitions: int | None = None
 ) -> tuple[DataFrame, DecodeCounters]:
@@ -133,11 +152,16 @@ def decode_files(
     )
     # Spark lists the files (paths, globs, any URI it reads). Local files are read by the Python workers
     # themselves (mapped, so only the pages holding entries are touched); others come in the listing's content.
-    local = all(urlparse(path).scheme in ("", "file") for path in inputs)
-    listing = spark.read.format("binaryFile").load(list(inputs))
-    listing = listing.select("path") if local else listing.select("path", "content")
-    if min_partitions is not None:
-        listing = listing.repartition(min_partitions)
+    local = local_files(inputs) if all(urlparse(p).scheme in ("", "file") for p in inputs) else []
+    if local:
+        # Listed here: Spark's file index lists each of a glob's directories in a job of its own (seconds for
+        # a thousand drivers), and the paths alone are a few kB.
+        slices = min_partitions or max(2, sc.defaultParallelism * 4)
+        listing = spark.createDataFrame([(f"file:{p}",) for p in local], "path string").repartition(slices)
+    else:
+        listing = spark.read.format("binaryFile").load(list(inputs)).select("path", "content")
+        if min_partitions is not None:
+            listing = listing.repartition(min_partitions)
     decoded = listing.mapInArrow(
         functools.partial(
             columns.decode_batches,
