@@ -65,6 +65,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--cluster-workers",
+        type=int,
+        help="instead of --master: a standalone cluster of this many 1-core workers on loopback, started here",
+    )
     args = parser.parse_args()
 
     temp = None
@@ -80,7 +85,15 @@ def main() -> int:
             generate_s = round(time.perf_counter() - started, 2)
         print(f"spark_loss: corpus of {len(files)} files in {root}", file=sys.stderr)
         ref_entries, ref_s = reference_rate(files)
-        spark = spark_rate(f"{root}/host-*/loss-report.dat", args.master)
+        pattern = f"{root}/host-*/loss-report.dat"
+        if args.cluster_workers:
+            from tests.support.spark_cluster import spark_cluster
+
+            with spark_cluster(root / "cluster", workers=args.cluster_workers) as cluster:
+                args.master = f"standalone, {args.cluster_workers} worker(s) of 1 core"
+                spark = spark_rate(pattern, cluster.master_url)
+        else:
+            spark = spark_rate(pattern, args.master)
         if spark["entries"] != ref_entries:
             print(
                 f"spark_loss: Spark decoded {spark['entries']} entries, the reference {ref_entries}",
