@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
 
-.PHONY: run test install native peers system-deps lint bench clean
+.PHONY: run test install native peers system-deps lint bench clean dist
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,10 +51,15 @@ lint: $(STAMP)
 test: $(STAMP) peers system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The sdist and a manylinux wheel in dist/ (tools/dist.py): the wheel installs where no compiler exists.
+dist: $(STAMP)
+	$(PY) tools/dist.py --out dist
+
 bench: $(STAMP) peers
 	-$(PY) tools/bench/idle_cpu.py
 	-$(PY) tools/bench/python_ipc.py
 	-$(PY) tools/bench/ipc_throughput.py --runs 1
 
 clean:
-	rm -rf $(VENV) build *.egg-info driver/_native*.so driver/_native.c .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info driver/_native*.so driver/concurrent/logbuffer/_fastpath*.so driver/_native.c \
+	  .pytest_cache .ruff_cache .mypy_cache .cache

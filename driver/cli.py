@@ -20,6 +20,7 @@ from driver.context import (
     default_aeron_dir,
     parse_property_args,
 )
+from driver.util.extras import MissingExtra, missing_extra, require
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -77,6 +78,8 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         return _fail(
             "--http needs --archive (the service records and replays through the archive)", EXIT_USAGE
         )
+    if args.http_port is not None:
+        require("service", "run --http")  # before the driver starts, so nothing is left half started
     if args.archive:
         archive_ctx, error = _archive_context(args, properties, aeron_dir=ctx.aeron_dir)
         if error is not None:
@@ -520,7 +523,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(rest)
     if not _runs_until_stopped(args):
         stop_signals.release()  # held since start-up (driver.__main__): short commands get the usual handling
-    return args.handler(args, properties)
+    command = args.command
+    try:
+        return args.handler(args, properties)
+    except MissingExtra as e:
+        return _fail(str(e), EXIT_USAGE)
+    except ImportError as e:  # a command that imports an extra's module without asking require() first
+        missing = missing_extra(e, command)
+        if missing is None:
+            raise
+        return _fail(str(missing), EXIT_USAGE)
 
 
 def _runs_until_stopped(args: argparse.Namespace) -> bool:

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from driver.analysis.decode import LOSS_REPORT_FILE
+from driver.util.extras import install_command, require
 
-INSTALL_HINT = "pip install 'aio-media-driver[analysis]'"
 JAVA_HINT = (
     "install one with `apt-get install openjdk-17-jre-headless` (Debian/Ubuntu), "
     "or set JAVA_HOME to a Java 17+ installation"
@@ -32,22 +32,11 @@ class PreflightError(Exception):
 
 
 def check_python_packages() -> str:
-    """The pyspark version, or PreflightError naming the missing package and the install command."""
-    missing = []
-    version = ""
-    try:
-        import pyspark
+    """The pyspark version; MissingExtra (one line naming the extra and the pip command) when it is missing."""
+    require("analysis", "analyze-loss")
+    import pyspark
 
-        version = pyspark.__version__
-    except ImportError:
-        missing.append("pyspark")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        missing.append("matplotlib")
-    if missing:
-        raise PreflightError(f"{' and '.join(missing)} not installed: {INSTALL_HINT}")
-    return version
+    return pyspark.__version__
 
 
 def find_java() -> Path:
@@ -128,7 +117,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="analyse many drivers' loss-report.dat with Spark: Parquet plus a report with charts",
         description="Decode loss-report.dat files from many drivers with PySpark, write them as Parquet under "
         "--out, and write report.md, summary.json and PNG charts there. Needs the 'analysis' extra "
-        f"({INSTALL_HINT}) and Java 17+ for Spark.",
+        f"({install_command('analysis')}) and Java 17+ for Spark.",
     )
     parser.add_argument(
         "paths",

@@ -1,19 +1,19 @@
 """The Spark job behind ``mediadriver analyze-loss``: many drivers' loss-report.dat -> Parquet + a report.
 
-Files are read with ``SparkContext.binaryFiles`` (paths, globs, or any URI Spark can read) and each file is
-decoded by one Python call (``decode.decode_file_for_spark``) in a flatMap that yields one row of columns per
-file; the JVM explodes those into one row per entry. Corrupt files go into a set accumulator and are skipped.
+Spark lists the files (``binaryFile`` source: paths, globs, or any URI Spark can read) and a ``mapInArrow``
+decodes each whole file into one Arrow record batch, a column per field (``columns.decode_batches``): no Python
+object per entry on either side of the exchange. Corrupt files go into a set accumulator and are skipped.
 The entries are written to ``<out>/entries.parquet``, read back for the aggregates (three Spark jobs), and
 ``report.write_report`` draws the charts and writes report.md and summary.json.
 
-Cost on a small machine is dominated by ``binaryFiles`` itself: each file becomes a PortableDataStream that
-serialises and re-reads the whole Hadoop Configuration (about 10 ms of CPU per file), and its full 1 MiB goes
-to Python. Decoding proper is about 2.5 us per entry.
+Local files are mapped by the Python workers, so a sparse 1 MiB file costs only its written pages; the walk
+along the entries is the one per-entry Python loop left (tools/bench/spark_loss.py measures the rate).
 """
 
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import sys
 import tempfile
@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from driver.analysis import decode
+from driver.analysis import columns, decode
 from driver.analysis.report import Aggregates, write_report
 
 APP_NAME = "mediadriver analyze-loss"
@@ -52,15 +53,9 @@ ROW_TYPES = {
     "first_observation_ms": T.LongType(),
     "last_observation_ms": T.LongType(),
 }
-assert tuple(ROW_TYPES) == decode.ROW_FIELDS
-PER_FILE = ("file", "host")
-# What decode.file_columns yields: one row per file, an array per per-entry field.
-COLUMNS_SCHEMA = T.StructType(
-    [
-        T.StructField(name, kind if name in PER_FILE else T.ArrayType(kind, False), False)
-        for name, kind in ROW_TYPES.items()
-    ]
-)
+assert tuple(ROW_TYPES) == decode.ROW_FIELDS == tuple(columns.SCHEMA.names)
+# What decode.columns yields: one Arrow column per field, one row per entry.
+ENTRY_SCHEMA = T.StructType([T.StructField(name, kind, False) for name, kind in ROW_TYPES.items()])
 
 Progress = Callable[[str], None]
 
@@ -111,6 +106,7 @@ def create_session(master: str = "local[*]", conf: dict[str, str] | None = None)
     spark.sparkContext.setLogLevel("ERROR")
     # Executors then need pyspark but not this package (see decode.py).
     cloudpickle.register_pickle_by_value(decode)
+    cloudpickle.register_pickle_by_value(columns)
     return spark
 
 
@@ -126,6 +122,24 @@ class DecodeCounters:
         return sorted(self.skipped.value)
 
 
+def local_files(inputs: Sequence[str]) -> list[str]:
+    """The files local ``inputs`` name, as binaryFiles would list them: a glob's matches, a directory's visible
+    files (not those starting with '.' or '_'), a file itself; sorted, each once."""
+    found: set[str] = set()
+    for item in inputs:
+        path = item.removeprefix("file://") if item.startswith("file://") else item.removeprefix("file:")
+        for match in glob.glob(path) or [path]:
+            if os.path.isdir(match):
+                found.update(
+                    entry.path
+                    for entry in os.scandir(match)
+                    if entry.is_file() and not entry.name.startswith((".", "_"))
+                )
+            elif os.path.isfile(match):
+                found.add(os.path.abspath(match))
+    return sorted(found)
+
+
 def decode_files(
     spark: SparkSession, inputs: Sequence[str], min_partitions: int | None = None
 ) -> tuple[DataFrame, DecodeCounters]:
@@ -136,20 +150,28 @@ def decode_files(
         files=sc.accumulator(0),
         entries=sc.accumulator(0),
     )
-    partitions = min_partitions or max(2, sc.defaultParallelism * 4)
-    files = sc.binaryFiles(",".join(inputs), minPartitions=partitions)
-    rows = files.flatMap(
+    # Spark lists the files (paths, globs, any URI it reads). Local files are read by the Python workers
+    # themselves (mapped, so only the pages holding entries are touched); others come in the listing's content.
+    local = local_files(inputs) if all(urlparse(p).scheme in ("", "file") for p in inputs) else []
+    if local:
+        # Listed here: Spark's file index lists each of a glob's directories in a job of its own (seconds for
+        # a thousand drivers), and the paths alone are a few kB.
+        slices = min_partitions or max(2, sc.defaultParallelism * 4)
+        listing = spark.createDataFrame([(f"file:{p}",) for p in local], "path string").repartition(slices)
+    else:
+        listing = spark.read.format("binaryFile").load(list(inputs)).select("path", "content")
+        if min_partitions is not None:
+            listing = listing.repartition(min_partitions)
+    decoded = listing.mapInArrow(
         functools.partial(
-            decode.decode_file_for_spark,
+            columns.decode_batches,
             skipped=counters.skipped,
             files=counters.files,
             entries=counters.entries,
-        )
+        ),
+        ENTRY_SCHEMA,
     )
-    per_entry = [name for name in ROW_TYPES if name not in PER_FILE]
-    columns = spark.createDataFrame(rows, COLUMNS_SCHEMA, verifySchema=False)
-    exploded = columns.select(*PER_FILE, F.inline(F.arrays_zip(*per_entry)))
-    df = exploded.select(
+    df = decoded.select(
         *[name for name in ROW_TYPES if not name.endswith("_ms")],
         F.timestamp_millis("first_observation_ms").alias("first_observation"),
         F.timestamp_millis("last_observation_ms").alias("last_observation"),

@@ -16,7 +16,7 @@ from driver.client.client_conductor_agent import ClientConductorAgent
 from driver.client.counter import Counter
 from driver.client.exceptions import AeronError, CncVersionError, DriverTimeoutError
 from driver.client.image import Image
-from driver.client.publication import ExclusivePublication, Publication
+from driver.client.publication import ExclusivePublication, Publication, _PublicationBase
 from driver.client.subscription import ImageHandler, Subscription
 from driver.concurrent.broadcast import BroadcastReceiver
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile
@@ -350,7 +350,7 @@ class Aeron:
         build: Callable[[int], bytes],
         on_ready: Callable[[int, Any], None],
         before_send: Callable[[int], None] | None = None,
-        on_refused: Callable[[int], None] | None = None,
+        on_refused: Callable[[int], object] | None = None,
     ) -> int:
         """Send a registration; the duty cycle later makes its resource (``on_ready``) or keeps its error."""
         holder: list[int] = []
@@ -509,7 +509,7 @@ class Aeron:
         )
         return await self._await_async(lambda: self.get_subscription(registration_id))
 
-    def release_publication(self, publication: Publication | ExclusivePublication) -> None:
+    def release_publication(self, publication: _PublicationBase) -> None:
         with self.conductor.lock:
             if self._publications.pop(publication.registration_id, None) is None:
                 return
@@ -518,7 +518,7 @@ class Aeron:
                 self._remove(cp.Command.REMOVE_PUBLICATION, publication.registration_id, "Publication.close")
 
     def publication_destination(
-        self, publication: Publication | ExclusivePublication, channel: str, add: bool
+        self, publication: _PublicationBase, channel: str, add: bool
     ) -> int:
         """Waits for the driver's answer unless in agent mode (then a refusal goes to the error handler)."""
         command = cp.Command.ADD_DESTINATION if add else cp.Command.REMOVE_DESTINATION

@@ -239,8 +239,8 @@ class ClientConductor:
             ready = cp.decode_publication_ready(body)
             self._respond(ready.correlation_id, msg_type_id, ready)
         elif msg_type_id == cp.Event.ON_SUBSCRIPTION_READY:
-            ready = cp.decode_subscription_ready(body)
-            self._respond(ready.correlation_id, msg_type_id, ready)
+            subscription_ready = cp.decode_subscription_ready(body)
+            self._respond(subscription_ready.correlation_id, msg_type_id, subscription_ready)
         elif msg_type_id == cp.Event.ON_AVAILABLE_IMAGE:
             if self.on_available_image is not None:
                 self.on_available_image(cp.decode_image_ready(body))

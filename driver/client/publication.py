@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from driver.client.aio import offer as offer_waiting
 from driver.client.offer_result import (
@@ -100,7 +100,7 @@ class _PublicationBase:
         if fast is not None:
             # Instance attributes shadow the methods: one C call per offer (or per offer_many, per
             # offer_async that goes at once, per try_claim).
-            self.offer, self.offer_many, self.offer_async, self.try_claim = fast
+            self.offer, self.offer_many, self.offer_async, self.try_claim = fast  # type: ignore[method-assign]
 
     def _native_args(self) -> tuple[Any, ...]:
         return (
@@ -211,7 +211,8 @@ class _PublicationBase:
         return await self._offer_waiting(data, timeout_s=timeout_s)
 
     def _offer_waiting(self, data: Any, *, timeout_s: float | None = None) -> Awaitable[int]:
-        return offer_waiting(self, data, timeout_s=timeout_s)
+        # Only the two concrete classes are ever made, and both are what offer() takes.
+        return offer_waiting(cast("Publication | ExclusivePublication", self), data, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Release this publication (REMOVE_PUBLICATION); idempotent."""
@@ -230,6 +231,7 @@ class Publication(_PublicationBase):
     """A publication that several publishers (in any processes) may share."""
 
     _appender_type = TermAppender
+    _appenders: tuple[TermAppender, ...]
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -279,6 +281,7 @@ class ExclusivePublication(_PublicationBase):
     """A publication with one publisher only: no contention, so it keeps its tail to itself."""
 
     _appender_type = ExclusiveTermAppender
+    _appenders: tuple[ExclusiveTermAppender, ...]
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from driver.service.token_file import TOKEN_ENV, read_token
+from driver.util.extras import require
 
 
 def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default_port: int | None) -> None:
@@ -131,6 +132,7 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
     from driver.archive.archive_context import ArchiveContext
     from driver.context import ConfigurationError, default_aeron_dir
 
+    require("service", "serve")
     try:
         archive_ctx = ArchiveContext.from_sources({"archive_dir": args.archive_dir}, properties)
     except ConfigurationError as e:

@@ -1307,5 +1307,11 @@ PyMODINIT_FUNC PyInit__fastpath(void)
             return NULL;
         }
     }
+    /* Whether results are rewritten in place (the CPython versions whose int layout is known) or allocated. */
+    if (PyModule_AddIntConstant(m, "REUSES_INTS", REUSE_INTS) < 0)
+    {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

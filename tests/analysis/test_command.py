@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from driver import cli
 from driver.analysis.command import PreflightError, resolve_inputs
 from driver.reports.loss_report import create_loss_report_file
 
@@ -86,17 +85,6 @@ def test_a_java_too_old_for_spark_4_is_named(tmp_path: Path) -> None:
     result = analyze_loss(str(tmp_path), env=env)
     assert result.returncode == 1
     assert "needs Java 17 or newer" in result.stderr and "is Java 11" in result.stderr
-
-
-def test_missing_pyspark_says_which_extra_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    create_loss_report_file(tmp_path, 4096, 4096)
-    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark -> ImportError
-    assert cli.main(["analyze-loss", str(tmp_path)]) == 1
-    err = capsys.readouterr().err
-    assert "pyspark not installed" in err
-    assert "pip install 'aio-media-driver[analysis]'" in err
 
 
 def test_inputs_are_resolved_before_spark_starts(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@
 Generates the corpus of the acceptance test (1,000 files, 1,000,000 entries, our ``LossReport`` writer) in a
 temporary dir, or reuses ``--corpus DIR`` (``host-*/loss-report.dat``; generated there if empty). Then:
 - reference: ``driver.reports.loss_report`` reading every file in this process, one entry at a time;
-- spark: ``driver.analysis.job.decode_files`` (binaryFiles + one Python call per file + explode in the JVM)
+- spark: ``driver.analysis.job.decode_files`` (Spark lists the files; mapInArrow decodes each into an Arrow batch)
   materialised with Spark's ``noop`` sink, cold (first run, JIT and Python workers starting) and warm.
 Ratio = warm Spark / reference. The machine's load average is printed too: Spark's figure moves with it.
 """
@@ -65,6 +65,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--cluster-workers",
+        type=int,
+        help="instead of --master: a standalone cluster of this many 1-core workers on loopback, started here",
+    )
     args = parser.parse_args()
 
     temp = None
@@ -80,7 +85,15 @@ def main() -> int:
             generate_s = round(time.perf_counter() - started, 2)
         print(f"spark_loss: corpus of {len(files)} files in {root}", file=sys.stderr)
         ref_entries, ref_s = reference_rate(files)
-        spark = spark_rate(f"{root}/host-*/loss-report.dat", args.master)
+        pattern = f"{root}/host-*/loss-report.dat"
+        if args.cluster_workers:
+            from tests.support.spark_cluster import spark_cluster
+
+            with spark_cluster(root / "cluster", workers=args.cluster_workers) as cluster:
+                args.master = f"standalone, {args.cluster_workers} worker(s) of 1 core"
+                spark = spark_rate(pattern, cluster.master_url)
+        else:
+            spark = spark_rate(pattern, args.master)
         if spark["entries"] != ref_entries:
             print(
                 f"spark_loss: Spark decoded {spark['entries']} entries, the reference {ref_entries}",

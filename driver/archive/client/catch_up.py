@@ -313,6 +313,7 @@ class CatchUp:
         """Up to ``fragment_limit`` fragments of the held copy of live, through the same term reader as an
         image (the header of a copy knows where in its term the copy began)."""
         header = self._held_header
+        assert header is not None  # made with the first held block
         fragments = 0
         try:
             while self._held and fragments < fragment_limit:

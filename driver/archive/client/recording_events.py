@@ -84,10 +84,10 @@ class RecordingEventsAdapter(MessageStream):
     async def events(self, idle_s: float = IDLE_MAX_S) -> AsyncIterator[RecordingEvent]:
         """``async for event in adapter.events()``: every event (callbacks still run), until the
         subscription closes. Polls without blocking the loop."""
-        self._queue = queue = deque()
+        self._queue = queue = deque[RecordingEvent]()
         delay = 0.0
         try:
-            while not self.subscription.is_closed:
+            while self.subscription is not None and not self.subscription.is_closed:
                 if self.poll() == 0:
                     delay = min(idle_s, delay * 2 or idle_s / 8)
                     await asyncio.sleep(delay)
@@ -99,7 +99,7 @@ class RecordingEventsAdapter(MessageStream):
             self._queue = None
 
     def close(self) -> None:
-        if self._owns_subscription:
+        if self._owns_subscription and self.subscription is not None:
             self.subscription.close()
 
     def __enter__(self) -> RecordingEventsAdapter:

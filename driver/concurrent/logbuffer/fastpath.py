@@ -28,6 +28,15 @@ def active() -> bool:
     return ENABLED and AVAILABLE
 
 
+def status() -> str:
+    """One line for users and smoke tests: whether the C fast path serves, and how."""
+    if _fastpath is None:
+        return "fast path not built for this Python: the cffi paths serve (same results, slower)"
+    if not getattr(_fastpath, "REUSES_INTS", 0):
+        return "fast path loaded; this Python's int layout is not known to it, so results are new ints"
+    return "fast path loaded"
+
+
 def bind_offers(
     owner: Any,
     address: int,

@@ -1,0 +1,99 @@
+"""A real Spark standalone cluster on loopback: a master and workers started with the pyspark package's own
+``bin/spark-class`` (its Master and Worker classes), waited for through the master's JSON status page, and
+stopped (with their executors) on exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.ports import free_port
+
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class SparkCluster:
+    master_url: str
+    status_url: str
+    workers: int
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _alive_workers(status_url: str) -> int:
+    try:
+        with urllib.request.urlopen(status_url, timeout=2) as response:
+            return int(json.load(response).get("aliveworkers", 0))
+    except OSError:
+        return 0
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the daemon's process group (the JVM and, for a worker, its executors), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(STOP_TIMEOUT_S)
+
+
+@contextmanager
+def spark_cluster(tmp_path: Path, workers: int = 2, cores_per_worker: int = 1) -> Iterator[SparkCluster]:
+    home = spark_home()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "AERON_"))}
+    env.update(
+        SPARK_HOME=str(home),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOG_DIR=str(tmp_path / "logs"),
+        SPARK_WORKER_DIR=str(tmp_path / "work"),
+    )
+    spark_class = str(home / "bin" / "spark-class")
+    port, ui_port = free_port("tcp"), free_port("tcp")
+    master_url = f"spark://127.0.0.1:{port}"
+    status_url = f"http://127.0.0.1:{ui_port}/json/"
+    processes: list[subprocess.Popen[bytes]] = []
+    logs = tmp_path / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def start(name: str, *args: str) -> None:
+        with open(logs / f"{name}.log", "wb") as log:
+            processes.append(
+                subprocess.Popen(
+                    [spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+              "--webui-port", str(ui_port))  # fmt: skip
+        for i in range(workers):
+            start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                  "--cores", str(cores_per_worker), "--memory", "1g", "--webui-port", str(free_port("tcp")),
+                  "--work-dir", str(tmp_path / f"work-{i}"), master_url)  # fmt: skip
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while _alive_workers(status_url) < workers:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(logs.glob("*.log")))
+                raise RuntimeError(f"the Spark cluster did not start ({workers} workers wanted):\n{log_text}")
+            time.sleep(0.5)
+        yield SparkCluster(master_url, status_url, workers)
+    finally:
+        for process in reversed(processes):
+            _stop(process)
