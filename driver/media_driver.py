@@ -314,10 +314,7 @@ class MediaDriver:
                 *own,
             ]
         shared = [agent for agent, share in self._extra_agents if share]
-        # Java's order: a cycle woken by an offer or a datagram sends and reads first, and the conductor's
-        # bookkeeping (~10 us of Python) comes after instead of before the message's way through.
-        network_first = [self.sender, self.receiver, self.conductor]
-        return [(CompositeAgent([*network_first, *shared]), ctx.shared_idle_strategy), *own]
+        return [(CompositeAgent([*self._all_agents(), *shared]), ctx.shared_idle_strategy), *own]
 
     def _idle_strategy(self, name: str) -> IdleStrategy:
         max_park_ns = self.ctx.idle_max_park_ns
