@@ -58,7 +58,7 @@ class Sender:
         self._endpoints.append(endpoint)
         if self.waker is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
-                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker, gate_reads=True)
+                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
 
     def on_close_send_channel_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         if endpoint in self._endpoints:

@@ -15,10 +15,8 @@ SPIN = -1
 YIELD = 0
 OS_YIELD = -2
 """Give the CPU to another thread or process (``sched_yield``), then run the next cycle after the loop's turn."""
-SPINS_PER_LOOP_TURN = 4
-"""Busy spinning still hands the loop a turn this often: other runners and the stop request need it, and a
-socket's new data is seen only after a turn (the transports read a drained socket again once the loop has
-reported it readable)."""
+SPINS_PER_LOOP_TURN = 16
+"""Busy spinning still hands the loop a turn this often: other runners and the stop request need it."""
 
 
 class Waker:

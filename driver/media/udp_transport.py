@@ -162,10 +162,6 @@ class UdpTransport:
         self.short_sends = 0
         """Sends that did not go whole (counted here; the agent adds them to the SHORT_SENDS counter)."""
         self._reader_loop: asyncio.AbstractEventLoop | None = None
-        self._gate_reads = False
-        self._readable = True
-        """False once a gated socket was drained: :meth:`receive_batch` then skips the system call until the
-        loop reports it readable again (see :meth:`register_reader`)."""
         self._term_burst = TermBurst()
         self.gso = False
         """Bursts go as UDP_SEGMENT sends (set by ``open_send(gso=True)``, cleared if the socket refuses)."""
@@ -501,17 +497,12 @@ class UdpTransport:
 
         ECONNREFUSED (an ICMP port unreachable reported on a connected socket) is skipped, as Java does.
         A transport opened with ``gro`` turns UDP_GRO on when first read by a batch that splits."""
-        if not self._readable:
-            return 0  # drained, and the loop has not seen the socket readable since
         if self._gro_wanted and getattr(batch, "gro", False):
             self._enable_gro()
         try:
-            received = batch.receive(self._recv_fd)
+            return batch.receive(self._recv_fd)
         except ConnectionRefusedError:
-            received = batch.receive(self._recv_fd)
-        if self._gate_reads and batch.drained:
-            self._readable = False
-        return received
+            return batch.receive(self._recv_fd)
 
     def _enable_gro(self) -> None:
         self._gro_wanted = False
@@ -525,37 +516,21 @@ class UdpTransport:
 
     # --- the event loop edge ---
 
-    def register_reader(self, loop: asyncio.AbstractEventLoop, waker: Waker, gate_reads: bool = False) -> None:
+    def register_reader(self, loop: asyncio.AbstractEventLoop, waker: Waker) -> None:
         """Wake ``waker`` when the socket becomes readable. The callback only wakes: the agent reads
-        (``receive_batch``) and decodes in its duty cycle (design.md section 6 rule 3).
-
-        ``gate_reads``: once a read drained the socket, :meth:`receive_batch` makes no system call until the
-        loop has reported the socket readable again, which it does at its next turn. An idle duty cycle then
-        costs no read; a datagram sent by this process in the same cycle is read one loop turn later. For
-        control sockets, whose messages are not on a stream's path; data sockets read every cycle, so that a
-        datagram from a sender on this host is taken in the cycle that sent it."""
+        (``receive_batch``) and decodes in its duty cycle (design.md section 6 rule 3)."""
         if self._recv_sock is None:
             raise RuntimeError(f"register_reader on a closed transport for {self._uri()}")
         if self._reader_loop is not None:
             self._reader_loop.remove_reader(self._recv_fd)
-        loop.add_reader(self._recv_fd, self._on_readable, waker)
+        loop.add_reader(self._recv_fd, waker.wake)
         self._reader_loop = loop
-        self._gate_reads = gate_reads
-        self._readable = True
-
-    def _on_readable(self, waker: Waker) -> None:
-        # The loop watches level-triggered: a datagram arriving after a drain makes the socket readable at
-        # the loop's next turn, which lands here; no read is skipped that could return data.
-        self._readable = True
-        waker.wake()
 
     def unregister_reader(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         loop = loop or self._reader_loop
         if loop is not None and self._recv_fd >= 0 and not loop.is_closed():
             loop.remove_reader(self._recv_fd)
         self._reader_loop = None
-        self._gate_reads = False
-        self._readable = True
 
     def close(self) -> None:
         """Stop the reader (if registered) and close the socket(s). Idempotent."""

@@ -399,44 +399,6 @@ def test_register_reader_only_wakes(transports, factory) -> None:
         loop.close()
 
 
-@pytest.mark.parametrize(
-    "factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
-)
-def test_a_gated_socket_is_read_again_once_the_loop_sees_it_readable(transports, factory) -> None:
-    """Once drained, a gated socket is not read (no system call) until the loop reports it readable; then
-    every datagram that arrived meanwhile is read. Unwatched, every call reads."""
-    sender, receiver = unicast_pair(transports)
-    loop = factory()
-
-    async def main() -> list[int]:
-        woken = asyncio.Event()
-        waker = Waker()
-        waker.bind(woken.set)
-        receiver.register_reader(asyncio.get_running_loop(), waker, gate_reads=True)
-        counts = []
-        with ReceiveBatch(4, 64) as b:
-            sender.send(b"a" * 32)
-            await asyncio.wait_for(woken.wait(), 2)
-            counts.append(receiver.receive_batch(b))  # 1: read, and the socket is drained
-            woken.clear()
-            sender.send(b"b" * 32)
-            sender.send(b"c" * 32)
-            counts.append(receiver.receive_batch(b))  # 0: the loop has not turned since the drain
-            await asyncio.wait_for(woken.wait(), 2)
-            counts.append(receiver.receive_batch(b))  # 2: both datagrams
-            receiver.unregister_reader(asyncio.get_running_loop())
-            counts.append(receiver.receive_batch(b))  # 0: nothing left
-            sender.send(b"d" * 32)
-            await asyncio.sleep(0.05)
-            counts.append(receiver.receive_batch(b))  # 1: unwatched, every call reads
-        return counts
-
-    try:
-        assert loop.run_until_complete(main()) == [1, 0, 2, 0, 1]
-    finally:
-        loop.close()
-
-
 def test_close_unregisters_the_reader() -> None:
     loop = uvloop.new_event_loop()
     try:
