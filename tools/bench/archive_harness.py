@@ -29,6 +29,7 @@ from typing import Any
 from harness import (
     KINDS,
     READY_TIMEOUT_S,
+    STREAM_TUNING,
     BenchError,
     Driver,
     Harness,
@@ -49,7 +50,11 @@ BENCH_SOURCES = HERE / "java"
 JAVA_ARCHIVING_DRIVER_MAIN = "io.aeron.archive.ArchivingMediaDriver"
 MARK_FILE = "archive-mark.dat"
 
-JAVA_ARCHIVE_DEFAULT_PROPS = {"aeron.threading.mode": "SHARED", "aeron.archive.threading.mode": "SHARED"}
+JAVA_ARCHIVE_DEFAULT_PROPS = {
+    "aeron.threading.mode": "SHARED",
+    "aeron.archive.threading.mode": "SHARED",
+    **STREAM_TUNING,
+}
 
 
 def archive_channel_props() -> dict[str, str]:
@@ -68,7 +73,7 @@ def archive_driver_props(
 ) -> dict[str, dict[str, str]]:
     """Per kind: ``common``, then (Java) driver and archive SHARED, then --ours-prop / --java-prop."""
     return {
-        "ours": {**(common or {}), **parse_props(args.ours_prop)},
+        "ours": {**(common or {}), **STREAM_TUNING, **parse_props(args.ours_prop)},
         "java": {**(common or {}), **JAVA_ARCHIVE_DEFAULT_PROPS, **parse_props(args.java_prop)},
     }
 

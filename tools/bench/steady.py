@@ -38,6 +38,7 @@ from harness import (
     ROOT,
     STARTUP_TIMEOUT_S,
     STREAM_ID,
+    STREAM_TUNING,
     BenchError,
     Harness,
     Peers,
@@ -297,7 +298,7 @@ def steady_main(
     chosen = _split(args.setups, (*SINGLE_SETUPS, *OTHER_SETUPS, *PEER_SETUPS))
     orders = _split(args.orders, ORDERS)
     props = {
-        "ours": parse_props(args.ours_prop),
+        "ours": {**STREAM_TUNING, **parse_props(args.ours_prop)},
         "java": {**JAVA_DEFAULT_PROPS, **parse_props(args.java_prop)},
     }
     try:
@@ -307,7 +308,7 @@ def steady_main(
 
     host = host_info()
     results: dict[tuple[str, str], list[dict[str, Any]]] = {(s, o): [] for s in chosen for o in orders}
-    # The shell launch uses each driver's defaults (Java: SHARED) and starts both clients at once.
+    # The shell launch uses the same settings (Java: SHARED; both: STREAM_TUNING) and starts both clients at once.
     checked = [
         kind
         for kind in ("ours", "java")
