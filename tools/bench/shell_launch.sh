@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput and round trips as a user measures them from a shell: a driver, then Aeron's sample clients,
-# each started from bash with its output in a file and nothing watching them; afterwards the figures are read
-# from the files. The Python harness checks itself against this launch (tools/bench/README.md).
+# each started from bash in a session of its own (as from its own terminal: with the kernel's autogroup
+# scheduling, CPU is shared between sessions first) with its output in a file and nothing watching it;
+# afterwards the figures are read from the files. The Python harness checks itself against this launch (tools/bench/README.md).
 #
 #   tools/bench/shell_launch.sh java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]
 #   tools/bench/shell_launch.sh java|ours -p [-n ROUND_TRIPS] [-l LENGTH] [-o OUT_DIR] [-- DRIVER_ARGS...]
@@ -62,10 +63,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$kind" = java ]; then
-  "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED "${tuning[@]}" io.aeron.driver.MediaDriver \
-    > "$out/driver.out" 2>&1 &
+  setsid "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED "${tuning[@]}" \
+    io.aeron.driver.MediaDriver > "$out/driver.out" 2>&1 < /dev/null &
 else
-  "$root/.venv/bin/mediadriver" run --dir "$dir" "${tuning[@]}" "$@" > "$out/driver.out" 2>&1 &
+  setsid "$root/.venv/bin/mediadriver" run --dir "$dir" "${tuning[@]}" "$@" > "$out/driver.out" 2>&1 < /dev/null &
 fi
 driver=$!
 pids+=("$driver")
@@ -77,10 +78,10 @@ if [ -n "$pingpong" ]; then
     -Daeron.sample.ping.channel=aeron:udp?endpoint=localhost:40124
     -Daeron.sample.pong.channel=aeron:udp?endpoint=localhost:40125
     -Daeron.sample.warmup.iterations=2 -Daeron.sample.warmup.messages=10000)
-  "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 &
+  setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 < /dev/null &
   pids+=("$!")
   sleep 2
-  echo n | "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1
+  echo n | setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1
   awk -v kind="$kind" -v out="$out" '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
@@ -97,10 +98,10 @@ if [ -n "$pingpong" ]; then
 fi
 
 samples=(-Daeron.dir="$dir" -Daeron.sample.channel="$channel" -Daeron.sample.messageLength="$length")
-"$java" -cp "$jar" "${samples[@]}" io.aeron.samples.RateSubscriber > "$out/sub.out" 2>&1 &
+setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.RateSubscriber > "$out/sub.out" 2>&1 < /dev/null &
 pids+=("$!")
-"$java" -cp "$jar" "${samples[@]}" -Daeron.sample.messages=1000000000000 io.aeron.samples.StreamingPublisher \
-  > "$out/pub.out" 2>&1 < /dev/null &
+setsid "$java" -cp "$jar" "${samples[@]}" -Daeron.sample.messages=1000000000000 \
+  io.aeron.samples.StreamingPublisher > "$out/pub.out" 2>&1 < /dev/null &
 pids+=("$!")
 
 cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
