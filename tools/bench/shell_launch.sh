@@ -85,7 +85,7 @@ if [ -n "$pingpong" ]; then
   awk -v kind="$kind" -v out="$out" '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
-    /#\[Max = / { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
+    /#\[Max +=/ { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
     END {
       if (!total) { print kind " failed: no histogram in " out "/ping.out"; exit 2 }
       for (i = 1; i <= n; i++) {
