@@ -130,7 +130,8 @@ class Replication:
     @staticmethod
     def _signal(item: Any) -> ReplicationSignal:
         if isinstance(item, RecordingSignalEvent):
-            name = SIGNAL_NAMES.get(item.signal, item.signal.name.lower())
+            signal = item.signal
+            name = SIGNAL_NAMES.get(signal) or (signal.name.lower() if signal is not None else "unknown")
             return ReplicationSignal(item.subscription_id, name, item.recording_id, item.position)
         replication_id, error = item
         return ReplicationSignal(replication_id, "error", NULL_RECORDING_ID, -1, error)
