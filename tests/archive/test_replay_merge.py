@@ -39,6 +39,10 @@ STREAM_ID = 1001
 RATE = 130_000
 MIN_RATE = 100_000
 MERGE_TIMEOUT_S = 10
+LOSSY_MERGE_TIMEOUT_S = 20
+"""With 5 % loss the control responses the merge waits on reach the consumer's driver through the same loss and
+are NAK-repaired: one of two full-suite runs on a loaded 2-core host sat past 10 s in ATTEMPT_LIVE_JOIN with
+the image already beyond the live position it last heard (alone, every run merges in a few seconds)."""
 AFTER_MERGE = 100_000  # messages taken from live after the merge
 FAST_LOSS_TIMERS = "2ms"
 FAST_LOSS_TIMERS_NS = 2_000_000
@@ -162,7 +166,8 @@ def test_consumer_three_terms_behind_merges_with_continuous_live_exactly_once(
             append(unpack(buffer.view, offset)[0])
 
         try:
-            merge.run_until_merged(on_fragment, timeout_s=MERGE_TIMEOUT_S, fragment_limit=256)
+            timeout_s = LOSSY_MERGE_TIMEOUT_S if loss_rate else MERGE_TIMEOUT_S
+            merge.run_until_merged(on_fragment, timeout_s=timeout_s, fragment_limit=256)
         except TimeoutError as e:
             rate = (merge.live_position - live_before) / FRAME / (time.monotonic() - began)
             replay_rate = (merge.image_position - start) / FRAME / (time.monotonic() - began)
