@@ -67,15 +67,13 @@ def parse_idle_strategy(name: str, text: str) -> str:
 
 
 PROFILES: dict[str, dict[str, str]] = {
-    # Round trips first (README, "Low-latency profile"): every agent wakes every 100 us to look for offers,
-    # and runs under SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning
-    # clients for a scheduler slice. Spinning or yielding instead loses to those clients on a small machine:
-    # the driver then gets the CPU only when the scheduler takes it from them (milliseconds).
+    # Round trips first (README, "Low-latency profile"): the default backoff with short parks (a woken
+    # driver looks for a client's answer every 8 us at first, never later than every 100 us), under
+    # SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning clients for a
+    # scheduler slice. Spinning or yielding instead loses to those clients on a small machine: the driver
+    # then gets the CPU only when the scheduler takes it from them (milliseconds).
     "low-latency": {
-        **{
-            f"aeron.{agent}.idle.strategy": "sleeping"
-            for agent in ("conductor", "sender", "receiver", "sharednetwork", "shared")
-        },
+        "aeron.idle.min.park": "8us",
         "aeron.idle.max.park": "100us",
         "aeron.driver.realtime.priority": "10",
     },
@@ -419,6 +417,13 @@ class DriverContext:
     idle_max_park_ns: int = _setting(
         "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"
     )
+    idle_min_park_ns: int = _setting(
+        "aeron.idle.min.park",
+        parse_duration_ns,
+        16_000,  # media_driver.IDLE_MIN_PARK_NS
+        "ns",
+        "first park of the backoff strategy (capped by aeron.idle.max.park), also after a cycle that moved little",
+    )
     idle_dormant_park_ns: int = _setting(
         "aeron.idle.dormant.park",
         parse_duration_ns,
@@ -507,6 +512,8 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+        if self.idle_min_park_ns <= 0:
+            raise ConfigurationError("aeron.idle.min.park must be at least 1 ns (aeron.idle.max.park caps it)")
 
     @property
     def untethered_timeouts(self) -> UntetheredTimeouts:

@@ -150,7 +150,15 @@ class NetworkPublication:
             self._setup_message_check(now_ns, active_term_id, term_offset)
         # A Python duty cycle costs far more than Java's, so send a burst of datagrams per cycle rather
         # than one: same wire behaviour, the cycle's overhead spread over up to SEND_BURST datagrams.
-        bytes_sent = self._send_term_burst(now_ns, sender_position)
+        if (
+            not self._term_buffers[(sender_position >> bits) % 3].get_int32_volatile(term_offset)
+            and (not self._track_sender_limits or self.sender_limit.get() > sender_position)
+        ):
+            # Nothing published at the sender's position and no flow-control stall to count: the common
+            # idle cycle skips the burst's call and arguments.
+            bytes_sent: int | None = 0
+        else:
+            bytes_sent = self._send_term_burst(now_ns, sender_position)
         if bytes_sent is None:  # no batched path (multi-destination): datagram by datagram
             bytes_sent = self._send_data(now_ns, sender_position, term_offset)
             burst = 1

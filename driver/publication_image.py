@@ -300,19 +300,25 @@ class PublicationImage:
         if not positions:
             return 0
         min_position, max_position = min(positions), max(positions)
-        rebuild_position = max(self.rebuild_position.get(), max_position)
+        rebuild_counter = self.rebuild_position.get()
+        rebuild_position = max(rebuild_counter, max_position)
         hwm_position = self.hwm_position.get()
-        term_buffer = self._term_buffers[(rebuild_position >> self.position_bits_to_shift) % 3]
-        work, new_rebuild_position = self.loss_detector.scan(
-            term_buffer,
-            rebuild_position,
-            hwm_position,
-            now_ns,
-            self._term_length_mask,
-            self.position_bits_to_shift,
-            self.initial_term_id,
-        )
-        self.rebuild_position.propose_max_ordered(new_rebuild_position)
+        work = 0
+        if rebuild_position < hwm_position or self.loss_detector.has_gaps:
+            term_buffer = self._term_buffers[(rebuild_position >> self.position_bits_to_shift) % 3]
+            work, new_rebuild_position = self.loss_detector.scan(
+                term_buffer,
+                rebuild_position,
+                hwm_position,
+                now_ns,
+                self._term_length_mask,
+                self.position_bits_to_shift,
+                self.initial_term_id,
+            )
+            self.rebuild_position.propose_max_ordered(new_rebuild_position)
+        elif rebuild_position > rebuild_counter:
+            # Nothing to scan (the common case, every duty cycle): skip the scan's call and arguments.
+            self.rebuild_position.propose_max_ordered(rebuild_position)
         window = self._receiver_window_length
         if (
             now_ns - (self._time_of_last_sm_schedule_ns + status_message_timeout_ns) > 0
