@@ -67,13 +67,11 @@ def parse_idle_strategy(name: str, text: str) -> str:
 
 
 PROFILES: dict[str, dict[str, str]] = {
-    # Round trips first (README, "Low-latency profile"): the default backoff with short parks (a woken
-    # driver looks for a client's answer every 8 us at first, never later than every 100 us), under
+    # Round trips first (README, "Low-latency profile"): the default backoff capped at 100 us parks, under
     # SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning clients for a
-    # scheduler slice. Spinning or yielding instead loses to those clients on a small machine: the driver
-    # then gets the CPU only when the scheduler takes it from them (milliseconds).
+    # scheduler slice. Shorter parks (8 or 4 us) or spinning lose to those clients on a small machine: each
+    # wake takes a core from one of them (Ping/Pong p50 16 us: ~131, 8 us: ~184, 4 us: ~218 us).
     "low-latency": {
-        "aeron.idle.min.park": "8us",
         "aeron.idle.max.park": "100us",
         "aeron.driver.realtime.priority": "10",
     },
