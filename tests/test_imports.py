@@ -109,6 +109,9 @@ ARCHIVE_CLIENT_MAY_IMPORT_FROM_ARCHIVE = ("driver.archive.client", "driver.archi
 # The command line sits on top: nothing else in driver/ imports it but the entry point.
 CLI = "driver.cli"
 CLI_IMPORTED_BY = ("driver.__main__",)
+# Each command family's module shares only this with the others (its own subcommand modules aside).
+CLI_SHARED = "driver.cli.common"
+CLI_FAMILY_PARTS = {"driver.cli.archive": ("driver.cli.archive_replicate",)}
 # What the optional extras provide (driver/util/extras.py), with what they bring that our code imports by name.
 OPTIONAL_MODULES = frozenset(EXTRA_OF_MODULE) | {"starlette", "pydantic", "httptools"}
 
@@ -634,3 +637,12 @@ def test_only_the_entry_point_imports_the_cli(module: str) -> None:
 
 def test_the_entry_point_imports_the_cli() -> None:
     assert "driver.cli" in IMPORTS["driver.__main__"]
+
+
+@pytest.mark.parametrize("module", [m for m in modules_in(CLI) if m != CLI])
+def test_a_command_family_imports_only_the_shared_cli_module(module: str) -> None:
+    allowed = {CLI_SHARED, *CLI_FAMILY_PARTS.get(module, ())}
+    bad = sorted(n for n in IMPORTS[module] if is_within(n, CLI) and n not in allowed)
+    assert bad == [], (
+        f"{MODULES[module].relative_to(DRIVER.parent)} imports {bad}: share through {CLI_SHARED}"
+    )
