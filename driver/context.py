@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
 from driver.protocol.untethered import UntetheredTimeouts
 from driver.termination import parse_termination_validator
+from driver.util.bit_util import is_power_of_two
 from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
@@ -54,8 +56,6 @@ def parse_realtime_priority(name: str, text: str) -> int:
 
 def parse_idle_strategy(name: str, text: str) -> str:
     """An ``aeron.*.idle.strategy`` value: a short name or the Agrona class name Aeron takes."""
-    from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
-
     value = idle_strategy_name(text)
     if value is None:
         raise ConfigurationError(
@@ -488,8 +488,6 @@ class DriverContext:
         return ctx
 
     def validate(self) -> None:
-        from driver.util.bit_util import is_power_of_two
-
         def power_of_two_capacity(name: str, length: int, trailer: int) -> None:
             if length <= trailer or not is_power_of_two(length - trailer):
                 raise ConfigurationError(

@@ -39,6 +39,7 @@ from driver.archive.segment_file import (
 )
 from driver.archive.session_worker import SessionQueue
 from driver.client.aeron import Aeron
+from driver.client.exceptions import AeronError
 from driver.util.bit_util import is_power_of_two
 from driver.util.files import FilePermissions
 
@@ -114,8 +115,6 @@ class Archive:
                 "with --archive-dir or -Daeron.archive.dir"
             ) from e
         if aeron is None:
-            from driver.client.exceptions import AeronError
-
             try:
                 aeron = Aeron.connect(
                     ctx.aeron_dir or None,

@@ -15,12 +15,12 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from driver.cli.stat import DEFAULT_METRICS_PORT
 from driver.concurrent.counter_types import decode_counter
 from driver.exporter import DEFAULT_PORT
 from driver.exporter.collector import snapshot_metrics
 from driver.status.driver_snapshot import DriverSnapshot
 from driver.status.system_counters import SystemCounterDescriptor
-from driver.views.commands import DEFAULT_METRICS_PORT
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDER = ROOT / "tools" / "grafana" / "build_dashboard.py"
