@@ -175,8 +175,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     run.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        help="a set of settings: low-latency = every agent idles with the yield strategy (no parks; a core "
-        "while running); -D properties still override it",
+        help="a set of settings: low-latency = parks of at most 100 us and SCHED_FIFO where permitted "
+        "(README); -D properties still override it",
     )
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"
