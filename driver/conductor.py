@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -69,6 +69,12 @@ from driver.protocol.publication_params import (
     SubscriptionParams,
     validate_shared_publication,
 )
+from driver.protocol.response_channel import (
+    ResponseParams,
+    refuse_response_params,
+    response_params,
+    response_publication_error,
+)
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel, destination_address
 from driver.protocol.untethered import Action as UntetheredAction
@@ -108,6 +114,7 @@ def _parse_ipc_uri(channel: str) -> ChannelUri:
     except InvalidChannelError as e:
         raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
     refuse_unsupported_params(uri)
+    refuse_response_params(uri, "IPC")
     return uri
 
 
@@ -128,10 +135,12 @@ class StreamRefCounts:
     """The conductor's count of subscriptions per stream (and per stream and session) of one receive
     endpoint: the first one subscribes the receiver, the last one unsubscribes it."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_counts", "pending_responses")
 
     def __init__(self) -> None:
         self._counts: dict[tuple[int, int | None], int] = {}
+        # Response subscriptions still waiting for their session: they keep the endpoint open, unsubscribed.
+        self.pending_responses = 0
 
     def increment(self, stream_id: int, session_id: int | None) -> int:
         key = (stream_id, session_id)
@@ -148,7 +157,7 @@ class StreamRefCounts:
         return count
 
     def is_empty(self) -> bool:
-        return not self._counts
+        return not self._counts and self.pending_responses == 0
 
 
 @dataclass(eq=False)
@@ -1003,6 +1012,7 @@ class DriverConductor:
 
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        refuse_response_params(udp_channel.channel_uri, "spies")
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
@@ -1222,14 +1232,22 @@ class DriverConductor:
             find_network_publication_by_tag=self._find_network_publication_by_tag,
             is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
+        response = response_params(udp_channel.channel_uri)
+        answered_image = self._check_response_publication(msg.channel, response)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_send_endpoint(udp_channel)
         # Held while the publication is looked up or made, so that a refusal closes a fresh endpoint.
         self._send_endpoint_refs[endpoint] += 1
         try:
-            publication = self._find_or_add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+            publication = self._find_or_add_network_publication(
+                msg, params, udp_channel, endpoint, exclusive, response
+            )
         finally:
             self._release_send_endpoint(endpoint)
+        if answered_image is not None:
+            # The image tells its publication's driver this session with each SM until the client connects.
+            answered_image.response_session_id = publication.session_id
+            answered_image.request_status_message()
         self._publication_links[msg.correlation_id] = PublicationLink(
             msg.correlation_id, client.client_id, publication
         )
@@ -1245,6 +1263,25 @@ class DriverConductor:
         )
         self._link_spies(publication)
 
+    def _check_response_publication(self, channel: str, response: ResponseParams) -> PublicationImage | None:
+        """The image a response publication answers (None for other publications); refuses a request
+        publication whose response subscription does not exist and a response publication that cannot answer."""
+        if response.is_request:
+            if response.correlation_id not in self._subscription_links:
+                raise InvalidChannelError(
+                    channel,
+                    f"no subscription with registration id {response.correlation_id} for response-correlation-id",
+                    error_code=cp.ErrorCode.GENERIC_ERROR,
+                )
+            return None
+        if not response.is_response:
+            return None
+        image = next((i for i in self._images if i.correlation_id == response.correlation_id), None)
+        reason = response_publication_error(response, None if image is None else image.setup_flags)
+        if reason is not None:
+            raise InvalidChannelError(channel, reason, error_code=cp.ErrorCode.GENERIC_ERROR)
+        return image
+
     def _find_or_add_network_publication(
         self,
         msg: cp.PublicationMessage,
@@ -1252,6 +1289,7 @@ class DriverConductor:
         udp_channel: UdpChannel,
         endpoint: SendChannelEndpoint,
         exclusive: bool,
+        response: ResponseParams,
     ) -> NetworkPublication:
         publication = None
         if not exclusive:
@@ -1261,6 +1299,7 @@ class DriverConductor:
                     and candidate.channel_endpoint is endpoint
                     and candidate.state is NetState.ACTIVE
                     and not candidate.is_exclusive
+                    and candidate.response == response
                 ):
                     validate_shared_publication(
                         ExistingPublication(
@@ -1273,7 +1312,7 @@ class DriverConductor:
         if publication is None:
             if params.session_id is not None and not params.is_session_id_tagged:
                 self._confirm_session_id_not_in_use(params.session_id)
-            publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+            publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive, response)
         return publication
 
     def _add_network_publication(
@@ -1283,6 +1322,7 @@ class DriverConductor:
         udp_channel: UdpChannel,
         endpoint: SendChannelEndpoint,
         exclusive: bool,
+        response: ResponseParams,
     ) -> NetworkPublication:
         ctx = self._ctx
         registration_id = msg.correlation_id
@@ -1334,6 +1374,7 @@ class DriverConductor:
             naks_received=stream_counters.sender_naks_received(
                 self._counters, registration_id, session_id, msg.stream_id, msg.channel
             ),
+            response=response,
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
@@ -1408,7 +1449,9 @@ class DriverConductor:
                     cp.ErrorCode.GENERIC_ERROR,
                     f"option conflicts with existing subscriptions: reliable={params.is_reliable} on {msg.channel}",
                 )
-        if refs.increment(msg.stream_id, params.session_id) == 1:
+        if params.is_response and params.session_id is None:
+            refs.pending_responses += 1  # subscribed once the server's driver names the session (RSP_SETUP)
+        elif refs.increment(msg.stream_id, params.session_id) == 1:
             self._receiver_proxy.add_subscription(endpoint, msg.stream_id, params.session_id)
         link = NetworkSubscriptionLink(
             msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params, endpoint=endpoint
@@ -1447,10 +1490,37 @@ class DriverConductor:
         if refs is None:
             return
         session_id = link.params.session_id
-        if refs.decrement(link.stream_id, session_id) == 0:
+        if link.params.is_response and session_id is None:
+            refs.pending_responses -= 1
+        elif refs.decrement(link.stream_id, session_id) == 0:
             self._receiver_proxy.remove_subscription(endpoint, link.stream_id, session_id)
         if refs.is_empty():
             self._close_receive_endpoint(endpoint)
+
+    def on_response_setup(self, correlation_id: int, response_session_id: int) -> None:
+        """From the sender: the server's driver answered our request publication with the session id of its
+        response publication; the response subscription ``correlation_id`` takes that session (once) and asks
+        the server for a SETUP."""
+        link = self._subscription_links.get(correlation_id)
+        if not isinstance(link, NetworkSubscriptionLink) or link.endpoint is None or not link.params.is_response:
+            return
+        endpoint = link.endpoint
+        refs = self._receive_endpoint_refs.get(endpoint)
+        if refs is None:
+            return
+        if link.params.session_id is None:
+            refs.pending_responses -= 1
+            link.params = replace(link.params, session_id=response_session_id)
+            if refs.increment(link.stream_id, response_session_id) == 1:
+                self._receiver_proxy.add_subscription(endpoint, link.stream_id, response_session_id)
+        self._receiver_proxy.request_setup(endpoint, link.stream_id, link.params.session_id)
+
+    def on_response_connected(self, correlation_id: int) -> None:
+        """From the sender: the response publication answering image ``correlation_id`` hears its client, so
+        that image stops sending RSP_SETUP."""
+        for image in self._images:
+            if image.correlation_id == correlation_id:
+                image.response_session_id = None
 
     def _close_receive_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._receive_endpoint_refs.pop(endpoint, None)
@@ -1568,6 +1638,7 @@ class DriverConductor:
                 UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
         )
+        image.setup_flags = setup.flags
         image.stream_naks_sent = stream_counters.receiver_naks_sent(
             self._counters, registration_id, setup.session_id, setup.stream_id, channel
         )

@@ -183,7 +183,14 @@ class MediaDriver:
             CommandQueue(),
         )
         counter = self.system_counters.get
-        self.sender = Sender(self.system_counters, nano_clock, commands=sender_commands)
+        self.sender = Sender(
+            self.system_counters,
+            nano_clock,
+            commands=sender_commands,
+            conductor_proxy=DriverConductorProxy(
+                conductor_commands, counter(SystemCounterDescriptor.CONDUCTOR_PROXY_FAILS)
+            ),
+        )
         self.receiver = Receiver(
             self.system_counters,
             loss_generator,

@@ -16,6 +16,7 @@ from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
+from driver.protocol.response_channel import NO_RESPONSE, ResponseParams
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
@@ -64,7 +65,13 @@ class NetworkPublication:
         spies_simulate_connection: bool = False,
         sender_bpe: AtomicCounter | None = None,
         naks_received: AtomicCounter | None = None,
+        response: ResponseParams = NO_RESPONSE,
     ) -> None:
+        self.response = response
+        self.is_response = response.is_response
+        # A response publication sends only to the client whose setup-eliciting SM named its session.
+        self.response_address: tuple[str, int] | None = None
+        self._setup_flags = response.setup_flags
         self.sender_bpe = sender_bpe
         self.naks_received = naks_received
         now_ns = nano_clock()
@@ -142,6 +149,8 @@ class NetworkPublication:
     # --- sender duty cycle ---------------------------------------------------------------------
 
     def send(self, now_ns: int) -> int:
+        if self.is_response and self.response_address is None:
+            return 0  # no client has asked for this answer path yet: nowhere to send
         sender_position = self.sender_position.get()
         bits = self.position_bits_to_shift
         active_term_id = lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id)
@@ -242,7 +251,7 @@ class NetworkPublication:
         )
         if available <= 0:
             return 0
-        if self.channel_endpoint.send(term_buffer.view[term_offset : term_offset + available]) != available:
+        if self._send(term_buffer.view[term_offset : term_offset + available]) != available:
             self._short_sends.increment()
             return 0
         self._time_of_last_send_or_heartbeat_ns = now_ns
@@ -263,8 +272,9 @@ class NetworkPublication:
                 self.term_length,
                 self.mtu_length,
                 self.channel_endpoint.multicast_ttl,
+                self._setup_flags,
             )
-            if self.channel_endpoint.send(setup) != len(setup):
+            if self._send(setup) != len(setup):
                 self._short_sends.increment()
             if self.has_receivers:
                 self.should_send_setup_frame = False
@@ -275,7 +285,7 @@ class NetworkPublication:
         heartbeat = frames.encode_heartbeat(
             self.session_id, self.stream_id, active_term_id, term_offset, self.is_end_of_stream
         )
-        bytes_sent = self.channel_endpoint.send(heartbeat)
+        bytes_sent = self._send(heartbeat)
         if bytes_sent != len(heartbeat):
             self._short_sends.increment()
         self._time_of_last_send_or_heartbeat_ns = now_ns
@@ -297,16 +307,25 @@ class NetworkPublication:
             available, padding = scan_for_availability(term_buffer, offset, min(self.mtu_length, remaining))
             if available <= 0:
                 break
-            if self.channel_endpoint.send(term_buffer.view[offset : offset + available]) != available:
+            if self._send(term_buffer.view[offset : offset + available]) != available:
                 self._short_sends.increment()
                 break
             offset += available + padding
             remaining -= available + padding
         self._retransmits_sent.increment()
 
-    def trigger_send_setup_frame(self) -> None:
+    def _send(self, data: bytes | memoryview) -> int:
+        address = self.response_address
+        if address is not None:
+            return self.channel_endpoint.send_to(data, address)
+        return self.channel_endpoint.send(data)
+
+    def trigger_send_setup_frame(self, source: tuple[str, int] | None = None) -> None:
+        """A receiver asked for a SETUP (from ``source``: a response publication's client, when it is one)."""
         if not self.is_end_of_stream:
             self.should_send_setup_frame = True
+            if self.is_response and source is not None:
+                self.response_address = source
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
         if self.naks_received is not None:
@@ -334,7 +353,7 @@ class NetworkPublication:
             reply = frames.encode_rttm(
                 self.session_id, self.stream_id, rttm.echo_timestamp_ns, 0, rttm.receiver_id
             )
-            if self.channel_endpoint.send(reply) != len(reply):
+            if self._send(reply) != len(reply):
                 self._short_sends.increment()
 
     # --- conductor duty cycle --------------------------------------------------------------------

@@ -94,6 +94,15 @@ class ReceiveChannelEndpoint:
         sm = frames.encode_setup_eliciting_status_message(session_id, stream_id, self.receiver_id)
         self._send(sm, [(transport_index, address)])
 
+    def send_response_setup(
+        self,
+        addresses: list[tuple[int, tuple[str, int]]],
+        session_id: int,
+        stream_id: int,
+        response_session_id: int,
+    ) -> None:
+        self._send(frames.encode_response_setup(session_id, stream_id, response_session_id), addresses)
+
     def send_nak(
         self,
         addresses: list[tuple[int, tuple[str, int]]],
