@@ -20,8 +20,10 @@ from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_NAME,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    RECEIVE_LOCAL_SOCKET_ADDRESS_NAME,
     SEND_CHANNEL_STATUS_NAME,
     SEND_CHANNEL_STATUS_TYPE_ID,
+    SEND_LOCAL_SOCKET_ADDRESS_NAME,
     channel_status_key,
     channel_status_label,
     client_heartbeat_key,
@@ -85,6 +87,7 @@ from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport
 from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
+from driver.status.endpoint_counters import local_socket_address
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.termination import termination_validator
 from driver.util.bit_util import to_int32
@@ -226,6 +229,8 @@ class DriverConductor:
         self._termination_validator = termination_validator(ctx.termination_validator)
         self._termination_hook = termination_hook
         self._next_reresolution_ns = 0
+        self.mapped_files_length = 0
+        """cnc.dat and loss-report.dat (set by the media driver): with the logs, "Bytes currently mapped"."""
         self._to_driver = to_driver
         self._client_proxy = client_proxy
         self._counters = counters
@@ -398,7 +403,14 @@ class DriverConductor:
         work += self._check_images(now_ns)
         if now_ns >= self._next_reresolution_ns:
             self._next_reresolution_ns = now_ns + self._ctx.reresolution_check_interval_ns
-            work += self._check_for_reresolution(now_ns)
+            changes = self._check_for_reresolution(now_ns)
+            if changes:
+                self._system_counters.get(SystemCounterDescriptor.RESOLUTION_CHANGES).get_and_add(changes)
+            work += changes
+        self._system_counters.get(SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED).set(
+            self.mapped_files_length
+            + sum(s.raw_log.length for s in (*self._ipc_publications, *self._network_publications, *self._images))
+        )
         for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
             if subscribable.untethered:
                 work += self._check_untethered(subscribable, now_ns)
@@ -1196,6 +1208,11 @@ class DriverConductor:
                 status.close()
                 raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = SendChannelEndpoint(udp_channel, transport, status)
+            endpoint.local_address_counters.append(
+                local_socket_address(
+                    self._counters, SEND_LOCAL_SOCKET_ADDRESS_NAME, status.id, transport.send_local_address
+                )
+            )
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
             self._sender_proxy.register_send_channel_endpoint(endpoint)
@@ -1375,6 +1392,11 @@ class DriverConductor:
                 self._counters, registration_id, session_id, msg.stream_id, msg.channel
             ),
             response=response,
+            fc_receivers=stream_counters.flow_control_receivers(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            )
+            if multicast
+            else None,
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
@@ -1421,6 +1443,12 @@ class DriverConductor:
             endpoint = ReceiveChannelEndpoint(
                 udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
             )
+            if transport is not None:
+                endpoint.local_address_counters.append(
+                    local_socket_address(
+                        self._counters, RECEIVE_LOCAL_SOCKET_ADDRESS_NAME, status.id, transport.local_address
+                    )
+                )
             self._receive_endpoints[udp_channel.canonical_form] = endpoint
             self._receive_endpoint_refs[endpoint] = StreamRefCounts()
             self._receiver_proxy.register_receive_channel_endpoint(endpoint)

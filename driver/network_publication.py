@@ -66,7 +66,9 @@ class NetworkPublication:
         sender_bpe: AtomicCounter | None = None,
         naks_received: AtomicCounter | None = None,
         response: ResponseParams = NO_RESPONSE,
+        fc_receivers: AtomicCounter | None = None,
     ) -> None:
+        self.fc_receivers = fc_receivers
         self.response = response
         self.is_response = response.is_response
         # A response publication sends only to the client whose setup-eliciting SM named its session.
@@ -104,6 +106,7 @@ class NetworkPublication:
         self._connection_timeout_ns = connection_timeout_ns
         self._heartbeats_sent = system_counters.get(SC.HEARTBEATS_SENT)
         self._retransmits_sent = system_counters.get(SC.RETRANSMITS_SENT)
+        self._retransmitted_bytes = system_counters.get(SC.RETRANSMITTED_BYTES)
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
         self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
@@ -310,6 +313,7 @@ class NetworkPublication:
             if self._send(term_buffer.view[offset : offset + available]) != available:
                 self._short_sends.increment()
                 break
+            self._retransmitted_bytes.get_and_add(available)
             offset += available + padding
             remaining -= available + padding
         self._retransmits_sent.increment()
@@ -426,6 +430,8 @@ class NetworkPublication:
                 self.is_end_of_stream = True
 
     def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
+        if self.fc_receivers is not None:
+            self.fc_receivers.set(self.flow_control.receiver_count)  # sampled on the conductor's timer
         if self.state is State.ACTIVE:
             connected = self.has_receivers or bool(self._spies_simulate_connection and self.spy_positions)
             if connected != self.is_connected:
@@ -476,7 +482,7 @@ class NetworkPublication:
         self.publisher_limit.close()
         self.sender_position.close()
         self.sender_limit.close()
-        for counter in (self.sender_bpe, self.naks_received):
+        for counter in (self.sender_bpe, self.naks_received, self.fc_receivers):
             if counter is not None:
                 counter.close()
         for spy in [*self.spy_positions, *(e.position for e in self.untethered.entries)]:

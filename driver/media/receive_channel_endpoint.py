@@ -31,6 +31,8 @@ class ReceiveChannelEndpoint:
         self.status = status
         self._short_sends = short_sends
         self.receiver_id = receiver_id if receiver_id is not None else random.getrandbits(63)
+        self.local_address_counters: list[AtomicCounter] = []
+        """Its sockets' local socket address counters (set by the conductor), closed with it."""
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -136,3 +138,5 @@ class ReceiveChannelEndpoint:
             if transport is not None:
                 transport.close()
         self.status.close()
+        for counter in self.local_address_counters:
+            counter.close()

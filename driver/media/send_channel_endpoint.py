@@ -42,6 +42,8 @@ class SendChannelEndpoint:
         self.destinations: dict[tuple[str, int], int] = {}
         # One destination (the connected socket): a publication's burst goes out in one native call.
         self._term_burst = None if self.is_multi_destination else getattr(transport, "send_term_burst", None)
+        self.local_address_counters: list[AtomicCounter] = []
+        """Its sockets' local socket address counters (set by the conductor), closed with it."""
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -161,3 +163,5 @@ class SendChannelEndpoint:
         self.status.set(CHANNEL_STATUS_CLOSING)
         self.transport.close()
         self.status.close()
+        for counter in self.local_address_counters:
+            counter.close()
