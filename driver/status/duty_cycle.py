@@ -44,11 +44,14 @@ class DutyCycleTracker:
         """``do_work`` timed: the agent's duty cycle with this tracker around it."""
         clock = self._nano_clock
         on_cycle = self.on_cycle
+        threshold_ns = self.threshold_ns
 
         def tracked() -> int:
             start = clock()
             work = do_work()
-            on_cycle(clock() - start)
+            cycle_ns = clock() - start
+            if cycle_ns > threshold_ns or cycle_ns > self._max_ns:  # the usual cycle costs no further call
+                on_cycle(cycle_ns)
             return work
 
         return tracked
