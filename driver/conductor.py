@@ -1460,6 +1460,8 @@ class DriverConductor:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = self._subscription_params(udp_channel.channel_uri)
+        if params.is_response:
+            response_params(udp_channel.channel_uri)  # refuses one without the server's address (control)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)
         refs = self._receive_endpoint_refs[endpoint]

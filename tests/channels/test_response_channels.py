@@ -121,6 +121,11 @@ def test_channels_that_cannot_make_a_response_channel_are_refused(aeron: Aeron, 
     assert info.value.code in (ErrorCode.INVALID_CHANNEL, ErrorCode.GENERIC_ERROR)
 
 
+def test_a_response_subscription_needs_the_servers_address(aeron: Aeron) -> None:
+    with pytest.raises(RegistrationError, match="needs control=host:port"):
+        aeron.add_subscription("aeron:udp?control-mode=response", 4)
+
+
 def test_a_response_subscription_waits_for_its_server(aeron: Aeron) -> None:
     """Until a server's driver names its session, a response subscription takes no stream, not even one
     sent to its address on its stream id."""
