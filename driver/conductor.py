@@ -409,7 +409,9 @@ class DriverConductor:
             work += changes
         self._system_counters.get(SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED).set(
             self.mapped_files_length
-            + sum(s.raw_log.length for s in (*self._ipc_publications, *self._network_publications, *self._images))
+            + sum(p.raw_log.length for p in self._ipc_publications)
+            + sum(p.raw_log.length for p in self._network_publications)
+            + sum(i.raw_log.length for i in self._images)
         )
         for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
             if subscribable.untethered:
@@ -1538,12 +1540,14 @@ class DriverConductor:
         refs = self._receive_endpoint_refs.get(endpoint)
         if refs is None:
             return
-        if link.params.session_id is None:
+        session_id = link.params.session_id
+        if session_id is None:
+            session_id = response_session_id
             refs.pending_responses -= 1
-            link.params = replace(link.params, session_id=response_session_id)
-            if refs.increment(link.stream_id, response_session_id) == 1:
-                self._receiver_proxy.add_subscription(endpoint, link.stream_id, response_session_id)
-        self._receiver_proxy.request_setup(endpoint, link.stream_id, link.params.session_id)
+            link.params = replace(link.params, session_id=session_id)
+            if refs.increment(link.stream_id, session_id) == 1:
+                self._receiver_proxy.add_subscription(endpoint, link.stream_id, session_id)
+        self._receiver_proxy.request_setup(endpoint, link.stream_id, session_id)
 
     def on_response_connected(self, correlation_id: int) -> None:
         """From the sender: the response publication answering image ``correlation_id`` hears its client, so

@@ -218,6 +218,7 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             else:
                 system.append(GaugeMetricFamily(name, help_text, value=c.value))
         elif c.type_id in STREAM_COUNTER_TYPE_IDS:
+            family: GaugeMetricFamily | CounterMetricFamily
             if c.type_id in STREAM_EVENT_COUNTER_TYPE_IDS:
                 family = stream_events
             elif c.type_id == FLOW_CONTROL_RECEIVERS_TYPE_ID:

@@ -135,8 +135,9 @@ class SendChannelEndpoint:
                     else:
                         had_receivers = publication.has_receivers
                         publication.on_status_message(sm, now_ns)
-                        if not had_receivers and publication.is_response and conductor_proxy is not None:
-                            conductor_proxy.response_connected(publication.response.correlation_id)
+                        answered = publication.response.correlation_id if publication.is_response else None
+                        if not had_receivers and answered is not None and conductor_proxy is not None:
+                            conductor_proxy.response_connected(answered)
                     counters["sm"].increment()
             elif frame_type == frames.HDR_TYPE_NAK:
                 nak = frames.NakFrame.decode(packet)
@@ -153,7 +154,9 @@ class SendChannelEndpoint:
                 rsp = frames.ResponseSetupFrame.decode(packet)
                 publication = self.publications.get((rsp.session_id, rsp.stream_id))
                 if publication is not None and publication.response.is_request and conductor_proxy is not None:
-                    conductor_proxy.response_setup(publication.response.correlation_id, rsp.response_session_id)
+                    subscription_id = publication.response.correlation_id
+                    if subscription_id is not None:
+                        conductor_proxy.response_setup(subscription_id, rsp.response_session_id)
         return received
 
     def close(self) -> None:
