@@ -44,6 +44,7 @@ from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
 from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
+from driver.status.duty_cycle import DutyCycleTracker
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.files import FileAllocationError
 
@@ -189,7 +190,14 @@ class MediaDriver:
             CommandQueue(),
         )
         counter = self.system_counters.get
-        self.sender = Sender(self.system_counters, nano_clock, commands=sender_commands)
+        self.sender = Sender(
+            self.system_counters,
+            nano_clock,
+            commands=sender_commands,
+            conductor_proxy=DriverConductorProxy(
+                conductor_commands, counter(SystemCounterDescriptor.CONDUCTOR_PROXY_FAILS)
+            ),
+        )
         self.receiver = Receiver(
             self.system_counters,
             loss_generator,
@@ -216,6 +224,29 @@ class MediaDriver:
             loss_report=LossReport(self.loss_report_file.buffer),
             termination_hook=self.request_stop,
         )
+        mapped = self.conductor.mapped_files_length = (
+            self.cnc.path.stat().st_size + self.loss_report_file.path.stat().st_size
+        )
+        counter(SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED).set(mapped)  # logs join on the conductor's timer
+        # Each agent's duty cycle timed (system counters 26..31), whatever runs it.
+        for agent, longest, exceeded in (
+            (
+                self.conductor,
+                SystemCounterDescriptor.CONDUCTOR_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+            (
+                self.sender,
+                SystemCounterDescriptor.SENDER_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+            (
+                self.receiver,
+                SystemCounterDescriptor.RECEIVER_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+        ):
+            agent.do_work = DutyCycleTracker(counter(longest), counter(exceeded)).wrap(agent.do_work)  # type: ignore[method-assign]
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         # Today's drivers use up one correlation id before signalling ready, so the first client id is 1
         # (modern clients treat 0 as "no client"); 1.15.1 clients take whatever comes next.

@@ -209,7 +209,16 @@ def test_rates_of_bytes_sent_and_received_are_above_zero(live: Live) -> None:
     assert snd[0]["metric"]["stream_id"] == str(STREAM_ID)
 
 
-MODERN_ONLY_METRIC = "aeron_stream_events_total"
+MODERN_ONLY_METRICS = (
+    "aeron_stream_events_total",
+    "aeron_flow_control_receivers",
+    "aeron_local_socket_address",
+    "aeron_retransmitted_bytes_total",
+    "_cycle_",
+    "aeron_bytes_currently_mapped",
+    "aeron_resolution_changes_total",
+)
+"""In queries of today's Aeron's counters (docs/counters.md section 8), which the 1.15.1 driver here lacks."""
 
 
 def dashboard_queries() -> list[tuple[str, str]]:
@@ -225,7 +234,7 @@ def test_every_dashboard_expression_returns_data(live: Live) -> None:
     for title, expr in queries:
         promql = expr.replace("$__rate_interval", RATE_WINDOW).replace('"$instance"', '".+"')
         assert "$" not in promql, promql
-        if MODERN_ONLY_METRIC in promql:
+        if any(metric in promql for metric in MODERN_ONLY_METRICS):
             continue  # today's Aeron counters: the 1.15.1 driver here has none (tests/channels checks ours)
         if not live.query(promql):
             empty.append(f"{title}: {promql}")
