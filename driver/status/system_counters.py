@@ -6,14 +6,14 @@ from __future__ import annotations
 import struct
 from enum import IntEnum
 
-from driver import __version__
 from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import AtomicCounter, CountersManager
+from driver.util.version import VERSION
 
 _I32 = struct.Struct("<i")
 LEGACY_SYSTEM_COUNTER_COUNT = 25
 """Aeron 1.15.1's system counters: ids 0..24 keep their order and labels."""
-DRIVER_VERSION = __version__
+DRIVER_VERSION = VERSION
 DRIVER_COMMIT = "aio-media-driver"
 """What counter 34 names: this driver, not an Aeron release (its value is the same version composed as Aeron's
 SemanticVersion: major << 16 | minor << 8 | patch)."""
