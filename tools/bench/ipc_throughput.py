@@ -17,13 +17,8 @@ Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed every run or t
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import run_main
-from steady import SINGLE_SETUPS, steady_main
+from tools.bench.report import run_main
+from tools.bench.steady import SINGLE_SETUPS, steady_main
 
 
 def main() -> int:

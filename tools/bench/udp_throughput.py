@@ -22,12 +22,10 @@ Exit code: 0 goals met, 1 a goal missed, 2 no ratio (a driver failed or no peer)
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import free_udp_port, run_main
-from steady import PEER_SETUPS, SINGLE_SETUPS, steady_main
+from tools.bench.harness import free_udp_port
+from tools.bench.report import run_main
+from tools.bench.steady import PEER_SETUPS, SINGLE_SETUPS, steady_main
 
 
 def main() -> int:
