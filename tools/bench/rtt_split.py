@@ -19,9 +19,9 @@ and per agent the median time of a duty cycle that did nothing (the timing wrapp
 so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
 the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
-    .venv/bin/python tools/bench/rtt_split.py                            # our defaults
-    .venv/bin/python tools/bench/rtt_split.py --profile low-latency
-    .venv/bin/python tools/bench/rtt_split.py --ours-prop aeron.idle.max.park=100us
+    .venv/bin/python -m tools.bench.rtt_split                            # our defaults
+    .venv/bin/python -m tools.bench.rtt_split --profile low-latency
+    .venv/bin/python -m tools.bench.rtt_split --ours-prop aeron.idle.max.park=100us
 
 Prints progress to stderr and one JSON line to stdout. Exit code 0, or 2 when nothing could be measured.
 """

@@ -11,10 +11,10 @@ with ``--setups ours>java,java>ours,java>java`` (or ``--peer``) two drivers, one
 against a Java peer with two Java drivers. Goals: ours >= 1.5x Java SHARED; ours with a Java peer >= 1.0x two
 Java drivers.
 
-    .venv/bin/python tools/bench/udp_throughput.py                      # 32 B, ~5 min
-    .venv/bin/python tools/bench/udp_throughput.py --length 1024
-    .venv/bin/python tools/bench/udp_throughput.py --peer --orders together
-    .venv/bin/python tools/bench/udp_throughput.py --runs 1 --seconds 5 --orders together   # quick look
+    .venv/bin/python -m tools.bench.udp_throughput                      # 32 B, ~5 min
+    .venv/bin/python -m tools.bench.udp_throughput --length 1024
+    .venv/bin/python -m tools.bench.udp_throughput --peer --orders together
+    .venv/bin/python -m tools.bench.udp_throughput --runs 1 --seconds 5 --orders together   # quick look
 
 Exit code: 0 goals met, 1 a goal missed, 2 no ratio (a driver failed or no peer).
 """
