@@ -42,7 +42,6 @@ KINDS = ("ours", "java")
 
 # A fixed locale keeps the samples' printf output ("%.02g", "%,d") parseable.
 JVM_OPTS = (*ADD_OPENS, "-Duser.language=en", "-Duser.country=US")
-JAVA_DRIVER_MAIN = DRIVER_MAIN
 # The loss benchmarks' clients: every message checked, in order (compiled at start with ``compiled_java``).
 SEQUENCED_SOURCES = [
     ROOT / "tests" / "system" / "java" / f"Sequenced{end}.java" for end in ("Publisher", "Subscriber")
@@ -216,7 +215,7 @@ class Harness:
         aeron_dir: Path,
         props: Mapping[str, Any] | None = None,
         ours_args: Sequence[str] = (),
-        java_main: str = JAVA_DRIVER_MAIN,
+        java_main: str = DRIVER_MAIN,
     ) -> list[str]:
         """The command line of ``ours`` (``python -m driver run --dir D *ours_args``) or ``java`` (``java_main``
         with ``aeron.dir=D`` deleted on start), with ``props`` as -D properties."""
@@ -249,6 +248,7 @@ class Harness:
                     raise BenchError(f"{proc.name}: {exc}")
             for proc in watch:
                 if not proc.alive:
+                    proc.join_output()  # its last lines may still be in the pipe
                     if condition():
                         return
                     raise BenchError(f"while waiting for {what}: {describe_failure(proc)}")
