@@ -2,7 +2,7 @@
 
 Fixtures
 --------
-peers              session   ``JavaPeers``: jar/java/javac paths, compiled ``tests/interop/java/*.java``,
+peers              session   ``JavaPeers``: the jar and Java paths, compiled ``tests/interop/java/*.java``,
                              ``run``/``spawn`` of Java main classes, ``aeron_stat``/``error_stat`` parsers.
 java_classes       session   Path of the directory holding the compiled test programs (javac --release 11).
 run_java           session   ``peers.run``: ``run_java(main_class, *args, props={}, timeout=30.0, input=None,
