@@ -84,7 +84,7 @@ class DriverPool:
     ) -> DriverProcess:
         log_path = parent / f"{kind}-driver.log"
         with open(log_path, "wb") as log:
-            proc = start(cmd, stdout=log, stderr=subprocess.STDOUT)
+            proc = start(cmd, stdout=log, stderr=subprocess.STDOUT, own_session=False)
         driver = DriverProcess(kind, aeron_dir, proc, log_path, props, cmd)
         self.started.append((driver, parent))
         try:

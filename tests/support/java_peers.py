@@ -84,6 +84,7 @@ class Spawned:
             stderr=self._stderr,
             cwd=cwd,
             bufsize=0,
+            own_session=False,
         )
         self._buffer = b""
         self.lines: list[str] = []

@@ -64,9 +64,11 @@ def start(
     stderr: Redirect = subprocess.STDOUT,
     cwd: Path = ROOT,
     bufsize: int = -1,
+    own_session: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` from the repository root with ``child_env()``, in a session of its own, SIGTERMed by the
-    kernel if this process dies (PR_SET_PDEATHSIG)."""
+    """Start ``cmd`` from the repository root with ``child_env()``, SIGTERMed by the kernel if this process dies
+    (PR_SET_PDEATHSIG). ``own_session``: in a session of its own (the benchmarks); tests pass False so that
+    their children stay in the test run's session and scheduling group (a niced run stays niced)."""
     return subprocess.Popen(
         list(cmd),
         stdin=stdin,
@@ -80,7 +82,7 @@ def start(
         # sessions first. In one session with two busy-spinning sample clients, a driver that parks when
         # idle (the Java driver's backoff, ours) got a few % of a core: Java moved 1.4-1.7 M msgs/s
         # instead of 4.0 M and its Ping/Pong p50 was milliseconds instead of 100 us.
-        start_new_session=True,
+        start_new_session=own_session,
         preexec_fn=_PREEXEC,
     )
 

@@ -70,7 +70,10 @@ def compile_java(jar: Path, sources: Iterable[Path], out_dir: Path) -> Path:
     if javac is None:
         raise PeerError("javac not found (any JDK >= 11)")
     cmd = [str(javac), "--release", "11", "-nowarn", "-cp", str(jar), "-d", str(out_dir), *map(str, sources)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise PeerError(f"javac did not finish within {JAVAC_TIMEOUT_S:g} s") from None
     if result.returncode != 0:
         raise PeerError(f"javac failed: {result.stderr.strip()[-2000:]}")
     return out_dir
