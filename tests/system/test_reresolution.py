@@ -16,13 +16,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from netns import Host, require_netns, two_hosts
-
 from driver.status.driver_snapshot import CncWatcher, read_snapshot
 from driver.status.system_counters import SystemCounterDescriptor
 from tests.conftest import wait_for_cnc_ready
+from tools.peers.netns import Host, require_netns, two_hosts
 
 PORT = 40461
 STREAM_ID = 4001

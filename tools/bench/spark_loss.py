@@ -20,11 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from driver.analysis.corpus import generate_corpus  # noqa: E402
-from driver.reports.loss_report import LossReportFile  # noqa: E402
+from driver.analysis.corpus import generate_corpus
+from driver.reports.loss_report import LossReportFile
 
 
 def reference_rate(files: list[Path]) -> tuple[int, float]:
