@@ -91,13 +91,15 @@ NATIVE_OWNERS = {
     "amd_timer.h": "driver.agent.park_timer",
     "amd_crc.h": "driver.concurrent.frame_checksums",
 }
-# The client's CPython fast path (native/src/amd_fastpath.c, an extension module of its own, not cffi) has one
+# The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.
 FASTPATH = "driver.concurrent.logbuffer._fastpath"
 FASTPATH_OWNER = "driver.concurrent.logbuffer.fastpath"
-# The archive is a client of the driver: primitives and the client, never the driver's agents or I/O.
+# The archive is a client of the driver: primitives and the client, never the driver's agents or I/O. Its agents
+# exchange commands as the driver's do, over the agents' command queues (a primitive: no I/O, no agent).
 ARCHIVE = "driver.archive"
 ARCHIVE_MAY_IMPORT = (
+    "driver.agent.command_queue",
     "driver.archive",
     "driver.client",
     "driver.concurrent",
