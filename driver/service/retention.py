@@ -4,8 +4,9 @@ recording and every ``RETENTION_INTERVAL_S``), deleting the oldest first and nev
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
 from driver.service.models import DataSet
 
@@ -20,6 +21,8 @@ class Retention:
     max_bytes: int | None = None
     max_datasets: int | None = None
     interval_s: float = RETENTION_INTERVAL_S
+    clock: Callable[[], int] = field(default=time.time_ns, compare=False, repr=False)
+    """Epoch ns that ages are measured against (a test's own clock)."""
 
     @property
     def bounded(self) -> bool:

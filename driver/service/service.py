@@ -172,7 +172,8 @@ class RecordReplayService:
                 409, f"a recording is already running (data set {job.dataset_id}): cancel it first"
             )
         dataset_id = self.store.new_id()
-        name = request.name or f"recording-{time.strftime('%Y%m%d-%H%M%S')}-{dataset_id[:4]}"
+        kind = "recording" if request.rotate is None else "capture"
+        name = request.name or f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{dataset_id[:4]}"
         self.record_job = RecordJob(self, request, dataset_id, name)
         self.record_job.start()
         return self.record_job.status()
@@ -302,11 +303,16 @@ class RecordReplayService:
         """Deletes the data sets beyond ``retention`` (docs/service.md section 3), oldest first; those deleted."""
         if not self.retention.bounded:
             return []
-        in_use = {d.id for d in self.store.list() if self.in_use(d.id)}
+        # What a recording holds with no manifest yet counts too (and is kept): the bounds are the archive's.
+        unsaved = self.record_job.unsaved() if self.record_job is not None and self.record_job.running else []
+        datasets = [*self.store.list(), *unsaved]
+        in_use = {d.id for d in datasets if self.in_use(d.id)} | {d.id for d in unsaved}
         dropped = []
-        for dataset in beyond_retention(self.store.list(), self.retention, time.time_ns(), in_use):
+        for dataset in beyond_retention(datasets, self.retention, self.retention.clock(), in_use):
             with contextlib.suppress(ServiceError):  # deleted meanwhile, or taken into use
                 dropped.append(await self.delete_dataset(dataset.id))
+        if dropped and self.record_job is not None:
+            self.record_job.note_dropped([d.id for d in dropped])
         return dropped
 
     def retain_soon(self) -> None:
