@@ -26,7 +26,7 @@ from driver.service.models import (
     ReplayRequest,
     ReplayStatus,
 )
-from driver.service.retention import Retention, beyond_retention
+from driver.service.retention import Retention, beyond_retention, recording_disk_use
 
 T = TypeVar("T")
 
@@ -98,6 +98,8 @@ class RecordReplayService:
         self.transfer_lock = asyncio.Lock()
         self.retention = Retention()
         self._retaining: asyncio.Task | None = None
+        self._purged: set[int] = set()
+        """Recordings purged whose files the archive may still be deleting (retention does not count them)."""
 
     @classmethod
     async def connect(
@@ -305,10 +307,17 @@ class RecordReplayService:
             return []
         # What a recording holds with no manifest yet counts too (and is kept): the bounds are the archive's.
         unsaved = self.record_job.unsaved() if self.record_job is not None and self.record_job.running else []
-        datasets = [*self.store.list(), *unsaved]
-        in_use = {d.id for d in datasets if self.in_use(d.id)} | {d.id for d in unsaved}
+        saved = self.store.list()
+        in_use = {d.id for d in saved if self.in_use(d.id)} | {d.id for d in unsaved}
+        total, by_recording = await asyncio.to_thread(recording_disk_use, self.archive_dir)
+        self._purged.intersection_update(by_recording)  # forgotten once their files are gone
+        total -= sum(by_recording[r] for r in self._purged)
+        sizes = {d.id: sum(by_recording.get(r.recording_id, 0) for r in d.recordings) for d in saved}
+        other = total - sum(sizes.values())  # recordings under way, and any of no data set
         dropped = []
-        for dataset in beyond_retention(datasets, self.retention, self.retention.clock(), in_use):
+        for dataset in beyond_retention(
+            [*saved, *unsaved], self.retention, self.retention.clock(), in_use, sizes, other
+        ):
             with contextlib.suppress(ServiceError):  # deleted meanwhile, or taken into use
                 dropped.append(await self.delete_dataset(dataset.id))
         if dropped and self.record_job is not None:
@@ -334,6 +343,7 @@ class RecordReplayService:
             raise ServiceError(409, f"data set {dataset_id} is being recorded or replayed")
         self.store.remove(dataset_id)
         for rec in dataset.recordings:
+            self._purged.add(rec.recording_id)
             await self._purge(rec.recording_id)
         return dataset
 
