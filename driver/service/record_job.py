@@ -536,7 +536,9 @@ async def _offer_blocks(publication: ExclusivePublication, blocks: list[bytearra
             deadline = deadline or now + OFFER_TIMEOUT_S
             if now > deadline:
                 raise TimeoutError(
-                    f"the archive took nothing of stream {publication.stream_id} for {OFFER_TIMEOUT_S} s"
+                    f"the archive took nothing of stream {publication.stream_id} for {OFFER_TIMEOUT_S} s "
+                    f"(connected {publication.is_connected}, position {publication.position}, "
+                    f"limit {publication.position_limit}, result {result})"
                 )
             await asyncio.sleep(IDLE_S / 4)
     blocks.clear()
