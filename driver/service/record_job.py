@@ -136,6 +136,9 @@ class RecordJob:
         """The data set being cut: its sources move to the next one at their next message start."""
         self._cut_grace = 0.0
         self._finishing: list[asyncio.Task] = []
+        self._standby: asyncio.Task | None = None
+        """(A rolling capture) the next data set's stream, recorded ahead of its cut: the archive's subscription
+        is in place by then, so the sources' first blocks there are taken at once."""
         self._live: list[_Segment] = []
         """Segments whose stream the archive records, not yet stopped."""
         self._closed_messages = 0
@@ -237,6 +240,8 @@ class RecordJob:
                     )
             self._segment.start_ns = time.time_ns()
             self._started = self._segment.started = time.monotonic()
+            if request.rotate is not None:
+                self._prepare_next()
             await self._forward(subscriptions)
             self._ended = time.monotonic()
             self.state = "stopping"
@@ -263,6 +268,9 @@ class RecordJob:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+            if self._standby is not None:  # let its archive request end, then stop it with the rest
+                with contextlib.suppress(Exception):
+                    await self._standby
             for segment in list(self._live):
                 await self._stop_segment(segment)
             self._stopped.set()
@@ -298,12 +306,23 @@ class RecordJob:
     async def _next_segment(self, now: float) -> None:
         """A rolling capture's cut: a new data set records from each source's next message start on."""
         segment = self._segment
-        seq = segment.seq + 1
-        dataset_id = self.service.store.new_id()
-        following = _Segment(dataset_id, self._segment_name(seq), seq, 0, time.time_ns(), now)
-        await self._start_segment(following)
+        assert self._standby is not None
+        following: _Segment = await self._standby
+        following.seq = segment.seq + 1
+        following.dataset_id = self.service.store.new_id()
+        following.name = self._segment_name(following.seq)
+        following.start_ns, following.started = time.time_ns(), now
         self._closing, self._segment = segment, following
         self._cut_grace = time.monotonic() + CUT_GRACE_S
+        self._prepare_next()
+
+    def _prepare_next(self) -> None:
+        async def start() -> _Segment:
+            following = _Segment("", "", 0, 0, 0, 0.0)
+            await self._start_segment(following)
+            return following
+
+        self._standby = asyncio.ensure_future(start())
 
     def _hand_over(self, segment: _Segment) -> None:
         """Every source of the segment being cut has moved on: close it while the capture goes on."""
