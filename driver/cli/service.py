@@ -118,6 +118,11 @@ def record_line(status: dict, max_messages: int | None = None, duration_s: float
         f"recording {status.get('dataset_id') or '-'} {status['state']}: {messages} messages, "
         f"{human_bytes(status['bytes'])}, {elapsed} s"
     )
+    if rolling := status.get("rolling"):
+        line += (
+            f", data set {rolling['dataset_seq']} ({human_bytes(rolling['dataset_bytes'])}), "
+            f"{rolling['datasets_cut']} cut, {rolling['datasets_dropped']} dropped"
+        )
     return line + (f" ({status['error']})" if status.get("error") else "")
 
 
@@ -246,6 +251,11 @@ def cmd_record_start(args: argparse.Namespace, properties: dict[str, str]) -> in
     for kind in ("include", "exclude"):
         if (f := _filter(args, kind)) is not None:
             body[kind] = f
+    rotate = {
+        k: v for k, v in (("every_s", args.rotate_every), ("every_bytes", args.rotate_bytes)) if v is not None
+    }
+    if rotate:
+        body["rotate"] = rotate
 
     def run(client: ServiceClient) -> int:
         status = client.call("POST", "/record", body)
@@ -476,6 +486,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--duration", type=float, help="stop after this many seconds")
     start.add_argument("--count", type=int, help="stop after this many messages")
     start.add_argument("--name", help="the data set's name (default recording-<time>-<id>)")
+    start.add_argument(
+        "--rotate-every", type=float, metavar="S", help="a rolling capture: cut a data set every S seconds"
+    )
+    start.add_argument(
+        "--rotate-bytes", type=int, metavar="N", help="a rolling capture: cut a data set every N bytes"
+    )
     for kind in ("include", "exclude"):
         start.add_argument(f"--{kind}-stream-id", type=int, action="append", help=f"{kind} filter: stream id")
         start.add_argument(f"--{kind}-channel", action="append", help=f"{kind} filter: channel substring")

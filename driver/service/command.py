@@ -46,7 +46,7 @@ def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default
         "--retention-max-bytes",
         type=int,
         metavar="N",
-        help="delete the oldest data sets beyond N bytes in all",
+        help="delete the oldest data sets while the archive's recording files take more than N bytes of disk",
     )
     parser.add_argument(
         "--retention-max-datasets", type=int, metavar="N", help="delete the oldest data sets beyond N"

@@ -61,6 +61,25 @@ class Filter(_Strict):
         )
 
 
+MIN_ROTATE_S = 1.0
+MIN_ROTATE_BYTES = 64 * 1024
+
+
+class Rotate(_Strict):
+    """A rolling capture's cuts (``tcpdump -G``/``-C``, Kafka's ``segment.ms``/``segment.bytes``): a new data set
+    begins at the first message start after ``every_s`` seconds of the current one or once it holds
+    ``every_bytes``, whichever comes first."""
+
+    every_s: float | None = Field(default=None, ge=MIN_ROTATE_S, le=7 * 24 * 3600)
+    every_bytes: int | None = Field(default=None, ge=MIN_ROTATE_BYTES, le=1 << 50)
+
+    @model_validator(mode="after")
+    def _a_cut(self) -> Rotate:
+        if self.every_s is None and self.every_bytes is None:
+            raise ValueError("every_s or every_bytes is required (at least one)")
+        return self
+
+
 class RecordRequest(_Strict):
     streams: list[StreamSpec] = Field(min_length=1, max_length=256)
     duration_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
@@ -68,11 +87,22 @@ class RecordRequest(_Strict):
     name: str | None = Field(default=None, min_length=1, max_length=200)
     include: Filter | None = None
     exclude: Filter | None = None
+    rotate: Rotate | None = Field(
+        default=None,
+        description="a rolling capture: cut a data set every every_s or every_bytes, the oldest dropped by the "
+        "service's retention, until stopped (or duration_s)",
+    )
 
     @model_validator(mode="after")
     def _a_limit(self) -> RecordRequest:
-        if self.duration_s is None and self.max_messages is None:
-            raise ValueError("duration_s or max_messages is required (at least one)")
+        if self.rotate is not None:
+            if self.max_messages is not None:
+                raise ValueError(
+                    "max_messages does not combine with rotate: a rolling capture runs until stopped "
+                    "(or for duration_s)"
+                )
+        elif self.duration_s is None and self.max_messages is None:
+            raise ValueError("duration_s or max_messages is required (at least one), or rotate")
         return self
 
     def wants_stream(self, channel: str, stream_id: int) -> bool:
@@ -101,15 +131,30 @@ class RecordRequest(_Strict):
         )
 
 
+class RollingStatus(BaseModel):
+    """A rolling capture's progress; the record status's ``messages`` and ``bytes`` are the whole capture's."""
+
+    every_s: float | None = None
+    every_bytes: int | None = None
+    datasets_cut: int = Field(default=0, description="data sets closed and saved so far")
+    datasets_dropped: int = Field(default=0, description="of those, deleted since by the service's retention")
+    last_dataset_id: str | None = Field(default=None, description="the data set saved last")
+    dataset_seq: int = Field(default=0, description="the number of the data set being recorded, from 1")
+    dataset_messages: int = 0
+    dataset_bytes: int = 0
+    dataset_duration_s: float = 0.0
+
+
 class RecordStatus(BaseModel):
     state: str = Field(description="idle, running, stopping, done, cancelled or failed")
     running: bool
-    dataset_id: str | None = None
+    dataset_id: str | None = Field(default=None, description="the data set being recorded (or the last)")
     name: str | None = None
     messages: int = 0
     bytes: int = 0
     duration_s: float = 0.0
     error: str | None = None
+    rolling: RollingStatus | None = Field(default=None, description="a rolling capture's cuts (rotate)")
 
 
 class TimeRange(_Strict):
@@ -216,6 +261,10 @@ class DataSet(BaseModel):
     end_time_ns: int
     span_s: float
     imported_from: str | None = None
+    capture: str | None = Field(
+        default=None, description="the rolling capture that cut it (its first data set's id)"
+    )
+    capture_seq: int | None = Field(default=None, description="its number in that capture, from 1")
 
 
 class ReplayList(BaseModel):

@@ -28,7 +28,7 @@ from driver.service.models import (
 )
 from driver.service.record_job import RecordJob
 from driver.service.replay_job import ReplayJob
-from driver.service.retention import Retention, beyond_retention
+from driver.service.retention import Retention, beyond_retention, recording_disk_use
 
 T = TypeVar("T")
 
@@ -100,6 +100,8 @@ class RecordReplayService:
         self.transfer_lock = asyncio.Lock()
         self.retention = Retention()
         self._retaining: asyncio.Task | None = None
+        self._purged: set[int] = set()
+        """Recordings purged whose files the archive may still be deleting (retention does not count them)."""
 
     @classmethod
     async def connect(
@@ -172,7 +174,8 @@ class RecordReplayService:
                 409, f"a recording is already running (data set {job.dataset_id}): cancel it first"
             )
         dataset_id = self.store.new_id()
-        name = request.name or f"recording-{time.strftime('%Y%m%d-%H%M%S')}-{dataset_id[:4]}"
+        kind = "recording" if request.rotate is None else "capture"
+        name = request.name or f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{dataset_id[:4]}"
         self.record_job = RecordJob(self, request, dataset_id, name)
         self.record_job.start()
         return self.record_job.status()
@@ -300,11 +303,23 @@ class RecordReplayService:
         """Deletes the data sets beyond ``retention`` (docs/service.md section 3), oldest first; those deleted."""
         if not self.retention.bounded:
             return []
-        in_use = {d.id for d in self.store.list() if self.in_use(d.id)}
+        # What a recording holds with no manifest yet counts too (and is kept): the bounds are the archive's.
+        unsaved = self.record_job.unsaved() if self.record_job is not None and self.record_job.running else []
+        saved = self.store.list()
+        in_use = {d.id for d in saved if self.in_use(d.id)} | {d.id for d in unsaved}
+        total, by_recording = await asyncio.to_thread(recording_disk_use, self.archive_dir)
+        self._purged.intersection_update(by_recording)  # forgotten once their files are gone
+        total -= sum(by_recording[r] for r in self._purged)
+        sizes = {d.id: sum(by_recording.get(r.recording_id, 0) for r in d.recordings) for d in saved}
+        other = total - sum(sizes.values())  # recordings under way, and any of no data set
         dropped = []
-        for dataset in beyond_retention(self.store.list(), self.retention, time.time_ns(), in_use):
+        for dataset in beyond_retention(
+            [*saved, *unsaved], self.retention, self.retention.clock(), in_use, sizes, other
+        ):
             with contextlib.suppress(ServiceError):  # deleted meanwhile, or taken into use
                 dropped.append(await self.delete_dataset(dataset.id))
+        if dropped and self.record_job is not None:
+            self.record_job.note_dropped([d.id for d in dropped])
         return dropped
 
     def retain_soon(self) -> None:
@@ -326,6 +341,7 @@ class RecordReplayService:
             raise ServiceError(409, f"data set {dataset_id} is being recorded or replayed")
         self.store.remove(dataset_id)
         for rec in dataset.recordings:
+            self._purged.add(rec.recording_id)
             await self._purge(rec.recording_id)
         return dataset
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,37 @@ def test_the_token_comes_from_the_environment_or_a_file(tmp_path: Path) -> None:
         assert from_file.returncode == 0 and from_file.stdout.startswith("ID")
     finally:
         stop_service_env(env, archive)
+
+
+def test_a_rolling_capture_from_the_command_line(service_env: ServiceEnv) -> None:
+    env = service_env
+    url = ["--url", env.url, "--archive-dir", str(env.archive_dir)]
+    bad = mediadriver("record", "start", "--stream", "aeron:ipc", "1001", "--rotate-every", "0.1", *url)
+    assert bad.returncode == 1 and "422" in bad.stderr and "rotate.every_s" in bad.stderr, bad.stderr
+    publisher = Publisher(env, "aeron:ipc", 1001, 0.0005)
+    publisher.start()
+    try:
+        started = mediadriver(
+            "record",
+            "start",
+            "--stream",
+            "aeron:ipc",
+            "1001",
+            "--rotate-bytes",
+            "65536",
+            "--name",
+            "ring",
+            *url,
+        )
+        assert started.returncode == 0, started.stderr
+        assert "data set 1 (" in started.stdout and "0 cut, 0 dropped" in started.stdout, started.stdout
+
+        def cuts() -> int:
+            found = re.search(r"(\d+) cut, \d+ dropped", mediadriver("record", "status", *url).stdout)
+            return int(found.group(1)) if found else 0
+
+        wait_for(lambda: cuts() >= 2, 60, "two cuts in the status line", interval=0.2)
+        stopped = mediadriver("record", "stop", *url)
+    finally:
+        publisher.stop()
+    assert stopped.returncode == 0 and " cancelled: " in stopped.stdout, stopped.stdout

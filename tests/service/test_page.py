@@ -124,3 +124,31 @@ def test_the_page_shows_the_apis_error(service_env: ServiceEnv, browser: Browser
     message = browser.wait_text("#error", bool, what="the error")
     assert message.startswith("422 ") and "duration_s or max_messages is required" in message
     assert service_env.client.get("/api/v1/record").json()["state"] == "idle"
+
+
+@pytest.mark.slow  # a browser
+def test_a_rolling_capture_from_the_page_shows_its_cuts(service_env: ServiceEnv, browser: Browser) -> None:
+    env = service_env
+    publisher = Publisher(env, "aeron:ipc", 1001, 0.0005)
+    publisher.start()
+    try:
+        browser.open(owner_address(env))
+        browser.wait_text("#connection", lambda t: t == "online", what="the page to reach the API")
+        assert not browser.run("return document.getElementById('record-rolling').hidden === false")
+        browser.type_into("#rec-streams", "aeron:ipc 1001")
+        browser.type_into("#rec-rotate-bytes", "65536")
+        browser.type_into("#rec-name", "ring")
+        browser.click("#rec-start")
+        cuts = browser.wait_text(
+            "#record-rolling",
+            lambda t: t.split(" cut")[0].isdigit() and int(t.split(" cut")[0]) >= 2,
+            timeout_s=30,
+            what="two cuts on the page",
+        )
+        assert " dropped; now #" in cuts and "messages" in cuts
+        browser.click("#rec-stop")
+        browser.wait_text("#record-state", lambda t: t == "cancelled", what="the capture to stop")
+    finally:
+        publisher.stop()
+    names = [d["name"] for d in env.client.get("/api/v1/datasets").json()["datasets"]]
+    assert "ring-0001" in names and "ring-0002" in names

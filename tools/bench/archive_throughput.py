@@ -18,14 +18,25 @@ end), replay msgs/s = messages / (replay request .. last message polled), ``--pa
 Ours and Java alternate (``--order``) ``--runs`` times per length; the JSON line has the medians and ratios
 ours / java for record and replay, per length. Goal: every ratio >= 1.0.
 
+Shell check (steady mode; ``--no-shell-check`` skips it): per length, each archive is also measured once by
+tools/bench/archive_shell_launch.sh, the driver and the same client started from bash with their output in
+files; ``shell_check`` says per kind whether the harness's medians and the shell launch's agree within 15 %.
+``--checksum-cost``: ours is also measured recording without its CRC32C sidecar
+(``aeron.archive.record.checksums=false``; 1.15.1 writes none), ``--runs`` times, and ``checksum_cost`` is the
+share of record throughput the checksums take (1 - with / without).
+
 Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed every run, or no peer / javac).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from tools.bench.archive_harness import (
@@ -38,6 +49,7 @@ from tools.bench.archive_harness import (
 )
 from tools.bench.compare import add_compare_args, compare, median_of, ratio, rounded
 from tools.bench.report import BenchError, emit, host_info, run_main
+from tools.bench.steady import SHELL_CHECK_TOLERANCE
 
 DEFAULT_BYTES = 64 * 1024 * 1024  # payload per pass: 2 M messages of 32 B, 64 k of 1 KiB
 DONE = re.compile(r"^REPLAY pass=")
@@ -63,6 +75,50 @@ def steady_rates(lines: list[str], warmup: int) -> dict[str, Any]:
     }
 
 
+ARCHIVE_SHELL_LAUNCH = Path(__file__).resolve().parent / "archive_shell_launch.sh"
+_SHELL_RESULT = re.compile(r"record_msgs_per_s=(\d+) replay_msgs_per_s=(\d+)")
+NO_CHECKSUMS = {"aeron.archive.record.checksums": "false"}
+
+
+def archive_shell_launch(
+    kind: str, length: int, channel: str, warmup: int, seconds: int, checksums: bool = True
+) -> dict[str, float]:
+    """One measurement by ``archive_shell_launch.sh`` (ours: this interpreter's ``-m driver``)."""
+    cmd = ["bash", str(ARCHIVE_SHELL_LAUNCH), kind, "-l", str(length), "-c", channel, "-w", str(warmup)]
+    cmd += ["-s", str(seconds), "-k", "on" if checksums else "off"]
+    env = {**os.environ, "MEDIADRIVER": f"{sys.executable} -m driver"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 240, env=env)
+    match = _SHELL_RESULT.search(done.stdout)
+    if done.returncode != 0 or match is None or not all(float(g) for g in match.groups()):
+        raise BenchError(
+            f"archive_shell_launch.sh {kind} failed: {(done.stderr or done.stdout).strip()[-300:]}"
+        )
+    return {"record_msgs_per_s": float(match.group(1)), "replay_msgs_per_s": float(match.group(2))}
+
+
+def archive_shell_check(
+    results: dict[str, list[dict[str, Any]]], launches: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Per kind, record and replay: the harness's median against the shell launch; ``agree`` when every figure
+    is within ``SHELL_CHECK_TOLERANCE`` of the shell's."""
+    check: dict[str, Any] = {}
+    for kind, launch in launches.items():
+        if "error" in launch:
+            check[kind] = launch
+            continue
+        entry: dict[str, Any] = {}
+        agree = True
+        for what in ("record", "replay"):
+            harness = median_of(results[kind], f"{what}_msgs_per_s")
+            shell = launch[f"{what}_msgs_per_s"]
+            entry[f"{what}_harness_msgs_per_s"] = rounded(harness, 0)
+            entry[f"{what}_shell_msgs_per_s"] = rounded(shell, 0)
+            agree = agree and harness is not None and abs(harness - shell) <= SHELL_CHECK_TOLERANCE * shell
+        entry["agree"] = agree
+        check[kind] = entry
+    return check
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -78,6 +134,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=10, help="steady: seconds of publishing (default 10)")
     parser.add_argument("--warmup", type=int, default=2, help="steady: first seconds dropped (default 2)")
     parser.add_argument("--channel", choices=("ipc", "udp"), default="ipc", help="the recorded stream")
+    parser.add_argument(
+        "--no-shell-check",
+        action="store_true",
+        help="skip the plain shell launch (archive_shell_launch.sh) each length checks itself against",
+    )
+    parser.add_argument(
+        "--checksum-cost",
+        action="store_true",
+        help="also measure ours recording without its CRC32C sidecar: what the checksums cost",
+    )
     add_compare_args(parser, timeout=300.0)
     args = parser.parse_args()
     lengths = [int(x) for x in args.lengths.split(",")]
@@ -127,6 +193,29 @@ def main() -> int:
 
         results = compare(measure, args.runs, args.order, label=f"archive_throughput {length} B")
         entry: dict[str, Any] = {"messages": messages} if args.mode == "pass" else {}
+        if args.checksum_cost:
+            with_crc = props["ours"]
+            props["ours"] = {**with_crc, **NO_CHECKSUMS}
+            try:
+                plain = compare(
+                    measure, args.runs, "ours-first", kinds=("ours",), label=f"{length} B, no checksums"
+                )["ours"]
+            finally:
+                props["ours"] = with_crc
+            with_rate = median_of(results["ours"], "record_msgs_per_s")
+            without = median_of(plain, "record_msgs_per_s")
+            entry["record_ours_no_checksums_msgs_per_s"] = rounded(without, 0)
+            entry["checksum_cost"] = rounded(1 - with_rate / without, 3) if with_rate and without else None
+        if args.mode == "steady" and not args.no_shell_check:
+            launches: dict[str, dict[str, Any]] = {}
+            for kind in ("ours", "java"):
+                try:
+                    launches[kind] = archive_shell_launch(
+                        kind, length, args.channel, args.warmup, args.seconds
+                    )
+                except (BenchError, subprocess.TimeoutExpired) as exc:
+                    launches[kind] = {"error": str(exc)}
+            entry["shell_check"] = archive_shell_check(results, launches)
         for what in ("record", "replay"):
             ours = median_of(results["ours"], f"{what}_msgs_per_s")
             java = median_of(results["java"], f"{what}_msgs_per_s")

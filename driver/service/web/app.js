@@ -82,6 +82,13 @@ function renderStatus(status) {
   $("record-messages").textContent = count(rec.messages);
   $("record-bytes").textContent = bytes(rec.bytes);
   $("record-duration").textContent = rec.duration_s.toFixed(1) + " s";
+  // A rolling capture: data sets cut and dropped so far, and the one being recorded.
+  const rolling = rec.rolling;
+  for (const el of document.querySelectorAll(".rolling")) el.hidden = !rolling;
+  $("record-rolling").textContent = rolling
+    ? count(rolling.datasets_cut) + " cut, " + count(rolling.datasets_dropped) + " dropped; now #" +
+      rolling.dataset_seq + ": " + count(rolling.dataset_messages) + " messages, " + bytes(rolling.dataset_bytes)
+    : "-";
   $("rec-start").disabled = rec.running;
   $("rec-stop").disabled = !rec.running;
 
@@ -234,6 +241,13 @@ function recordRequest() {
   if (duration !== null) body.duration_s = duration;
   if (maxMessages !== null) body.max_messages = maxMessages;
   if (name) body.name = name;
+  const everyS = numberOrNull("rec-rotate-s", parseFloat);
+  const everyBytes = numberOrNull("rec-rotate-bytes", (t) => parseInt(t, 10));
+  if (everyS !== null || everyBytes !== null) {
+    body.rotate = {};
+    if (everyS !== null) body.rotate.every_s = everyS;
+    if (everyBytes !== null) body.rotate.every_bytes = everyBytes;
+  }
   return body;
 }
 
