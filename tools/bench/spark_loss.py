@@ -14,8 +14,8 @@ temporary dir, or reuses ``--corpus DIR`` (``host-*/loss-report.dat``; generated
   apart as ``cold``.
 Ratios: Spark / reference for each master; with two or more cluster sizes, also the larger cluster against the
 smallest. The machine's load average is printed too: every figure moves with it. ``cpu_seconds`` is the CPU time of
-this process tree over the run (on a local master: Spark's JVM and Python workers too; a standalone cluster's
-executors are not under it), which moves less with the load than the elapsed time does.
+this process tree over the run (Spark's JVMs and Python workers too, local or on the cluster started here),
+which moves less with the load than the elapsed time does.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ READERS: dict[str, Callable[[list[Path]], int]] = {"package": read_package, "str
 
 
 def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of ``pid`` and every process under it (with their reaped children): on a local master, this
-    process, Spark's JVM and its Python workers."""
+    """CPU seconds of ``pid`` and every process under it (with their reaped children): this process, Spark's
+    driver JVM, and the executors and Python workers of a local master or of the cluster started here."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
