@@ -41,6 +41,7 @@ TOP = 20
 # "Nice" bucket sizes for loss over time; the smallest giving at most MAX_BUCKETS buckets is used.
 BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000)
 MAX_BUCKETS = 200
+FILES_PER_TASK = 500  # local files per decode task beyond one task per core: progress, retries and balance
 
 ROW_TYPES = {
     "file": T.StringType(),
@@ -158,7 +159,11 @@ def decode_files(
     if local:
         # Listed here: Spark's file index lists each of a glob's directories in a job of its own (seconds for
         # a thousand drivers). The paths travel with the function; Spark hands out ranges of their indices.
-        slices = min(len(local), min_partitions or max(2, sc.defaultParallelism * 4))
+        # A task per core, more only for many files: each task costs ~0.1 CPU-s of set-up (its Python worker's
+        # and the JVM's), measured on local[2] against ~1 CPU-s to decode and hand over a thousand files.
+        slices = min(
+            len(local), min_partitions or max(sc.defaultParallelism, -(-len(local) // FILES_PER_TASK))
+        )
         listing = spark.range(0, len(local), 1, slices)
         decoder = functools.partial(columns.decode_batches, paths=[f"file:{p}" for p in local], **counted)
     else:
