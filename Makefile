@@ -56,9 +56,9 @@ dist: $(STAMP)
 	$(PY) tools/dist.py --out dist
 
 bench: $(STAMP) peers
-	-$(PY) tools/bench/idle_cpu.py
-	-$(PY) tools/bench/python_ipc.py
-	-$(PY) tools/bench/ipc_throughput.py --runs 1
+	-$(PY) -m tools.bench.idle_cpu
+	-$(PY) -m tools.bench.python_ipc
+	-$(PY) -m tools.bench.ipc_throughput --runs 1
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info driver/_native*.so driver/concurrent/logbuffer/_fastpath*.so driver/_native.c \

@@ -1,3 +1,5 @@
 """aio-media-driver: an Aeron 1.15.1 compatible media driver on asyncio/uvloop."""
 
-__version__ = "0.1.0"
+from driver.util.version import VERSION as __version__
+
+__all__ = ["__version__"]

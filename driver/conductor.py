@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,8 +20,10 @@ from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_NAME,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    RECEIVE_LOCAL_SOCKET_ADDRESS_NAME,
     SEND_CHANNEL_STATUS_NAME,
     SEND_CHANNEL_STATUS_TYPE_ID,
+    SEND_LOCAL_SOCKET_ADDRESS_NAME,
     channel_status_key,
     channel_status_label,
     client_heartbeat_key,
@@ -69,6 +71,12 @@ from driver.protocol.publication_params import (
     SubscriptionParams,
     validate_shared_publication,
 )
+from driver.protocol.response_channel import (
+    ResponseParams,
+    refuse_response_params,
+    response_params,
+    response_publication_error,
+)
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.udp_channel import UdpChannel, destination_address
 from driver.protocol.untethered import Action as UntetheredAction
@@ -79,6 +87,7 @@ from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport
 from driver.sender_proxy import SenderProxy
 from driver.status import stream_counters
+from driver.status.endpoint_counters import local_socket_address
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.termination import termination_validator
 from driver.util.bit_util import to_int32
@@ -108,6 +117,7 @@ def _parse_ipc_uri(channel: str) -> ChannelUri:
     except InvalidChannelError as e:
         raise InvalidChannelError(e.uri, e.reason, error_code=cp.ErrorCode.GENERIC_ERROR) from None
     refuse_unsupported_params(uri)
+    refuse_response_params(uri, "IPC")
     return uri
 
 
@@ -128,10 +138,12 @@ class StreamRefCounts:
     """The conductor's count of subscriptions per stream (and per stream and session) of one receive
     endpoint: the first one subscribes the receiver, the last one unsubscribes it."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_counts", "pending_responses")
 
     def __init__(self) -> None:
         self._counts: dict[tuple[int, int | None], int] = {}
+        # Response subscriptions still waiting for their session: they keep the endpoint open, unsubscribed.
+        self.pending_responses = 0
 
     def increment(self, stream_id: int, session_id: int | None) -> int:
         key = (stream_id, session_id)
@@ -148,7 +160,7 @@ class StreamRefCounts:
         return count
 
     def is_empty(self) -> bool:
-        return not self._counts
+        return not self._counts and self.pending_responses == 0
 
 
 @dataclass(eq=False)
@@ -217,6 +229,8 @@ class DriverConductor:
         self._termination_validator = termination_validator(ctx.termination_validator)
         self._termination_hook = termination_hook
         self._next_reresolution_ns = 0
+        self.mapped_files_length = 0
+        """cnc.dat and loss-report.dat (set by the media driver): with the logs, "Bytes currently mapped"."""
         self._to_driver = to_driver
         self._client_proxy = client_proxy
         self._counters = counters
@@ -389,7 +403,16 @@ class DriverConductor:
         work += self._check_images(now_ns)
         if now_ns >= self._next_reresolution_ns:
             self._next_reresolution_ns = now_ns + self._ctx.reresolution_check_interval_ns
-            work += self._check_for_reresolution(now_ns)
+            changes = self._check_for_reresolution(now_ns)
+            if changes:
+                self._system_counters.get(SystemCounterDescriptor.RESOLUTION_CHANGES).get_and_add(changes)
+            work += changes
+        self._system_counters.get(SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED).set(
+            self.mapped_files_length
+            + sum(p.raw_log.length for p in self._ipc_publications)
+            + sum(p.raw_log.length for p in self._network_publications)
+            + sum(i.raw_log.length for i in self._images)
+        )
         for subscribable in (*self._ipc_publications, *self._network_publications, *self._images):
             if subscribable.untethered:
                 work += self._check_untethered(subscribable, now_ns)
@@ -1003,6 +1026,7 @@ class DriverConductor:
 
     def _on_add_spy_subscription(self, msg: cp.SubscriptionMessage) -> None:
         udp_channel = self._parse_udp_channel(msg.channel)
+        refuse_response_params(udp_channel.channel_uri, "spies")
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = self._subscription_params(udp_channel.channel_uri)
         client = self._get_or_add_client(msg.client_id)
@@ -1186,6 +1210,11 @@ class DriverConductor:
                 status.close()
                 raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, str(e)) from e
             endpoint = SendChannelEndpoint(udp_channel, transport, status)
+            endpoint.local_address_counters.append(
+                local_socket_address(
+                    self._counters, SEND_LOCAL_SOCKET_ADDRESS_NAME, status.id, transport.send_local_address
+                )
+            )
             self._send_endpoints[udp_channel.canonical_form] = endpoint
             self._send_endpoint_refs[endpoint] = 0
             self._sender_proxy.register_send_channel_endpoint(endpoint)
@@ -1222,14 +1251,22 @@ class DriverConductor:
             find_network_publication_by_tag=self._find_network_publication_by_tag,
             is_entity_tag_in_use=self._is_entity_tag_in_use,
         )
+        response = response_params(udp_channel.channel_uri)
+        answered_image = self._check_response_publication(msg.channel, response)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_send_endpoint(udp_channel)
         # Held while the publication is looked up or made, so that a refusal closes a fresh endpoint.
         self._send_endpoint_refs[endpoint] += 1
         try:
-            publication = self._find_or_add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+            publication = self._find_or_add_network_publication(
+                msg, params, udp_channel, endpoint, exclusive, response
+            )
         finally:
             self._release_send_endpoint(endpoint)
+        if answered_image is not None:
+            # The image tells its publication's driver this session with each SM until the client connects.
+            answered_image.response_session_id = publication.session_id
+            answered_image.request_status_message()
         self._publication_links[msg.correlation_id] = PublicationLink(
             msg.correlation_id, client.client_id, publication
         )
@@ -1245,6 +1282,25 @@ class DriverConductor:
         )
         self._link_spies(publication)
 
+    def _check_response_publication(self, channel: str, response: ResponseParams) -> PublicationImage | None:
+        """The image a response publication answers (None for other publications); refuses a request
+        publication whose response subscription does not exist and a response publication that cannot answer."""
+        if response.is_request:
+            if response.correlation_id not in self._subscription_links:
+                raise InvalidChannelError(
+                    channel,
+                    f"no subscription with registration id {response.correlation_id} for response-correlation-id",
+                    error_code=cp.ErrorCode.GENERIC_ERROR,
+                )
+            return None
+        if not response.is_response:
+            return None
+        image = next((i for i in self._images if i.correlation_id == response.correlation_id), None)
+        reason = response_publication_error(response, None if image is None else image.setup_flags)
+        if reason is not None:
+            raise InvalidChannelError(channel, reason, error_code=cp.ErrorCode.GENERIC_ERROR)
+        return image
+
     def _find_or_add_network_publication(
         self,
         msg: cp.PublicationMessage,
@@ -1252,6 +1308,7 @@ class DriverConductor:
         udp_channel: UdpChannel,
         endpoint: SendChannelEndpoint,
         exclusive: bool,
+        response: ResponseParams,
     ) -> NetworkPublication:
         publication = None
         if not exclusive:
@@ -1261,6 +1318,7 @@ class DriverConductor:
                     and candidate.channel_endpoint is endpoint
                     and candidate.state is NetState.ACTIVE
                     and not candidate.is_exclusive
+                    and candidate.response == response
                 ):
                     validate_shared_publication(
                         ExistingPublication(
@@ -1273,7 +1331,7 @@ class DriverConductor:
         if publication is None:
             if params.session_id is not None and not params.is_session_id_tagged:
                 self._confirm_session_id_not_in_use(params.session_id)
-            publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive)
+            publication = self._add_network_publication(msg, params, udp_channel, endpoint, exclusive, response)
         return publication
 
     def _add_network_publication(
@@ -1283,6 +1341,7 @@ class DriverConductor:
         udp_channel: UdpChannel,
         endpoint: SendChannelEndpoint,
         exclusive: bool,
+        response: ResponseParams,
     ) -> NetworkPublication:
         ctx = self._ctx
         registration_id = msg.correlation_id
@@ -1334,6 +1393,12 @@ class DriverConductor:
             naks_received=stream_counters.sender_naks_received(
                 self._counters, registration_id, session_id, msg.stream_id, msg.channel
             ),
+            response=response,
+            fc_receivers=stream_counters.flow_control_receivers(
+                self._counters, registration_id, session_id, msg.stream_id, msg.channel
+            )
+            if multicast
+            else None,
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
@@ -1380,6 +1445,12 @@ class DriverConductor:
             endpoint = ReceiveChannelEndpoint(
                 udp_channel, transport, status, self._system_counters.get(SystemCounterDescriptor.SHORT_SENDS)
             )
+            if transport is not None:
+                endpoint.local_address_counters.append(
+                    local_socket_address(
+                        self._counters, RECEIVE_LOCAL_SOCKET_ADDRESS_NAME, status.id, transport.local_address
+                    )
+                )
             self._receive_endpoints[udp_channel.canonical_form] = endpoint
             self._receive_endpoint_refs[endpoint] = StreamRefCounts()
             self._receiver_proxy.register_receive_channel_endpoint(endpoint)
@@ -1391,6 +1462,8 @@ class DriverConductor:
         udp_channel = self._parse_udp_channel(msg.channel)
         self._check_channel_length(msg.channel, udp_channel.canonical_form)
         params = self._subscription_params(udp_channel.channel_uri)
+        if params.is_response:
+            response_params(udp_channel.channel_uri)  # refuses one without the server's address (control)
         client = self._get_or_add_client(msg.client_id)
         endpoint = self._get_or_create_receive_endpoint(udp_channel)
         refs = self._receive_endpoint_refs[endpoint]
@@ -1408,7 +1481,9 @@ class DriverConductor:
                     cp.ErrorCode.GENERIC_ERROR,
                     f"option conflicts with existing subscriptions: reliable={params.is_reliable} on {msg.channel}",
                 )
-        if refs.increment(msg.stream_id, params.session_id) == 1:
+        if params.is_response and params.session_id is None:
+            refs.pending_responses += 1  # subscribed once the server's driver names the session (RSP_SETUP)
+        elif refs.increment(msg.stream_id, params.session_id) == 1:
             self._receiver_proxy.add_subscription(endpoint, msg.stream_id, params.session_id)
         link = NetworkSubscriptionLink(
             msg.correlation_id, client.client_id, msg.stream_id, msg.channel, params, endpoint=endpoint
@@ -1447,10 +1522,39 @@ class DriverConductor:
         if refs is None:
             return
         session_id = link.params.session_id
-        if refs.decrement(link.stream_id, session_id) == 0:
+        if link.params.is_response and session_id is None:
+            refs.pending_responses -= 1
+        elif refs.decrement(link.stream_id, session_id) == 0:
             self._receiver_proxy.remove_subscription(endpoint, link.stream_id, session_id)
         if refs.is_empty():
             self._close_receive_endpoint(endpoint)
+
+    def on_response_setup(self, correlation_id: int, response_session_id: int) -> None:
+        """From the sender: the server's driver answered our request publication with the session id of its
+        response publication; the response subscription ``correlation_id`` takes that session (once) and asks
+        the server for a SETUP."""
+        link = self._subscription_links.get(correlation_id)
+        if not isinstance(link, NetworkSubscriptionLink) or link.endpoint is None or not link.params.is_response:
+            return
+        endpoint = link.endpoint
+        refs = self._receive_endpoint_refs.get(endpoint)
+        if refs is None:
+            return
+        session_id = link.params.session_id
+        if session_id is None:
+            session_id = response_session_id
+            refs.pending_responses -= 1
+            link.params = replace(link.params, session_id=session_id)
+            if refs.increment(link.stream_id, session_id) == 1:
+                self._receiver_proxy.add_subscription(endpoint, link.stream_id, session_id)
+        self._receiver_proxy.request_setup(endpoint, link.stream_id, session_id)
+
+    def on_response_connected(self, correlation_id: int) -> None:
+        """From the sender: the response publication answering image ``correlation_id`` hears its client, so
+        that image stops sending RSP_SETUP."""
+        for image in self._images:
+            if image.correlation_id == correlation_id:
+                image.response_session_id = None
 
     def _close_receive_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._receive_endpoint_refs.pop(endpoint, None)
@@ -1568,6 +1672,7 @@ class DriverConductor:
                 UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
         )
+        image.setup_flags = setup.flags
         image.stream_naks_sent = stream_counters.receiver_naks_sent(
             self._counters, registration_id, setup.session_id, setup.stream_id, channel
         )

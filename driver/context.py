@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
 from driver.protocol.untethered import UntetheredTimeouts
 from driver.termination import parse_termination_validator
+from driver.util.bit_util import is_power_of_two
 from driver.util.files import FilePermissions
 from driver.util.settings import (
     ConfigurationError,
@@ -54,8 +56,6 @@ def parse_realtime_priority(name: str, text: str) -> int:
 
 def parse_idle_strategy(name: str, text: str) -> str:
     """An ``aeron.*.idle.strategy`` value: a short name or the Agrona class name Aeron takes."""
-    from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
-
     value = idle_strategy_name(text)
     if value is None:
         raise ConfigurationError(
@@ -67,15 +67,11 @@ def parse_idle_strategy(name: str, text: str) -> str:
 
 
 PROFILES: dict[str, dict[str, str]] = {
-    # Round trips first (README, "Low-latency profile"): every agent wakes every 100 us to look for offers,
-    # and runs under SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning
-    # clients for a scheduler slice. Spinning or yielding instead loses to those clients on a small machine:
-    # the driver then gets the CPU only when the scheduler takes it from them (milliseconds).
+    # Round trips first (README, "Low-latency profile"): the default backoff capped at 100 us parks, under
+    # SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning clients for a
+    # scheduler slice. Shorter parks (8 or 4 us) or spinning lose to those clients on a small machine: each
+    # wake takes a core from one of them (Ping/Pong p50 16 us: ~131, 8 us: ~184, 4 us: ~218 us).
     "low-latency": {
-        **{
-            f"aeron.{agent}.idle.strategy": "sleeping"
-            for agent in ("conductor", "sender", "receiver", "sharednetwork", "shared")
-        },
         "aeron.idle.max.park": "100us",
         "aeron.driver.realtime.priority": "10",
     },
@@ -419,6 +415,13 @@ class DriverContext:
     idle_max_park_ns: int = _setting(
         "aeron.idle.max.park", parse_duration_ns, 1_000_000, "ns", "longest idle park of an agent (<= 1 ms)"
     )
+    idle_min_park_ns: int = _setting(
+        "aeron.idle.min.park",
+        parse_duration_ns,
+        16_000,  # media_driver.IDLE_MIN_PARK_NS
+        "ns",
+        "first park of the backoff strategy (capped by aeron.idle.max.park), also after a cycle that moved little",
+    )
     idle_dormant_park_ns: int = _setting(
         "aeron.idle.dormant.park",
         parse_duration_ns,
@@ -485,8 +488,6 @@ class DriverContext:
         return ctx
 
     def validate(self) -> None:
-        from driver.util.bit_util import is_power_of_two
-
         def power_of_two_capacity(name: str, length: int, trailer: int) -> None:
             if length <= trailer or not is_power_of_two(length - trailer):
                 raise ConfigurationError(
@@ -507,6 +508,8 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+        if self.idle_min_park_ns <= 0:
+            raise ConfigurationError("aeron.idle.min.park must be at least 1 ns (aeron.idle.max.park caps it)")
 
     @property
     def untethered_timeouts(self) -> UntetheredTimeouts:

@@ -1,4 +1,4 @@
-"""DriverConductorProxy: the receiver's only way to the conductor (commands over the conductor's queue)."""
+"""DriverConductorProxy: the receiver's and the sender's way to the conductor (commands over its queue)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,12 @@ class DriverConductorProxy(CommandProxy):
     ) -> None:
         """A SETUP for a wanted session without an image: the conductor makes one (or says no)."""
         self._offer("on_create_publication_image", setup, endpoint, transport_index, control_address, source)
+
+    def response_setup(self, correlation_id: int, response_session_id: int) -> None:
+        """From the sender: an RSP_SETUP for the request publication whose response subscription is
+        ``correlation_id``."""
+        self._offer("on_response_setup", correlation_id, response_session_id)
+
+    def response_connected(self, correlation_id: int) -> None:
+        """From the sender: the response publication answering image ``correlation_id`` hears its client."""
+        self._offer("on_response_connected", correlation_id)

@@ -97,7 +97,8 @@ class NetworkSubscriptionLink(SubscriptionLink):
         return (
             endpoint is self.endpoint
             and stream_id == self.stream_id
-            and (session is None or session == session_id)
+            # a response subscription takes nothing until the server's driver names its session
+            and (session == session_id if session is not None else not self.params.is_response)
         )
 
     def matches_image(self, image: PublicationImage) -> bool:

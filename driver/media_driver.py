@@ -44,15 +44,22 @@ from driver.receiver_proxy import ReceiverProxy
 from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
 from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
+from driver.status.duty_cycle import DutyCycleTracker
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
 from driver.util.files import FileAllocationError
 
 log = logging.getLogger(__name__)
 
-IDLE_MAX_SPINS = 2
-IDLE_MAX_YIELDS = 2
+IDLE_MAX_SPINS = 0
+IDLE_MAX_YIELDS = 0
 IDLE_MIN_PARK_NS = 16_000
-"""The agents' backoff: 2 spins, 2 yields, then parks of 16 us doubling up to aeron.idle.max.park."""
+IDLE_BUSY_WORK = 256
+"""The agents' backoff: no spins or yields, parks from aeron.idle.min.park (IDLE_MIN_PARK_NS) doubling up to
+aeron.idle.max.park; after a cycle that moved less than IDLE_BUSY_WORK (bytes sent plus datagrams and
+commands handled: one small message), the shortest park before the next cycle. Why (tools/bench/rtt_split.py,
+Java Ping/Pong on 2 cores): a Python duty cycle costs 10-20 us, so each spin or extra cycle keeps a
+busy-spinning client off its core and the round trip waits behind it; parking at once lets the client answer
+first."""
 
 
 class DriverStartError(RuntimeError):
@@ -183,7 +190,14 @@ class MediaDriver:
             CommandQueue(),
         )
         counter = self.system_counters.get
-        self.sender = Sender(self.system_counters, nano_clock, commands=sender_commands)
+        self.sender = Sender(
+            self.system_counters,
+            nano_clock,
+            commands=sender_commands,
+            conductor_proxy=DriverConductorProxy(
+                conductor_commands, counter(SystemCounterDescriptor.CONDUCTOR_PROXY_FAILS)
+            ),
+        )
         self.receiver = Receiver(
             self.system_counters,
             loss_generator,
@@ -210,6 +224,29 @@ class MediaDriver:
             loss_report=LossReport(self.loss_report_file.buffer),
             termination_hook=self.request_stop,
         )
+        mapped = self.conductor.mapped_files_length = (
+            self.cnc.path.stat().st_size + self.loss_report_file.path.stat().st_size
+        )
+        counter(SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED).set(mapped)  # logs join on the conductor's timer
+        # Each agent's duty cycle timed (system counters 26..31), whatever runs it.
+        for agent, longest, exceeded in (
+            (
+                self.conductor,
+                SystemCounterDescriptor.CONDUCTOR_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+            (
+                self.sender,
+                SystemCounterDescriptor.SENDER_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+            (
+                self.receiver,
+                SystemCounterDescriptor.RECEIVER_MAX_CYCLE_TIME,
+                SystemCounterDescriptor.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED,
+            ),
+        ):
+            agent.do_work = DutyCycleTracker(counter(longest), counter(exceeded)).wrap(agent.do_work)  # type: ignore[method-assign]
         self.to_driver.set_consumer_heartbeat_time(epoch_clock_ms())
         # Today's drivers use up one correlation id before signalling ready, so the first client id is 1
         # (modern clients treat 0 as "no client"); 1.15.1 clients take whatever comes next.
@@ -291,7 +328,9 @@ class MediaDriver:
         self._embedded_client_ids = frozenset(self._embedded_clients)
 
     def _all_agents(self) -> list[Any]:
-        return [self.conductor, self.sender, self.receiver]
+        # Java's SHARED order: a client's offer goes out first in a cycle, and the answer is read in the
+        # same cycle, before the conductor's bookkeeping (a round trip waits for one fewer agent per hop).
+        return [self.sender, self.receiver, self.conductor]
 
     def _agents(self) -> list[tuple[Any, str]]:
         """What each runner runs, with its idle strategy's name (Aeron's aeron.*.idle.strategy settings):
@@ -330,8 +369,9 @@ class MediaDriver:
             # for then get the CPU (tools/bench/udp_throughput.py: ~0.4 -> ~0.7 M msgs/s, 32 B).
             max_spins=IDLE_MAX_SPINS,
             max_yields=IDLE_MAX_YIELDS,
-            min_park_ns=min(IDLE_MIN_PARK_NS, max_park_ns),
+            min_park_ns=min(self.ctx.idle_min_park_ns, max_park_ns),
             max_park_ns=max_park_ns,
+            busy_work=IDLE_BUSY_WORK,
             # A driver nobody uses parks longer; a client's first command then waits <= this
             # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
             dormant_park_ns=self.ctx.idle_dormant_park_ns,

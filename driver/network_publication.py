@@ -16,6 +16,7 @@ from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.protocol import frames
+from driver.protocol.response_channel import NO_RESPONSE, ResponseParams
 from driver.protocol.retransmit_handler import RetransmitHandler
 from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
@@ -64,7 +65,15 @@ class NetworkPublication:
         spies_simulate_connection: bool = False,
         sender_bpe: AtomicCounter | None = None,
         naks_received: AtomicCounter | None = None,
+        response: ResponseParams = NO_RESPONSE,
+        fc_receivers: AtomicCounter | None = None,
     ) -> None:
+        self.fc_receivers = fc_receivers
+        self.response = response
+        self.is_response = response.is_response
+        # A response publication sends only to the client whose setup-eliciting SM named its session.
+        self.response_address: tuple[str, int] | None = None
+        self._setup_flags = response.setup_flags
         self.sender_bpe = sender_bpe
         self.naks_received = naks_received
         now_ns = nano_clock()
@@ -97,6 +106,7 @@ class NetworkPublication:
         self._connection_timeout_ns = connection_timeout_ns
         self._heartbeats_sent = system_counters.get(SC.HEARTBEATS_SENT)
         self._retransmits_sent = system_counters.get(SC.RETRANSMITS_SENT)
+        self._retransmitted_bytes = system_counters.get(SC.RETRANSMITTED_BYTES)
         self._short_sends = system_counters.get(SC.SHORT_SENDS)
         self._sender_flow_control_limits = system_counters.get(SC.SENDER_FLOW_CONTROL_LIMITS)
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
@@ -142,6 +152,8 @@ class NetworkPublication:
     # --- sender duty cycle ---------------------------------------------------------------------
 
     def send(self, now_ns: int) -> int:
+        if self.is_response and self.response_address is None:
+            return 0  # no client has asked for this answer path yet: nowhere to send
         sender_position = self.sender_position.get()
         bits = self.position_bits_to_shift
         active_term_id = lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id)
@@ -150,7 +162,15 @@ class NetworkPublication:
             self._setup_message_check(now_ns, active_term_id, term_offset)
         # A Python duty cycle costs far more than Java's, so send a burst of datagrams per cycle rather
         # than one: same wire behaviour, the cycle's overhead spread over up to SEND_BURST datagrams.
-        bytes_sent = self._send_term_burst(now_ns, sender_position)
+        if (
+            not self._term_buffers[(sender_position >> bits) % 3].get_int32_volatile(term_offset)
+            and (not self._track_sender_limits or self.sender_limit.get() > sender_position)
+        ):
+            # Nothing published at the sender's position and no flow-control stall to count: the common
+            # idle cycle skips the burst's call and arguments.
+            bytes_sent: int | None = 0
+        else:
+            bytes_sent = self._send_term_burst(now_ns, sender_position)
         if bytes_sent is None:  # no batched path (multi-destination): datagram by datagram
             bytes_sent = self._send_data(now_ns, sender_position, term_offset)
             burst = 1
@@ -242,7 +262,7 @@ class NetworkPublication:
         )
         if available <= 0:
             return 0
-        if self.channel_endpoint.send(term_buffer.view[term_offset : term_offset + available]) != available:
+        if self._send(term_buffer.view[term_offset : term_offset + available]) != available:
             self._short_sends.increment()
             return 0
         self._time_of_last_send_or_heartbeat_ns = now_ns
@@ -263,8 +283,9 @@ class NetworkPublication:
                 self.term_length,
                 self.mtu_length,
                 self.channel_endpoint.multicast_ttl,
+                self._setup_flags,
             )
-            if self.channel_endpoint.send(setup) != len(setup):
+            if self._send(setup) != len(setup):
                 self._short_sends.increment()
             if self.has_receivers:
                 self.should_send_setup_frame = False
@@ -275,7 +296,7 @@ class NetworkPublication:
         heartbeat = frames.encode_heartbeat(
             self.session_id, self.stream_id, active_term_id, term_offset, self.is_end_of_stream
         )
-        bytes_sent = self.channel_endpoint.send(heartbeat)
+        bytes_sent = self._send(heartbeat)
         if bytes_sent != len(heartbeat):
             self._short_sends.increment()
         self._time_of_last_send_or_heartbeat_ns = now_ns
@@ -297,16 +318,26 @@ class NetworkPublication:
             available, padding = scan_for_availability(term_buffer, offset, min(self.mtu_length, remaining))
             if available <= 0:
                 break
-            if self.channel_endpoint.send(term_buffer.view[offset : offset + available]) != available:
+            if self._send(term_buffer.view[offset : offset + available]) != available:
                 self._short_sends.increment()
                 break
+            self._retransmitted_bytes.get_and_add(available)
             offset += available + padding
             remaining -= available + padding
         self._retransmits_sent.increment()
 
-    def trigger_send_setup_frame(self) -> None:
+    def _send(self, data: bytes | memoryview) -> int:
+        address = self.response_address
+        if address is not None:
+            return self.channel_endpoint.send_to(data, address)
+        return self.channel_endpoint.send(data)
+
+    def trigger_send_setup_frame(self, source: tuple[str, int] | None = None) -> None:
+        """A receiver asked for a SETUP (from ``source``: a response publication's client, when it is one)."""
         if not self.is_end_of_stream:
             self.should_send_setup_frame = True
+            if self.is_response and source is not None:
+                self.response_address = source
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
         if self.naks_received is not None:
@@ -334,7 +365,7 @@ class NetworkPublication:
             reply = frames.encode_rttm(
                 self.session_id, self.stream_id, rttm.echo_timestamp_ns, 0, rttm.receiver_id
             )
-            if self.channel_endpoint.send(reply) != len(reply):
+            if self._send(reply) != len(reply):
                 self._short_sends.increment()
 
     # --- conductor duty cycle --------------------------------------------------------------------
@@ -407,6 +438,8 @@ class NetworkPublication:
                 self.is_end_of_stream = True
 
     def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
+        if self.fc_receivers is not None:
+            self.fc_receivers.set(self.flow_control.receiver_count)  # sampled on the conductor's timer
         if self.state is State.ACTIVE:
             connected = self.has_receivers or bool(self._spies_simulate_connection and self.spy_positions)
             if connected != self.is_connected:
@@ -457,7 +490,7 @@ class NetworkPublication:
         self.publisher_limit.close()
         self.sender_position.close()
         self.sender_limit.close()
-        for counter in (self.sender_bpe, self.naks_received):
+        for counter in (self.sender_bpe, self.naks_received, self.fc_receivers):
             if counter is not None:
                 counter.close()
         for spy in [*self.spy_positions, *(e.position for e in self.untethered.entries)]:

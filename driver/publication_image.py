@@ -81,6 +81,12 @@ class PublicationImage:
         self.untethered = UntetheredSubscriptions()
         self.stream_naks_sent: AtomicCounter | None = None
         """``rcv-naks-sent`` of this image (set by the conductor)."""
+        self.setup_flags = 0
+        """Flags of the SETUP that made the image (set by the conductor): a request publication's ask for a
+        response channel (docs/wire.md)."""
+        self.response_session_id: int | None = None
+        """Set by the conductor while a response publication answers this image and its client has not
+        connected yet: each SM then goes with an RSP_SETUP naming that session."""
         self.hwm_position = hwm_position
         self.rebuild_position = rebuild_position
         self.source_address = source_address
@@ -237,9 +243,18 @@ class PublicationImage:
             0,
         )
         self._status_messages_sent.increment()
+        response_session_id = self.response_session_id
+        if response_session_id is not None:
+            self.channel_endpoint.send_response_setup(
+                self._control_addresses(), self.session_id, self.stream_id, response_session_id
+            )
         self._last_sm_position = position
         self._last_sm_window_limit = position + window
         return 1
+
+    def request_status_message(self) -> None:
+        """Schedule an SM on the next rebuild check rather than at the end of the SM timeout."""
+        self._time_of_last_sm_schedule_ns -= 10**12
 
     def process_pending_loss(self) -> int:
         if not self._pending_gaps:
@@ -300,19 +315,25 @@ class PublicationImage:
         if not positions:
             return 0
         min_position, max_position = min(positions), max(positions)
-        rebuild_position = max(self.rebuild_position.get(), max_position)
+        rebuild_counter = self.rebuild_position.get()
+        rebuild_position = max(rebuild_counter, max_position)
         hwm_position = self.hwm_position.get()
-        term_buffer = self._term_buffers[(rebuild_position >> self.position_bits_to_shift) % 3]
-        work, new_rebuild_position = self.loss_detector.scan(
-            term_buffer,
-            rebuild_position,
-            hwm_position,
-            now_ns,
-            self._term_length_mask,
-            self.position_bits_to_shift,
-            self.initial_term_id,
-        )
-        self.rebuild_position.propose_max_ordered(new_rebuild_position)
+        work = 0
+        if rebuild_position < hwm_position or self.loss_detector.has_gaps:
+            term_buffer = self._term_buffers[(rebuild_position >> self.position_bits_to_shift) % 3]
+            work, new_rebuild_position = self.loss_detector.scan(
+                term_buffer,
+                rebuild_position,
+                hwm_position,
+                now_ns,
+                self._term_length_mask,
+                self.position_bits_to_shift,
+                self.initial_term_id,
+            )
+            self.rebuild_position.propose_max_ordered(new_rebuild_position)
+        elif rebuild_position > rebuild_counter:
+            # Nothing to scan (the common case, every duty cycle): skip the scan's call and arguments.
+            self.rebuild_position.propose_max_ordered(rebuild_position)
         window = self._receiver_window_length
         if (
             now_ns - (self._time_of_last_sm_schedule_ns + status_message_timeout_ns) > 0

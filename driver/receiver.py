@@ -125,6 +125,10 @@ class Receiver:
         if dispatcher is not None:
             dispatcher.remove_subscription(stream_id, session_id)
 
+    def on_request_setup(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> None:
+        if endpoint in self._dispatchers and endpoint.udp_channel.has_explicit_control:
+            endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, session_id, stream_id)
+
     def on_add_destination(
         self, endpoint: ReceiveChannelEndpoint, udp_channel: UdpChannel, transport: UdpTransport
     ) -> None:

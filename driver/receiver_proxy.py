@@ -35,6 +35,10 @@ class ReceiverProxy(CommandProxy):
     ) -> None:
         self._offer("on_remove_subscription", endpoint, stream_id, session_id)
 
+    def request_setup(self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int) -> None:
+        """A response subscription asks the server's response publication for a SETUP."""
+        self._offer("on_request_setup", endpoint, stream_id, session_id)
+
     def new_publication_image(self, endpoint: ReceiveChannelEndpoint, image: PublicationImage) -> None:
         self._offer("on_new_publication_image", endpoint, image)
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
+from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
 from driver.network_publication import NetworkPublication
@@ -27,8 +28,10 @@ class Sender:
         system_counters: SystemCounters,
         nano_clock: Callable[[], int] = time.monotonic_ns,
         commands: CommandQueue | None = None,
+        conductor_proxy: DriverConductorProxy | None = None,
     ) -> None:
         self.commands = commands if commands is not None else CommandQueue()  # from the SenderProxy
+        self._conductor_proxy = conductor_proxy  # response channel events (RSP_SETUP, response connected)
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
         self._publications: list[NetworkPublication] = []
@@ -93,6 +96,8 @@ class Sender:
             return 0  # nothing to send or poll: keep the idle duty cycle cheap
         now_ns = self._nano_clock()
         work = self.commands.drain(self)
+        if self._conductor_proxy is not None and self._conductor_proxy.backlog:
+            work += self._conductor_proxy.flush()
         bytes_sent = self._send(now_ns)
         self._duty_cycle_count += 1
         if (
@@ -103,7 +108,7 @@ class Sender:
             self._duty_cycle_count = 0
             self._control_poll_deadline_ns = now_ns + CONTROL_POLL_INTERVAL_NS
             for endpoint in self._endpoints:
-                work += endpoint.poll_control(self._batch, now_ns, self._counters)
+                work += endpoint.poll_control(self._batch, now_ns, self._counters, self._conductor_proxy)
         return work + bytes_sent
 
     def _send(self, now_ns: int) -> int:

@@ -71,10 +71,10 @@ def client(driver: MediaDriver) -> Harness:
 def test_add_counter_allocates_client_heartbeat_and_counter(client: Harness, driver: MediaDriver) -> None:
     registration_id, counter_id = client.add_counter(type_id=1001, label="orders", key=b"\x01\x02")
     counters = driver.counters
-    heartbeat_id = 25  # first id after the 25 system counters
+    heartbeat_id = len(SC)  # first id after the system counters
     assert counters.get_counter_label(heartbeat_id) == f"client-heartbeat: {client.client_id}"
     assert counters.get_counter_type_id(heartbeat_id) == 11
-    assert counter_id == 26
+    assert counter_id == heartbeat_id + 1
     assert counters.get_counter_label(counter_id) == "orders"
     assert counters.get_counter_type_id(counter_id) == 1001
     assert counters.get_counter_key(counter_id)[:2] == b"\x01\x02"
@@ -116,7 +116,7 @@ def test_keepalive_keeps_client_alive_and_updates_heartbeat_counter(client: Harn
         client.send(cp.Command.CLIENT_KEEPALIVE, cp.encode_correlated(client.client_id, 0))
         client.run()
     assert client.client_id in driver.conductor.clients
-    assert driver.counters.get_counter_value(25) == clock.epoch_ms
+    assert driver.counters.get_counter_value(len(SC)) == clock.epoch_ms
     assert client.counter_value(SC.CLIENT_TIMEOUTS) == 0
 
 
@@ -127,7 +127,7 @@ def test_silent_client_times_out_and_its_counters_are_freed(client: Harness, dri
     assert (cp.Event.ON_CLIENT_TIMEOUT, cp.encode_client_timeout(client.client_id)) in events
     assert client.client_id not in driver.conductor.clients
     assert driver.counters.get_counter_state(counter_id) == RECORD_RECLAIMED
-    assert driver.counters.get_counter_state(25) == RECORD_RECLAIMED
+    assert driver.counters.get_counter_state(len(SC)) == RECORD_RECLAIMED
     assert client.counter_value(SC.CLIENT_TIMEOUTS) == 1
     # No ON_UNAVAILABLE_COUNTER for counters freed by a timeout (as 1.15.1).
     assert all(t != cp.Event.ON_UNAVAILABLE_COUNTER for t, _ in events)
@@ -146,7 +146,7 @@ def heartbeat_counter_of(driver: MediaDriver, client_id: int) -> int:
     counters = driver.counters
     found = [
         i
-        for i in range(25, 64)
+        for i in range(len(SC), 128)
         if counters.get_counter_state(i) == RECORD_ALLOCATED
         and counters.get_counter_type_id(i) == 11
         and counters.get_counter_key(i)[:8] == client_id.to_bytes(8, "little", signed=True)

@@ -1,7 +1,9 @@
 """The import order of docs/design.md section 2, checked by scanning every module under driver/ with ast.
 
 Every import counts, including ones inside functions and ``if TYPE_CHECKING:`` blocks: a rule about
-which layer may know about which is about the source, not only about what runs.
+which layer may know about which is about the source, not only about what runs. Imports sit at the top of
+their file: one inside a function is only for what an optional extra provides (a command must run, and say
+which extra it lacks, without it), never a way around an import cycle.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from driver.util.extras import EXTRA_OF_MODULE
 
 DRIVER = Path(__file__).resolve().parents[1] / "driver"
 
@@ -48,14 +52,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("driver.service",),  # the record & replay service: on the clients, below the commands that run it
     (
         "driver",
-        "driver.__main__",
         "driver.stop_signals",
-        "driver.cli",
         "driver.archive_launcher",
         "driver.views",
         "driver.exporter",
         "driver.analysis",
     ),
+    ("driver.cli", "driver.__main__"),  # the command line: on everything, and nothing imports it but __main__
 )
 
 SANS_IO_PACKAGES = ("driver.protocol", "driver.concurrent", "driver.util")
@@ -88,13 +91,15 @@ NATIVE_OWNERS = {
     "amd_timer.h": "driver.agent.park_timer",
     "amd_crc.h": "driver.concurrent.frame_checksums",
 }
-# The client's CPython fast path (native/src/amd_fastpath.c, an extension module of its own, not cffi) has one
+# The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.
 FASTPATH = "driver.concurrent.logbuffer._fastpath"
 FASTPATH_OWNER = "driver.concurrent.logbuffer.fastpath"
-# The archive is a client of the driver: primitives and the client, never the driver's agents or I/O.
+# The archive is a client of the driver: primitives and the client, never the driver's agents or I/O. Its agents
+# exchange commands as the driver's do, over the agents' command queues (a primitive: no I/O, no agent).
 ARCHIVE = "driver.archive"
 ARCHIVE_MAY_IMPORT = (
+    "driver.agent.command_queue",
     "driver.archive",
     "driver.client",
     "driver.concurrent",
@@ -103,6 +108,14 @@ ARCHIVE_MAY_IMPORT = (
 )
 ARCHIVE_CLIENT = "driver.archive.client"
 ARCHIVE_CLIENT_MAY_IMPORT_FROM_ARCHIVE = ("driver.archive.client", "driver.archive.codecs")
+# The command line sits on top: nothing else in driver/ imports it but the entry point.
+CLI = "driver.cli"
+CLI_IMPORTED_BY = ("driver.__main__",)
+# Each command family's module shares only this with the others (its own subcommand modules aside).
+CLI_SHARED = "driver.cli.common"
+CLI_FAMILY_PARTS = {"driver.cli.archive": ("driver.cli.archive_replicate",)}
+# What the optional extras provide (driver/util/extras.py), with what they bring that our code imports by name.
+OPTIONAL_MODULES = frozenset(EXTRA_OF_MODULE) | {"starlette", "pydantic", "httptools"}
 
 
 def module_name(path: Path, root: Path = DRIVER.parent) -> str:
@@ -140,6 +153,88 @@ def imported_modules(path: Path, root: Path = DRIVER.parent) -> set[str]:
         ):
             found.add(node.args[0].value)
     return found
+
+
+def function_imports(path: Path, root: Path = DRIVER.parent) -> list[tuple[int, set[str]]]:
+    """(line, modules) of each import statement inside a function (``from a import b`` yields a and a.b)."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, set[str]]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, ast.Import | ast.ImportFrom):
+                found.append((child.lineno, _statement_targets(child, package)))
+            visit(
+                child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            )
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    return found
+
+
+def module_level_imports(path: Path, root: Path = DRIVER.parent) -> set[str]:
+    """What importing ``path`` imports: every import outside functions and ``if TYPE_CHECKING:`` blocks."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit_all(child.orelse)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                found.update(_statement_targets(child, package))
+            visit(child)
+
+    def visit_all(nodes: list[ast.stmt]) -> None:
+        for n in nodes:
+            visit(ast.Module(body=[n], type_ignores=[]))
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return found
+
+
+def _statement_targets(node: ast.Import | ast.ImportFrom, package: str) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if node.level:
+        base_parts = package.split(".")
+        base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+        base = ".".join([*base_parts, node.module] if node.module else base_parts)
+    else:
+        base = node.module or ""
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
+
+
+def needing_an_extra(top_level: dict[str, set[str]], optional: frozenset[str] = OPTIONAL_MODULES) -> set[str]:
+    """The driver modules whose import needs an optional extra: they import one of its modules at their top, or
+    a driver module that does."""
+    needing: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for module, imports in top_level.items():
+            if module not in needing and any(
+                n.partition(".")[0] in optional or n in needing for n in imports
+            ):
+                needing.add(module)
+                changed = True
+    return needing
+
+
+def function_import_violations(
+    path: Path, needing: set[str], root: Path = DRIVER.parent, optional: frozenset[str] = OPTIONAL_MODULES
+) -> list[str]:
+    """``file:line`` of each import inside a function that is not of an extra (nor of a module needing one)."""
+    bad = []
+    for line, targets in function_imports(path, root):
+        if not any(t.partition(".")[0] in optional or t in needing for t in targets):
+            bad.append(f"{path.relative_to(root)}:{line} imports {min(targets, key=len)} inside a function")
+    return bad
 
 
 def is_within(name: str, package: str) -> bool:
@@ -266,6 +361,10 @@ def native_violations(module: str, imports: set[str], used: set[str], families: 
 
 MODULES = {module_name(p): p for p in sorted(DRIVER.rglob("*.py"))}
 IMPORTS = {m: resolved_imports(p, DRIVER.parent, set(MODULES)) for m, p in MODULES.items()}
+
+
+TOP_LEVEL = {m: module_level_imports(p) for m, p in MODULES.items()}
+NEEDING_AN_EXTRA = needing_an_extra(TOP_LEVEL)
 
 
 def modules_in(*packages: str) -> list[str]:
@@ -414,6 +513,45 @@ def test_the_scan_sees_the_packages_the_rules_are_about() -> None:
     assert "driver.concurrent.atomic_buffer" in MODULES
 
 
+def test_the_function_import_rule_allows_only_what_an_extra_provides(tmp_path: Path) -> None:
+    files = {
+        "driver/__init__.py": "",
+        "driver/service/server.py": "import uvicorn\n",
+        "driver/service/command.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    from driver.service.jobs import Job\n"
+            "def serve():\n"
+            "    from driver.service.server import start\n"
+            "    import pyspark\n"
+            "def fast():\n"
+            "    from driver.service import jobs\n"
+            "    if True:\n"
+            "        import json\n"
+        ),
+        "driver/service/jobs.py": "from .page import render\n",
+        "driver/service/page.py": "from fastapi import FastAPI\n",
+        "driver/util/text.py": "",
+    }
+    _tree(tmp_path, files)
+    paths = {module_name(p, tmp_path): p for p in sorted((tmp_path / "driver").rglob("*.py"))}
+    top = {m: module_level_imports(p, tmp_path) for m, p in paths.items()}
+    assert "driver.service.jobs" not in top["driver.service.command"]  # only for the type checker
+    needing = needing_an_extra(top)
+    assert needing == {"driver.service.server", "driver.service.jobs", "driver.service.page"}
+    command = paths["driver.service.command"]
+    assert [line for line, _ in function_imports(command, tmp_path)] == [5, 6, 8, 10]
+    # driver.service.jobs needs fastapi through page.py, so importing it late is for the extra too.
+    assert function_import_violations(command, needing, tmp_path) == [
+        "driver/service/command.py:10 imports json inside a function"
+    ]
+    assert function_import_violations(command, set(), tmp_path) == [
+        "driver/service/command.py:5 imports driver.service.server inside a function",
+        "driver/service/command.py:8 imports driver.service inside a function",
+        "driver/service/command.py:10 imports json inside a function",
+    ]
+
+
 # --- the rules -------------------------------------------------------------------------------------------
 
 
@@ -474,3 +612,39 @@ def test_only_the_fast_path_owner_imports_the_extension(module: str) -> None:
         assert FASTPATH not in IMPORTS[module], (
             f"{MODULES[module].relative_to(DRIVER.parent)} imports {FASTPATH}: call {FASTPATH_OWNER}"
         )
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_imports_are_at_the_top_unless_an_extra_provides_them(module: str) -> None:
+    """An import inside a function hides a cycle or a cost; only an optional extra's is allowed there (a module of
+    the extra, or a driver module that needs one), so that a command without the extra still runs."""
+    assert function_import_violations(MODULES[module], NEEDING_AN_EXTRA) == []
+
+
+def test_the_extra_rule_sees_the_modules_that_need_an_extra() -> None:
+    assert {"driver.service.server", "driver.service.app", "driver.analysis.job"} <= NEEDING_AN_EXTRA
+    assert (
+        not {"driver.cli", "driver.cli.run", "driver.service.command", "driver.client.aeron"}
+        & NEEDING_AN_EXTRA
+    )
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_only_the_entry_point_imports_the_cli(module: str) -> None:
+    if is_within(module, CLI) or module in CLI_IMPORTED_BY:
+        return
+    bad = sorted(n for n in IMPORTS[module] if is_within(n, CLI))
+    assert bad == [], f"{MODULES[module].relative_to(DRIVER.parent)} imports the command line {bad}"
+
+
+def test_the_entry_point_imports_the_cli() -> None:
+    assert "driver.cli" in IMPORTS["driver.__main__"]
+
+
+@pytest.mark.parametrize("module", [m for m in modules_in(CLI) if m != CLI])
+def test_a_command_family_imports_only_the_shared_cli_module(module: str) -> None:
+    allowed = {CLI_SHARED, *CLI_FAMILY_PARTS.get(module, ())}
+    bad = sorted(n for n in IMPORTS[module] if is_within(n, CLI) and n not in allowed)
+    assert bad == [], (
+        f"{MODULES[module].relative_to(DRIVER.parent)} imports {bad}: share through {CLI_SHARED}"
+    )

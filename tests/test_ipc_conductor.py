@@ -15,9 +15,12 @@ from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 from driver.protocol import control_protocol as cp
+from driver.status.system_counters import SystemCounterDescriptor
 from tests.support import wait_for
 
 TERM_LENGTH = 64 * 1024
+
+FIRST_FREE_ID = len(SystemCounterDescriptor)  # the first counter id after the system counters
 
 
 class Client:
@@ -99,7 +102,7 @@ def test_publication_ready_names_a_log_laid_out_as_1_15_1(client: Client, driver
         assert lbd.term_length(meta) == TERM_LENGTH
         assert lbd.end_of_stream_position(meta) == 2**63 - 1
         assert not lbd.is_connected(meta)
-    labels = {driver.counters.get_counter_label(i) for i in range(25, 29)}
+    labels = {driver.counters.get_counter_label(i) for i in range(FIRST_FREE_ID, FIRST_FREE_ID + 4)}
     assert f"pub-lmt: {correlation_id} {ready.session_id} 10 aeron:ipc?term-length={TERM_LENGTH}" in labels
     assert (
         f"pub-pos (sample): {correlation_id} {ready.session_id} 10 aeron:ipc?term-length={TERM_LENGTH}"
@@ -392,5 +395,7 @@ def test_timed_out_client_releases_publications_and_subscriptions(client: Client
     clock.advance_ms(6000)
     client.run()
     assert not Path(ready.log_file_name).exists()
-    allocated = [i for i in range(25, 32) if driver.counters.get_counter_state(i) == RECORD_ALLOCATED]
+    allocated = [
+        i for i in range(FIRST_FREE_ID, FIRST_FREE_ID + 7) if driver.counters.get_counter_state(i) == RECORD_ALLOCATED
+    ]
     assert allocated == []

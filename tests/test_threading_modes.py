@@ -59,7 +59,7 @@ def test_ipc_and_udp_exchange_in_every_threading_mode(embedded_driver, mode: str
     ("mode", "expected"),
     [
         ("DEDICATED", [["driver-conductor"], ["sender"], ["receiver"]]),
-        ("SHARED", [["driver-conductor", "sender", "receiver"]]),
+        ("SHARED", [["sender", "receiver", "driver-conductor"]]),  # Java's SHARED order
         ("SHARED_NETWORK", [["driver-conductor"], ["sender", "receiver"]]),
     ],
 )

@@ -54,11 +54,18 @@ class BackoffIdleStrategy:
         max_park_ns: int = 1_000_000,
         dormant_park_ns: int = 0,
         is_dormant: Callable[[], bool] | None = None,
+        busy_work: int = 1,
     ) -> None:
         """``is_dormant`` (optional): when it says there is nothing at all to serve, parks last
-        ``dormant_park_ns`` instead of ``max_park_ns`` (a driver with no clients need not wake 1000x/s)."""
+        ``dormant_park_ns`` instead of ``max_park_ns`` (a driver with no clients need not wake 1000x/s).
+        ``busy_work``: a duty cycle that did at least this much work runs the next one at once (a stream is
+        flowing); one that did less (a single message's worth) parks ``min_park_ns`` first, so that the
+        processes it serves get the CPU to answer before the agent looks again. 1 = Agrona's behaviour."""
         if not 0 < min_park_ns <= max_park_ns:
             raise ValueError(f"need 0 < min_park_ns ({min_park_ns}) <= max_park_ns ({max_park_ns})")
+        if busy_work < 1:
+            raise ValueError(f"need busy_work ({busy_work}) >= 1")
+        self.busy_work = busy_work
         self.dormant_park_ns = dormant_park_ns
         self.is_dormant = is_dormant if dormant_park_ns > 0 else None
         self.max_spins = max_spins
@@ -79,6 +86,10 @@ class BackoffIdleStrategy:
         """SPIN, YIELD, or a park in nanoseconds, after a duty cycle that did ``work_count`` work."""
         if work_count > 0:
             self.reset()
+            if work_count < self.busy_work:  # park at once, then go on backing off from there
+                self._spins, self._yields = self.max_spins, self.max_yields
+                self._park_ns = min(self.min_park_ns * 2, self.max_park_ns)
+                return self.min_park_ns
             return YIELD  # a busy agent still gives the other agents on the loop a turn
         if self._spins < self.max_spins:
             self._spins += 1

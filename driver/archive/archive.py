@@ -19,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from driver.agent.command_queue import CommandQueue
 from driver.archive.archive_conductor import ArchiveConductor
+from driver.archive.archive_conductor_proxy import ArchiveConductorProxy
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
@@ -37,8 +39,9 @@ from driver.archive.segment_file import (
     segment_path,
     segment_position,
 )
-from driver.archive.session_worker import SessionQueue
+from driver.archive.session_worker_proxy import ReplayerProxy, SessionWorkerProxy
 from driver.client.aeron import Aeron
+from driver.client.exceptions import AeronError
 from driver.util.bit_util import is_power_of_two
 from driver.util.files import FilePermissions
 
@@ -47,6 +50,17 @@ log = logging.getLogger("driver.archive")
 
 def epoch_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+class FailedOffers:
+    """Commands between the archive's agents that waited in a proxy's backlog for room in the queue."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def increment(self) -> int:
+        self.count += 1
+        return self.count
 
 
 class ArchiveStartError(RuntimeError):
@@ -114,8 +128,6 @@ class Archive:
                 "with --archive-dir or -Daeron.archive.dir"
             ) from e
         if aeron is None:
-            from driver.client.exceptions import AeronError
-
             try:
                 aeron = Aeron.connect(
                     ctx.aeron_dir or None,
@@ -155,18 +167,19 @@ class Archive:
                 aeron.close()
             raise ArchiveStartError(f"cannot open the archive in {self.archive_dir}: {e}") from e
         self.segment_reserver = SegmentReserver()
-        to_recorder, to_replayer, from_recorder, from_replayer = (SessionQueue() for _ in range(4))
-        self.recorder = Recorder(to_recorder, from_recorder)
-        self.replayer = Replayer(to_replayer, from_replayer, epoch_clock_ms)
+        # The agents meet only through these queues and the proxies over them (docs/design.md section 3).
+        failed = self.failed_offers = FailedOffers()
+        to_conductor, to_recorder, to_replayer = CommandQueue(), CommandQueue(), CommandQueue()
+        self.recorder = Recorder(to_recorder, ArchiveConductorProxy(to_conductor, failed))
+        self.replayer = Replayer(to_replayer, ArchiveConductorProxy(to_conductor, failed), epoch_clock_ms)
         self.conductor = ArchiveConductor(
             ctx,
             aeron,
             self.catalog,
             self.mark_file,
-            to_recorder,
-            to_replayer,
-            from_recorder,
-            from_replayer,
+            to_conductor,
+            SessionWorkerProxy(to_recorder, failed),
+            ReplayerProxy(to_replayer, failed),
             epoch_clock_ms,
             client_agent=aeron.conductor_agent_invoker if self._owns_aeron else None,
             error_handler=self._on_error,
@@ -324,11 +337,21 @@ class Archive:
         self.replayer.on_close()
         self.recorder.on_close()
         self.segment_reserver.close()
-        self.conductor.do_work()  # the recorder's last outcomes: stop positions into the catalog
+        self._drain_outcomes()  # the workers' last outcomes: stop positions into the catalog
         self.conductor.on_close()
         if self._owns_aeron:
             self.aeron.close()
         self._close_files()
+
+    def _drain_outcomes(self) -> None:
+        """Every outcome the closed workers left, however many: more than one duty cycle's worth may wait."""
+        conductor = self.conductor
+        workers = (self.recorder.conductor, self.replayer.conductor)
+        while any(proxy.has_pending() for proxy in workers):
+            for proxy in workers:
+                proxy.flush()
+            conductor.commands.drain(conductor, len(conductor.commands))
+        conductor.do_work()
 
     def close(self) -> None:
         self.on_close()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driver.agent.command_queue import CommandQueue
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.archive_mark_file import ArchiveMarkFile
 from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
@@ -82,7 +83,7 @@ from driver.archive.segment_file import (
     segment_path,
     segment_position,
 )
-from driver.archive.session_worker import RecordingStopped, ReplayDone, SessionQueue
+from driver.archive.session_worker_proxy import ReplayerProxy, SessionWorkerProxy
 from driver.client.aeron import Aeron
 from driver.client.client_conductor_agent import ClientConductorAgent
 from driver.client.counter import Counter
@@ -172,10 +173,9 @@ class ArchiveConductor:
         aeron: Aeron,
         catalog: Catalog,
         mark_file: ArchiveMarkFile,
-        to_recorder: SessionQueue,
-        to_replayer: SessionQueue,
-        from_recorder: SessionQueue,
-        from_replayer: SessionQueue,
+        commands: CommandQueue,
+        recorder_proxy: SessionWorkerProxy,
+        replayer_proxy: ReplayerProxy,
         epoch_clock_ms: Callable[[], int],
         client_agent: ClientConductorAgent | None = None,
         error_handler: Callable[[str], None] | None = None,
@@ -188,10 +188,10 @@ class ArchiveConductor:
         self.catalog = catalog
         self.mark_file = mark_file
         self.archive_dir = Path(ctx.archive_dir)
-        self._to_recorder = to_recorder
-        self._to_replayer = to_replayer
-        self._from_recorder = from_recorder
-        self._from_replayer = from_replayer
+        self.commands = commands  # from the recorder's and the replayer's ArchiveConductorProxy
+        # The only ways to the recorder and the replayer.
+        self._recorder_proxy = recorder_proxy
+        self._replayer_proxy = replayer_proxy
         self._epoch_clock_ms = epoch_clock_ms
         self._client_agent = client_agent
         self._error_handler = error_handler
@@ -342,6 +342,8 @@ class ArchiveConductor:
         if now_ms != self._cached_ms:
             self._cached_ms = now_ms
             self.mark_file.update_activity_timestamp(now_ms)
+        # Commands that did not fit the recorder's or replayer's queue go first, in order, as room frees.
+        work += self._recorder_proxy.flush() + self._replayer_proxy.flush()
         if self._client_agent is not None:
             work += self._client_agent.do_work()
         if self._pending:
@@ -353,14 +355,8 @@ class ArchiveConductor:
             for task in tasks:
                 task()
                 work += 1
-        for command, outcome in self._from_recorder.drain():
-            if command == "recording_stopped":
-                self._on_recording_stopped(outcome)
-                work += 1
-        for command, outcome in self._from_replayer.drain():
-            if command == "replay_done":
-                self._on_replay_done(outcome)
-                work += 1
+        if self.commands:
+            work += self.commands.drain(self)
         if self._demuxers:
             for demuxer in self._demuxers:
                 work += demuxer.do_work()
@@ -393,7 +389,7 @@ class ArchiveConductor:
         """A closed control session's replays are stopped: nobody is left to stop them or hear how they end."""
         for replay_session_id, replay in self.replays.items():
             if replay.control_session is session:
-                self._to_replayer.put("abort", replay_session_id)
+                self._replayer_proxy.abort_session(replay_session_id)
 
     def is_dormant(self) -> bool:
         """No control session, request, replay or recording in flight: nothing to do until a client comes."""
@@ -407,8 +403,9 @@ class ArchiveConductor:
             or self.replays
             or self.replications
             or self._pending_replays
-            or len(self._from_recorder)
-            or len(self._from_replayer)
+            or self.commands
+            or self._recorder_proxy.backlog
+            or self._replayer_proxy.backlog
         )
 
     def _on_control_image(self, image: Image) -> None:
@@ -689,7 +686,7 @@ class ArchiveConductor:
                     self.archive_dir, recording_id, self.ctx.file_permissions
                 )
                 recording_session.use_index()
-            self._to_recorder.put("add", recording_session)
+            self._recorder_proxy.add_session(recording_id, recording_session)
             return True
 
         self._pending.append(poll)
@@ -731,16 +728,17 @@ class ArchiveConductor:
             descriptor.segment_file_length,
         )
 
-    def _on_recording_stopped(self, outcome: RecordingStopped) -> None:
-        recording = self.recordings.pop(outcome.recording_id, None)
-        self.catalog.recording_stopped(outcome.recording_id, outcome.stop_position, self._epoch_clock_ms())
+    def on_recording_stopped(self, recording_id: int, stop_position: int, error: str | None) -> None:
+        """From the recorder: a recording session ended (command, via the ArchiveConductorProxy)."""
+        recording = self.recordings.pop(recording_id, None)
+        self.catalog.recording_stopped(recording_id, stop_position, self._epoch_clock_ms())
         if recording is not None:
             self._release(recording.counter)
         for replication in list(self.replications.values()):
-            if replication.recording_started and replication.dst_recording_id == outcome.recording_id:
-                replication.on_recording_stopped(outcome.stop_position)
-        if outcome.error is not None:
-            message = f"recording {outcome.recording_id} stopped at {outcome.stop_position}: {outcome.error}"
+            if replication.recording_started and replication.dst_recording_id == recording_id:
+                replication.on_recording_stopped(stop_position)
+        if error is not None:
+            message = f"recording {recording_id} stopped at {stop_position}: {error}"
             self.report_error(message)
             if recording is not None and recording.control_session.is_active:
                 recording.control_session.attempt_error(recording.correlation_id, message)
@@ -1088,7 +1086,7 @@ class ArchiveConductor:
             replay.checksums = ReplayChecker(self.archive_dir, recording_id)
         self.replays[replay_session_id] = ActiveReplay(recording_id, session, correlation_id)
         session.send_ok(correlation_id, replay_session_id)
-        self._to_replayer.put("add", replay)
+        self._replayer_proxy.add_session(replay_session_id, replay)
 
     def _replay_controls(
         self, request: Any, summary: RecordingSummary, replay_position: int
@@ -1126,7 +1124,7 @@ class ArchiveConductor:
                 ArchiveErrorCode.UNKNOWN_REPLAY,
             )
             return
-        self._to_replayer.put("credit", (request.replay_session_id, request.limit_position))
+        self._replayer_proxy.grant_credit(request.replay_session_id, request.limit_position)
         session.send_ok(request.correlation_id)
 
     def _on_position_lookup(self, session: ControlSession, request: PositionLookupRequest) -> None:
@@ -1165,10 +1163,11 @@ class ArchiveConductor:
         # A truncated recording keeps its index: entries past the end name positions no longer recorded.
         session.send_ok(correlation_id, max(min(position, end), descriptor.start_position))
 
-    def _on_replay_done(self, outcome: ReplayDone) -> None:
-        replay = self.replays.pop(outcome.replay_session_id, None)
-        if outcome.error is not None and replay is not None and replay.control_session.is_active:
-            replay.control_session.attempt_error(replay.correlation_id, outcome.error)
+    def on_replay_done(self, replay_session_id: int, error: str | None) -> None:
+        """From the replayer: a replay session ended (command, via the ArchiveConductorProxy)."""
+        replay = self.replays.pop(replay_session_id, None)
+        if error is not None and replay is not None and replay.control_session.is_active:
+            replay.control_session.attempt_error(replay.correlation_id, error)
 
     def _on_stop_replay(self, session: ControlSession, request: StopReplayRequest) -> None:
         if request.replay_session_id not in self.replays:
@@ -1178,7 +1177,7 @@ class ArchiveConductor:
                 ArchiveErrorCode.UNKNOWN_REPLAY,
             )
             return
-        self._to_replayer.put("abort", request.replay_session_id)
+        self._replayer_proxy.abort_session(request.replay_session_id)
         session.send_ok(request.correlation_id)
 
     # -- truncate --------------------------------------------------------------------------------------------------

@@ -1,56 +1,39 @@
-"""Replayer: the agent that runs every ReplaySession (docs/archive.md section 8)."""
+"""Replayer: the session worker that runs every ReplaySession (docs/archive.md section 8)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from driver.agent.command_queue import CommandQueue
+from driver.archive.archive_conductor_proxy import ArchiveConductorProxy
 from driver.archive.replay_session import ReplaySession
-from driver.archive.session_worker import ReplayDone, SessionQueue
+from driver.archive.session_worker import SessionWorker
 
 
-class Replayer:
+class Replayer(SessionWorker[ReplaySession]):
     role_name = "archive-replayer"
 
     def __init__(
-        self, commands: SessionQueue, outcomes: SessionQueue, epoch_clock_ms: Callable[[], int]
+        self, commands: CommandQueue, conductor: ArchiveConductorProxy, epoch_clock_ms: Callable[[], int]
     ) -> None:
-        self._commands = commands
-        self._outcomes = outcomes
+        super().__init__(commands, conductor)
         self._epoch_clock_ms = epoch_clock_ms
-        self.sessions: dict[int, ReplaySession] = {}
+        self._now_ms = 0
 
-    def on_start(self) -> None:
-        pass
+    def before_sessions(self) -> None:
+        self._now_ms = self._epoch_clock_ms()  # one read per duty cycle serves every replay
 
-    def is_dormant(self) -> bool:
-        return not (self.sessions or len(self._commands))
+    def work_on(self, session: ReplaySession) -> int:
+        return session.do_work(self._now_ms)
 
-    def do_work(self) -> int:
-        work = 0
-        for command, item in self._commands.drain():
-            work += 1
-            if command == "add":
-                self.sessions[item.replay_session_id] = item
-            elif command == "abort" and item in self.sessions:
-                self.sessions[item].abort()
-            elif command == "credit" and item[0] in self.sessions:
-                controls = self.sessions[item[0]].controls
-                credit = controls.credit() if controls is not None else None
-                if credit is not None:
-                    credit.grant(item[1])
-        if not self.sessions:
-            return work
-        now_ms = self._epoch_clock_ms()
-        for replay_session_id, session in list(self.sessions.items()):
-            work += session.do_work(now_ms)
-            if session.is_done:
-                del self.sessions[replay_session_id]
-                self._outcomes.put("replay_done", ReplayDone(replay_session_id, session.error))
-        return work
+    def session_done(self, session_id: int, session: ReplaySession) -> None:
+        self.conductor.replay_done(session_id, session.error)
 
-    def on_close(self) -> None:
-        now_ms = self._epoch_clock_ms()
-        for session in self.sessions.values():
-            session.abort()
-            session.do_work(now_ms)
-        self.sessions.clear()
+    # -- commands (from the ReplayerProxy) -------------------------------------------------------------------------
+
+    def on_grant_credit(self, replay_session_id: int, limit_position: int) -> None:
+        session = self.sessions.get(replay_session_id)
+        controls = session.controls if session is not None else None
+        credit = controls.credit() if controls is not None else None
+        if credit is not None:
+            credit.grant(limit_position)

@@ -1,37 +1,91 @@
-"""The archive's agents exchange work only through these queues (docs/design.md section 3): the conductor hands
-sessions and aborts to the recorder and the replayer, which hand back each finished session's outcome."""
+"""SessionWorker: the duty cycle the recorder and the replayer share (docs/archive.md section 6).
+
+A session worker is an agent that owns sessions by id: it runs the commands the conductor queued for it (add a
+session, abort one, and whatever its subclass adds), gives each session its work, and tells the conductor, through
+its proxy, of each session that is done. On close every session still running is aborted, given its last work
+and reported the same way, so the conductor learns how each one ended whatever stopped it.
+"""
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any, NamedTuple
+from typing import Generic, Protocol, TypeVar
+
+from driver.agent.command_queue import CommandQueue
+from driver.archive.archive_conductor_proxy import ArchiveConductorProxy
 
 
-class RecordingStopped(NamedTuple):
-    recording_id: int
-    stop_position: int
-    error: str | None
+class Session(Protocol):
+    @property
+    def is_done(self) -> bool: ...
+
+    def abort(self) -> None: ...
 
 
-class ReplayDone(NamedTuple):
-    replay_session_id: int
-    error: str | None
+S = TypeVar("S", bound=Session)
 
 
-class SessionQueue:
-    """A one-way queue of commands between two agents on the same loop (add, abort, or an outcome)."""
+class SessionWorker(Generic[S]):
+    role_name = "archive-session-worker"
 
-    def __init__(self) -> None:
-        self._items: deque[tuple[str, Any]] = deque()
+    def __init__(self, commands: CommandQueue, conductor: ArchiveConductorProxy) -> None:
+        self.commands = commands  # from the conductor's SessionWorkerProxy
+        self.conductor = conductor
+        self.sessions: dict[int, S] = {}
+        self._closed = False
 
-    def put(self, command: str, item: Any) -> None:
-        self._items.append((command, item))
+    # -- what a subclass says ----------------------------------------------------------------------------------
 
-    def drain(self, limit: int = 64) -> list[tuple[str, Any]]:
-        items = self._items
-        if not items:
-            return []  # the usual case, on every duty cycle of three agents
-        return [items.popleft() for _ in range(min(limit, len(items)))]
+    def work_on(self, session: S) -> int:
+        """One session's share of a duty cycle."""
+        raise NotImplementedError
 
-    def __len__(self) -> int:
-        return len(self._items)
+    def session_done(self, session_id: int, session: S) -> None:
+        """Tell the conductor how the session ended (it is no longer in ``sessions``)."""
+        raise NotImplementedError
+
+    def before_sessions(self) -> None:
+        """Once per duty cycle with sessions, before any of them works (a clock read, say)."""
+
+    # -- commands (from the SessionWorkerProxy) -------------------------------------------------------------------
+
+    def on_add_session(self, session_id: int, session: S) -> None:
+        self.sessions[session_id] = session
+
+    def on_abort_session(self, session_id: int) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:  # it may have ended on its own while the command waited
+            session.abort()
+
+    # -- agent -----------------------------------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        pass
+
+    def is_dormant(self) -> bool:
+        return not (self.sessions or self.commands or self.conductor.backlog)
+
+    def do_work(self) -> int:
+        # Outcomes that did not fit the conductor's queue go first, before any newer one is offered.
+        work = self.conductor.flush()
+        if self.commands:
+            work += self.commands.drain(self)
+        if not self.sessions:
+            return work
+        self.before_sessions()
+        for session_id, session in list(self.sessions.items()):
+            work += self.work_on(session)
+            if session.is_done:
+                del self.sessions[session_id]
+                self.session_done(session_id, session)
+        return work
+
+    def on_close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.before_sessions()
+        sessions, self.sessions = self.sessions, {}
+        for session_id, session in sessions.items():
+            session.abort()
+            self.work_on(session)
+            self.session_done(session_id, session)

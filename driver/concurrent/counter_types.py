@@ -28,6 +28,8 @@ PER_IMAGE_TYPE_ID = 10
 CLIENT_HEARTBEAT_TYPE_ID = 11
 PUBLISHER_POS_TYPE_ID = 12
 SENDER_BPE_TYPE_ID = 13  # today's Aeron (1.18+), not in 1.15.1: docs/counters.md section 8
+LOCAL_SOCKET_ADDRESS_TYPE_ID = 14
+FLOW_CONTROL_RECEIVERS_TYPE_ID = 17
 SENDER_NAKS_RECEIVED_TYPE_ID = 19
 RECEIVER_NAKS_SENT_TYPE_ID = 20
 RECORDING_POSITION_TYPE_ID = 100  # Aeron Archive's RecordingPos, allocated through ADD_COUNTER
@@ -44,6 +46,10 @@ CLIENT_HEARTBEAT_NAME = "client-heartbeat"
 SENDER_BPE_NAME = "snd-bpe"
 SENDER_NAKS_RECEIVED_NAME = "snd-naks-received"
 RECEIVER_NAKS_SENT_NAME = "rcv-naks-sent"
+SEND_LOCAL_SOCKET_ADDRESS_NAME = "snd-local-sockaddr"
+RECEIVE_LOCAL_SOCKET_ADDRESS_NAME = "rcv-local-sockaddr"
+LOCAL_SOCKET_ADDRESS_TYPE_NAME = "local-sockaddr"
+FLOW_CONTROL_RECEIVERS_NAME = "fc-receivers"
 SEND_CHANNEL_STATUS_NAME = "snd-channel"
 RECEIVE_CHANNEL_STATUS_NAME = "rcv-channel"
 
@@ -63,6 +69,12 @@ STREAM_CHANNEL_OFFSET = STREAM_CHANNEL_LENGTH_OFFSET + SIZE_OF_INT32
 STREAM_MAX_CHANNEL_LENGTH = MAX_KEY_LENGTH - STREAM_CHANNEL_OFFSET
 # Sub-pos labels get " @<join position>" only while shorter than this (SubscriberPos).
 JOIN_POSITION_LABEL_LIMIT = 360
+
+# Local socket address key (today's Aeron): channel status counter id | address length | ASCII address.
+LOCAL_SOCKET_ADDRESS_STATUS_ID_OFFSET = 0
+LOCAL_SOCKET_ADDRESS_LENGTH_OFFSET = LOCAL_SOCKET_ADDRESS_STATUS_ID_OFFSET + SIZE_OF_INT32
+LOCAL_SOCKET_ADDRESS_STRING_OFFSET = LOCAL_SOCKET_ADDRESS_LENGTH_OFFSET + SIZE_OF_INT32
+LOCAL_SOCKET_ADDRESS_MAX_LENGTH = len("[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65536")
 
 CHANNEL_STATUS_CHANNEL_OFFSET = SIZE_OF_INT32
 CHANNEL_STATUS_MAX_CHANNEL_LENGTH = MAX_KEY_LENGTH - CHANNEL_STATUS_CHANNEL_OFFSET  # 108
@@ -111,6 +123,21 @@ def channel_status_label(name: str, channel: str) -> str:
     return _label(f"{name}: ", channel)
 
 
+def format_socket_address(host: str, port: int) -> str:
+    """``127.0.0.1:40123`` / ``[::1]:40123``, as Aeron writes a bound address."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def local_socket_address_key(channel_status_id: int, address: str) -> bytes:
+    text = java_ascii(address)[:LOCAL_SOCKET_ADDRESS_MAX_LENGTH]
+    return _I32.pack(channel_status_id) + _I32.pack(len(text)) + text
+
+
+def local_socket_address_label(name: str, channel_status_id: int, address: str) -> str:
+    """``snd-local-sockaddr: <channel status id> <address>`` (or rcv-)."""
+    return _label(f"{name}: {channel_status_id} ", address)
+
+
 def client_heartbeat_key(client_id: int) -> bytes:
     return _I64.pack(client_id)
 
@@ -140,12 +167,19 @@ TYPE_NAMES: dict[int, str] = {
     CLIENT_HEARTBEAT_TYPE_ID: CLIENT_HEARTBEAT_NAME,
     PUBLISHER_POS_TYPE_ID: "pub-pos",
     SENDER_BPE_TYPE_ID: SENDER_BPE_NAME,
+    LOCAL_SOCKET_ADDRESS_TYPE_ID: LOCAL_SOCKET_ADDRESS_TYPE_NAME,
+    FLOW_CONTROL_RECEIVERS_TYPE_ID: FLOW_CONTROL_RECEIVERS_NAME,
     SENDER_NAKS_RECEIVED_TYPE_ID: SENDER_NAKS_RECEIVED_NAME,
     RECEIVER_NAKS_SENT_TYPE_ID: RECEIVER_NAKS_SENT_NAME,
     RECORDING_POSITION_TYPE_ID: "rec-pos",
 }
 UNKNOWN_TYPE_NAME = "unknown"
-_TYPE_ALIASES = {PUBLISHER_POS_NAME: PUBLISHER_POS_TYPE_ID, "rec-pos": RECORDING_POSITION_TYPE_ID}
+_TYPE_ALIASES = {
+    PUBLISHER_POS_NAME: PUBLISHER_POS_TYPE_ID,
+    "rec-pos": RECORDING_POSITION_TYPE_ID,
+    SEND_LOCAL_SOCKET_ADDRESS_NAME: LOCAL_SOCKET_ADDRESS_TYPE_ID,
+    RECEIVE_LOCAL_SOCKET_ADDRESS_NAME: LOCAL_SOCKET_ADDRESS_TYPE_ID,
+}
 
 # Types whose key is a StreamPositionCounter key (the set StreamStat and AeronStat treat as streams).
 STREAM_COUNTER_TYPE_IDS = frozenset(
@@ -161,6 +195,7 @@ STREAM_COUNTER_TYPE_IDS = frozenset(
         SENDER_BPE_TYPE_ID,
         SENDER_NAKS_RECEIVED_TYPE_ID,
         RECEIVER_NAKS_SENT_TYPE_ID,
+        FLOW_CONTROL_RECEIVERS_TYPE_ID,
     }
 )
 STREAM_EVENT_COUNTER_TYPE_IDS = frozenset(
@@ -207,6 +242,8 @@ class CounterInfo:
     stream_id: int | None = None
     channel: str | None = None
     client_id: int | None = None  # client-heartbeat
+    channel_status_id: int | None = None  # local-sockaddr: the channel status counter of its endpoint
+    local_address: str | None = None  # local-sockaddr: the bound address
     recording_id: int | None = None  # rec-pos
     source_identity: str | None = None  # rec-pos
 
@@ -252,6 +289,11 @@ def decode_counter(counter_id: int, type_id: int, key: bytes, label: str, value:
             length = max(0, min(length - CHANNEL_STATUS_CHANNEL_OFFSET, CHANNEL_STATUS_MAX_CHANNEL_LENGTH))
             channel = _ascii(key[CHANNEL_STATUS_CHANNEL_OFFSET : CHANNEL_STATUS_CHANNEL_OFFSET + length])
         return CounterInfo(counter_id, type_id, label, value, channel=channel)
+    if type_id == LOCAL_SOCKET_ADDRESS_TYPE_ID and len(key) >= LOCAL_SOCKET_ADDRESS_STRING_OFFSET:
+        status_id, length = struct.unpack_from("<ii", key, 0)
+        length = max(0, min(length, LOCAL_SOCKET_ADDRESS_MAX_LENGTH, len(key) - LOCAL_SOCKET_ADDRESS_STRING_OFFSET))
+        address = _ascii(key[LOCAL_SOCKET_ADDRESS_STRING_OFFSET : LOCAL_SOCKET_ADDRESS_STRING_OFFSET + length])
+        return CounterInfo(counter_id, type_id, label, value, channel_status_id=status_id, local_address=address)
     if type_id == CLIENT_HEARTBEAT_TYPE_ID and len(key) >= 8:
         return CounterInfo(counter_id, type_id, label, value, client_id=_I64.unpack_from(key, 0)[0])
     if type_id == RECORDING_POSITION_TYPE_ID and len(key) >= RECORDING_SOURCE_IDENTITY_OFFSET:

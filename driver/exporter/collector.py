@@ -3,12 +3,17 @@
 Metric mapping (one series per allocated counter, plus derived and liveness gauges):
 
 =====================================================  =============================================================
-``aeron_<snake case of label>_total`` (counter)        the 25 system counters, e.g. ``aeron_bytes_sent_total``;
-                                                       ``aeron_controllable_idle_strategy_status`` is a gauge
+``aeron_<snake case of label>_total`` (counter)        the system counters (1.15.1's 25 and today's Aeron's ids
+                                                       25..39), e.g. ``aeron_bytes_sent_total``; the max cycle
+                                                       times, bytes mapped, ``aeron_software_version`` (id 34)
+                                                       and ``aeron_controllable_idle_strategy_status`` are gauges
 ``aeron_stream_position_bytes`` (gauge)                pub-lmt, snd-pos, snd-lmt, pub-pos, rcv-hwm, rcv-pos, sub-pos;
                                                        labels type, registration_id, session_id, stream_id, channel,
                                                        counter_id
 ``aeron_per_image_indicator``                          type 10, same labels
+``aeron_flow_control_receivers``                       fc-receivers (type 17), stream labels
+``aeron_local_socket_address``                         snd-/rcv-local-sockaddr (type 14): labels type,
+                                                       channel_status_id, address, counter_id; 1 while bound
 ``aeron_channel_status``                               snd-channel/rcv-channel: 0 initializing, 1 active, -1 errored,
                                                        2 closing; labels type, channel, counter_id
 ``aeron_client_heartbeat_timestamp_seconds``           client-heartbeat; labels type, client_id, counter_id
@@ -41,6 +46,8 @@ from driver.concurrent.cnc_file import CncError
 from driver.concurrent.counter_types import (
     CHANNEL_STATUS_TYPE_IDS,
     CLIENT_HEARTBEAT_TYPE_ID,
+    FLOW_CONTROL_RECEIVERS_TYPE_ID,
+    LOCAL_SOCKET_ADDRESS_TYPE_ID,
     PER_IMAGE_TYPE_ID,
     RECORDING_POSITION_TYPE_ID,
     STREAM_COUNTER_TYPE_IDS,
@@ -55,7 +62,19 @@ from driver.status.system_counters import SystemCounterDescriptor
 PREFIX = "aeron"
 DEFAULT_PORT = 9300
 DEFAULT_STALE_AFTER_S = 10.0  # aeron.driver.timeout: clients also give up on a driver after this long
-GAUGE_SYSTEM_COUNTERS = frozenset({SystemCounterDescriptor.CONTROLLABLE_IDLE_STRATEGY})
+GAUGE_SYSTEM_COUNTERS = frozenset(
+    {
+        SystemCounterDescriptor.CONTROLLABLE_IDLE_STRATEGY,
+        SystemCounterDescriptor.CONDUCTOR_MAX_CYCLE_TIME,
+        SystemCounterDescriptor.SENDER_MAX_CYCLE_TIME,
+        SystemCounterDescriptor.RECEIVER_MAX_CYCLE_TIME,
+        SystemCounterDescriptor.NAME_RESOLVER_MAX_TIME,
+        SystemCounterDescriptor.AERON_VERSION,
+        SystemCounterDescriptor.BYTES_CURRENTLY_MAPPED,
+    }
+)
+# A label that is not a name: the version it carries would make a new metric per release.
+SYSTEM_METRIC_NAME_OVERRIDES = {SystemCounterDescriptor.AERON_VERSION: "software_version"}
 
 STREAM_LABELS = ("type", "registration_id", "session_id", "stream_id", "channel", "counter_id")
 DERIVED_LABELS = ("registration_id", "session_id", "stream_id", "channel")
@@ -74,7 +93,7 @@ def snake_case(label: str) -> str:
 
 
 def system_metric_name(descriptor: SystemCounterDescriptor) -> str:
-    name = f"{PREFIX}_{snake_case(descriptor.label)}"
+    name = f"{PREFIX}_{SYSTEM_METRIC_NAME_OVERRIDES.get(descriptor) or snake_case(descriptor.label)}"
     return name if descriptor in GAUGE_SYSTEM_COUNTERS else f"{name}_total"
 
 
@@ -146,6 +165,16 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
         "rcv-naks-sent.",
         labels=STREAM_LABELS,
     )
+    fc_receivers = GaugeMetricFamily(
+        f"{PREFIX}_flow_control_receivers",
+        "Receivers a multicast or MDC publication's flow control tracks (fc-receivers, type 17).",
+        labels=STREAM_LABELS,
+    )
+    local_addresses = GaugeMetricFamily(
+        f"{PREFIX}_local_socket_address",
+        "The address each channel endpoint socket is bound to (snd-/rcv-local-sockaddr, type 14): 1 while bound.",
+        labels=("type", "channel_status_id", "address", "counter_id"),
+    )
     channels = GaugeMetricFamily(
         f"{PREFIX}_channel_status",
         "Channel endpoint status: 0 initializing, 1 active, -1 errored, 2 closing.",
@@ -189,8 +218,11 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             else:
                 system.append(GaugeMetricFamily(name, help_text, value=c.value))
         elif c.type_id in STREAM_COUNTER_TYPE_IDS:
+            family: GaugeMetricFamily | CounterMetricFamily
             if c.type_id in STREAM_EVENT_COUNTER_TYPE_IDS:
                 family = stream_events
+            elif c.type_id == FLOW_CONTROL_RECEIVERS_TYPE_ID:
+                family = fc_receivers
             elif c.type_id == PER_IMAGE_TYPE_ID:
                 family = indicators
             else:
@@ -201,6 +233,9 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
             )
         elif c.type_id in CHANNEL_STATUS_TYPE_IDS:
             channels.add_metric([c.type_name, c.channel or "", cid], c.value)
+        elif c.type_id == LOCAL_SOCKET_ADDRESS_TYPE_ID and c.local_address is not None:
+            kind = c.label.split(":", 1)[0]
+            local_addresses.add_metric([kind, _s(c.channel_status_id), c.local_address, cid], c.value)
         elif c.type_id == CLIENT_HEARTBEAT_TYPE_ID and c.client_id is not None:
             clients.add_metric([c.type_name, str(c.client_id), cid], c.value / 1000)
             client_ages.add_metric([str(c.client_id)], (now_ms - c.value) / 1000)
@@ -220,7 +255,8 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
         else:
             others.add_metric([c.type_name, str(c.type_id), c.label, cid], c.value)
     yield from system
-    yield from (positions, indicators, stream_events, channels, clients, client_ages, recordings, others)
+    yield from (positions, indicators, stream_events, fc_receivers, local_addresses, channels)
+    yield from (clients, client_ages, recordings, others)
     yield GaugeMetricFamily(
         f"{PREFIX}_recordings_active",
         "Archive recordings in progress (allocated rec-pos counters).",

@@ -12,6 +12,7 @@ which is what Java 11 on Linux does and decides between equally good candidates.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import socket
 import struct
@@ -51,10 +52,8 @@ def system_interfaces() -> list[NetworkInterface]:
     if not sys.platform.startswith("linux"):
         return list(LOOPBACK_ONLY)
     try:
-        import fcntl
-
         names = socket.if_nameindex()
-    except (ImportError, OSError):
+    except OSError:
         return list(LOOPBACK_ONLY)
 
     ipv6: dict[str, list[InterfaceAddress]] = {}

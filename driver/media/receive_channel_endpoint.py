@@ -31,6 +31,8 @@ class ReceiveChannelEndpoint:
         self.status = status
         self._short_sends = short_sends
         self.receiver_id = receiver_id if receiver_id is not None else random.getrandbits(63)
+        self.local_address_counters: list[AtomicCounter] = []
+        """Its sockets' local socket address counters (set by the conductor), closed with it."""
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -94,6 +96,15 @@ class ReceiveChannelEndpoint:
         sm = frames.encode_setup_eliciting_status_message(session_id, stream_id, self.receiver_id)
         self._send(sm, [(transport_index, address)])
 
+    def send_response_setup(
+        self,
+        addresses: list[tuple[int, tuple[str, int]]],
+        session_id: int,
+        stream_id: int,
+        response_session_id: int,
+    ) -> None:
+        self._send(frames.encode_response_setup(session_id, stream_id, response_session_id), addresses)
+
     def send_nak(
         self,
         addresses: list[tuple[int, tuple[str, int]]],
@@ -127,3 +138,5 @@ class ReceiveChannelEndpoint:
             if transport is not None:
                 transport.close()
         self.status.close()
+        for counter in self.local_address_counters:
+            counter.close()

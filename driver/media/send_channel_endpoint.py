@@ -13,9 +13,11 @@ from driver.concurrent.counters import AtomicCounter
 from driver.media.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
 from driver.protocol import frames
+from driver.protocol.channel_uri import CONTROL_MODE_RESPONSE
 from driver.protocol.udp_channel import UdpChannel
 
 if TYPE_CHECKING:
+    from driver.driver_conductor_proxy import DriverConductorProxy
     from driver.network_publication import NetworkPublication
 
 CHANNEL_STATUS_ACTIVE = 1
@@ -34,9 +36,14 @@ class SendChannelEndpoint:
         # mode takes them from ADD_DESTINATION, dynamic mode learns them from the receivers' SMs.
         self.is_multi_destination = udp_channel.has_explicit_control
         self.is_manual_control = udp_channel.is_manual_control_mode
+        # control-mode=response: each response publication sends to its own client (learned from its
+        # setup-eliciting SM), so the endpoint keeps no destinations.
+        self.is_response_control = udp_channel.control_mode == CONTROL_MODE_RESPONSE
         self.destinations: dict[tuple[str, int], int] = {}
         # One destination (the connected socket): a publication's burst goes out in one native call.
         self._term_burst = None if self.is_multi_destination else getattr(transport, "send_term_burst", None)
+        self.local_address_counters: list[AtomicCounter] = []
+        """Its sockets' local socket address counters (set by the conductor), closed with it."""
         status.set(CHANNEL_STATUS_ACTIVE)
 
     @property
@@ -57,6 +64,9 @@ class SendChannelEndpoint:
         for destination in self.destinations:
             sent = min(sent, self.transport.send_to(data, destination))
         return sent
+
+    def send_to(self, data: bytes | memoryview, address: tuple[str, int]) -> int:
+        return self.transport.send_to(data, address)
 
     def send_term_burst(
         self, term_buffer: AtomicBuffer, term_offset: int, window: int, mtu_length: int, max_datagrams: int
@@ -91,8 +101,15 @@ class SendChannelEndpoint:
     def remove_publication(self, publication: NetworkPublication) -> None:
         self.publications.pop((publication.session_id, publication.stream_id), None)
 
-    def poll_control(self, batch: ReceiveBatch, now_ns: int, counters: dict[str, AtomicCounter]) -> int:
-        """Drain the socket: SM, NAK and RTTM frames to their publications; garbage is counted, dropped."""
+    def poll_control(
+        self,
+        batch: ReceiveBatch,
+        now_ns: int,
+        counters: dict[str, AtomicCounter],
+        conductor_proxy: DriverConductorProxy | None = None,
+    ) -> int:
+        """Drain the socket: SM, NAK, RTTM and RSP_SETUP frames to their publications; garbage is counted,
+        dropped. Response channel events go to the conductor through ``conductor_proxy``."""
         received = self.transport.receive_batch(batch)
         for i in range(received):
             packet = batch.data(i)
@@ -103,19 +120,24 @@ class SendChannelEndpoint:
             frame_type = frames.frame_type(packet)
             if frame_type == frames.HDR_TYPE_SM:
                 sm = frames.StatusMessageFrame.decode(packet)
-                if self.is_multi_destination and not self.is_manual_control:
+                if self.is_multi_destination and not self.is_manual_control and not self.is_response_control:
                     self._on_dynamic_receiver(batch.address(i), now_ns)
                 if sm.session_id == 0 and sm.stream_id == 0 and sm.flags & frames.SEND_SETUP_FLAG:
-                    for every_publication in self.publications.values():  # an MDC receiver joined
-                        every_publication.trigger_send_setup_frame()
+                    if not self.is_response_control:  # a response client always names its session
+                        for every_publication in self.publications.values():  # an MDC receiver joined
+                            every_publication.trigger_send_setup_frame()
                     counters["sm"].increment()
                     continue
                 publication = self.publications.get((sm.session_id, sm.stream_id))
                 if publication is not None:
                     if sm.flags & frames.SEND_SETUP_FLAG:
-                        publication.trigger_send_setup_frame()
+                        publication.trigger_send_setup_frame(batch.address(i))
                     else:
+                        had_receivers = publication.has_receivers
                         publication.on_status_message(sm, now_ns)
+                        answered = publication.response.correlation_id if publication.is_response else None
+                        if not had_receivers and answered is not None and conductor_proxy is not None:
+                            conductor_proxy.response_connected(answered)
                     counters["sm"].increment()
             elif frame_type == frames.HDR_TYPE_NAK:
                 nak = frames.NakFrame.decode(packet)
@@ -128,6 +150,13 @@ class SendChannelEndpoint:
                 publication = self.publications.get((rttm.session_id, rttm.stream_id))
                 if publication is not None:
                     publication.on_rttm(rttm)
+            elif frame_type == frames.HDR_TYPE_RSP_SETUP:
+                rsp = frames.ResponseSetupFrame.decode(packet)
+                publication = self.publications.get((rsp.session_id, rsp.stream_id))
+                if publication is not None and publication.response.is_request and conductor_proxy is not None:
+                    subscription_id = publication.response.correlation_id
+                    if subscription_id is not None:
+                        conductor_proxy.response_setup(subscription_id, rsp.response_session_id)
         return received
 
     def close(self) -> None:
@@ -137,3 +166,5 @@ class SendChannelEndpoint:
         self.status.set(CHANNEL_STATUS_CLOSING)
         self.transport.close()
         self.status.close()
+        for counter in self.local_address_counters:
+            counter.close()

@@ -123,6 +123,7 @@ HONOURED_MODERN_PARAM_NAMES = frozenset(
         UNTETHERED_RESTING_TIMEOUT_PARAM_NAME,
         # read by clients only (the client's response subscription); Aeron's driver ignores it too
         RESPONSE_ENDPOINT_PARAM_NAME,
+        RESPONSE_CORRELATION_ID_PARAM_NAME,  # response channels over UDP (driver/protocol/response_channel.py)
     }
 )
 """The modern keys this driver gives their meaning (or, as Aeron's driver, leaves to the client)."""
@@ -315,7 +316,7 @@ def refuse_unsupported_params(uri: ChannelUri) -> None:
         )
 
 
-SUPPORTED_CONTROL_MODES = frozenset({MDC_CONTROL_MODE_MANUAL, MDC_CONTROL_MODE_DYNAMIC})
+SUPPORTED_CONTROL_MODES = frozenset({MDC_CONTROL_MODE_MANUAL, MDC_CONTROL_MODE_DYNAMIC, CONTROL_MODE_RESPONSE})
 
 
 SUBSCRIPTION_ONLY_PARAM_NAMES = (

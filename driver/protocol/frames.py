@@ -112,7 +112,10 @@ TERM_MAX_LENGTH = 1024 * 1024 * 1024
 COMMON_HEADER = struct.Struct("<iBBH")
 assert COMMON_HEADER.size == MIN_HEADER_LENGTH
 
-# SETUP (40 bytes, flags 0).
+# SETUP (40 bytes). 1.15.1 sends flags 0; today's Aeron sets SEND_RESPONSE_SETUP_FLAG on a request
+# publication's SETUP (it wants a response channel) and GROUP_FLAG for group semantics.
+SEND_RESPONSE_SETUP_FLAG = 0x80
+GROUP_FLAG = 0x40
 SETUP_TERM_OFFSET_OFFSET = MIN_HEADER_LENGTH
 SETUP_SESSION_ID_OFFSET = SETUP_TERM_OFFSET_OFFSET + SIZE_OF_INT32
 SETUP_STREAM_ID_OFFSET = SETUP_SESSION_ID_OFFSET + SIZE_OF_INT32
@@ -164,6 +167,17 @@ RTTM_HEADER_LENGTH = RTTM_RECEIVER_ID_OFFSET + SIZE_OF_INT64
 RTTM_HEADER = struct.Struct("<iBBHiiqqq")
 assert RTTM_HEADER.size == RTTM_HEADER_LENGTH == 40
 
+# RSP_SETUP, response setup (today's Aeron, not 1.15.1; 20 bytes): the image of a request publication
+# tells that publication's driver the session id the server's response publication uses.
+HDR_TYPE_RSP_SETUP = 0x0B
+RSP_SETUP_SESSION_ID_OFFSET = MIN_HEADER_LENGTH
+RSP_SETUP_STREAM_ID_OFFSET = RSP_SETUP_SESSION_ID_OFFSET + SIZE_OF_INT32
+RSP_SETUP_RESPONSE_SESSION_ID_OFFSET = RSP_SETUP_STREAM_ID_OFFSET + SIZE_OF_INT32
+RSP_SETUP_HEADER_LENGTH = RSP_SETUP_RESPONSE_SESSION_ID_OFFSET + SIZE_OF_INT32
+# frame_length, version, flags, type, session_id, stream_id, response_session_id
+RSP_SETUP_HEADER = struct.Struct("<iBBHiii")
+assert RSP_SETUP_HEADER.size == RSP_SETUP_HEADER_LENGTH == 20
+
 # Heartbeats are 32-byte DATA frames with frame_length 0.
 HEARTBEAT_FLAGS = UNFRAGMENTED
 EOS_HEARTBEAT_FLAGS = BEGIN_END_AND_EOS_FLAGS
@@ -175,6 +189,7 @@ _HEADER_LENGTH_BY_TYPE = {
     HDR_TYPE_SM: SM_HEADER_LENGTH,
     HDR_TYPE_SETUP: SETUP_HEADER_LENGTH,
     HDR_TYPE_RTTM: RTTM_HEADER_LENGTH,
+    HDR_TYPE_RSP_SETUP: RSP_SETUP_HEADER_LENGTH,
 }
 _INT4 = struct.Struct("<iiii")
 _I32 = struct.Struct("<i")
@@ -287,11 +302,12 @@ def encode_setup(
     term_length: int,
     mtu_length: int,
     ttl: int,
+    flags: int = 0,
 ) -> bytes:
     return SETUP_HEADER.pack(
         SETUP_HEADER_LENGTH,
         CURRENT_VERSION,
-        0,
+        flags,
         HDR_TYPE_SETUP,
         term_offset,
         session_id,
@@ -332,6 +348,12 @@ def encode_status_message(
 def encode_setup_eliciting_status_message(session_id: int, stream_id: int, receiver_id: int) -> bytes:
     """The SM a receiver sends for data of an unknown session: SEND_SETUP, term 0, offset 0, window 0."""
     return encode_status_message(session_id, stream_id, 0, 0, 0, receiver_id, SEND_SETUP_FLAG)
+
+
+def encode_response_setup(session_id: int, stream_id: int, response_session_id: int) -> bytes:
+    return RSP_SETUP_HEADER.pack(
+        RSP_SETUP_HEADER_LENGTH, CURRENT_VERSION, 0, HDR_TYPE_RSP_SETUP, session_id, stream_id, response_session_id
+    )
 
 
 def encode_nak(session_id: int, stream_id: int, term_id: int, term_offset: int, length: int) -> bytes:
@@ -436,6 +458,21 @@ class SetupFrame(NamedTuple):
     def decode(cls, buffer: bytes | bytearray | memoryview, offset: int = 0) -> SetupFrame:
         _check_room(buffer, offset, SETUP_HEADER_LENGTH, "a SETUP frame")
         return _tuple_new(cls, SETUP_HEADER.unpack_from(buffer, offset))
+
+
+class ResponseSetupFrame(NamedTuple):
+    frame_length: int
+    version: int
+    flags: int
+    type: int
+    session_id: int
+    stream_id: int
+    response_session_id: int
+
+    @classmethod
+    def decode(cls, buffer: bytes | bytearray | memoryview, offset: int = 0) -> ResponseSetupFrame:
+        _check_room(buffer, offset, RSP_SETUP_HEADER_LENGTH, "a RSP_SETUP frame")
+        return _tuple_new(cls, RSP_SETUP_HEADER.unpack_from(buffer, offset))
 
 
 class StatusMessageFrame(NamedTuple):

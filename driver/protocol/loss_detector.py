@@ -85,6 +85,11 @@ class LossDetector:
         return self._policy
 
     @property
+    def has_gaps(self) -> bool:
+        """A gap is being tracked (a NAK may fall due): scan even when nothing new arrived."""
+        return bool(self._deadlines)
+
+    @property
     def active_gaps(self) -> list[tuple[int, int, int, int]]:
         """(term_id, term_offset, length, deadline_ns) of each tracked gap, for tests and diagnostics."""
         term_id = self._term_id

@@ -27,9 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from driver.protocol.channel_uri import (
+    CONTROL_MODE_RESPONSE,
     INITIAL_TERM_ID_PARAM_NAME,
     INVALID_TAG,
     LINGER_PARAM_NAME,
+    MDC_CONTROL_MODE_PARAM_NAME,
     MTU_LENGTH_PARAM_NAME,
     RELIABLE_STREAM_PARAM_NAME,
     SESSION_ID_PARAM_NAME,
@@ -428,6 +430,8 @@ class SubscriptionParams:
     is_tether: bool = True
     """``tether``: False lets the stream run on without this subscriber when it falls behind."""
     untethered_timeouts: UntetheredTimeouts = DEFAULT_TIMEOUTS
+    is_response: bool = False
+    """``control-mode=response``: no session until the server's driver names its response publication's."""
 
     @property
     def has_session_id(self) -> bool:
@@ -491,6 +495,7 @@ class SubscriptionParams:
             term_offset=term_offset,
             is_tether=is_tether,
             untethered_timeouts=untethered,
+            is_response=params.get(MDC_CONTROL_MODE_PARAM_NAME) == CONTROL_MODE_RESPONSE,
         )
 
 

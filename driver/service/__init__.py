@@ -6,6 +6,7 @@ and imports them.
 FastAPI application over it; ``serve_http`` (server.py) runs it with uvicorn on the running loop.
 """
 
+import importlib
 from typing import Any
 
 # Imported on first use (PEP 562): the CLI registers `serve` from driver.service.command on every run, and must
@@ -24,8 +25,6 @@ _EXPORTS = {
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(_EXPORTS[name]), name)
 
 

@@ -18,9 +18,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from driver.service.models import (
+    API,
+    ERRORS,
     DataSet,
     DataSetList,
-    ErrorBody,
     RecordRequest,
     RecordStatus,
     ReplayList,
@@ -28,12 +29,12 @@ from driver.service.models import (
     ReplayStatus,
     ServiceStatus,
 )
+from driver.service.page import add_page_routes
 from driver.service.rates import MessageRate, message_rate
 from driver.service.service import RecordReplayService, ServiceError
+from driver.service.transfer import add_transfer_routes
 
-API = "/api/v1"
 MAX_JSON_BODY = 1 << 20
-ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 405, 409, 411, 413, 422, 507)}
 
 
 def _error(
@@ -204,10 +205,6 @@ def create_app(
     async def delete_dataset(dataset_id: str) -> DataSet:
         return await service.delete_dataset(dataset_id)
 
-    from driver.service.transfer import add_transfer_routes
-
     add_transfer_routes(app, service)
-    from driver.service.page import add_page_routes
-
     add_page_routes(app)
     return app

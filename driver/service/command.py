@@ -9,9 +9,14 @@ import argparse
 import asyncio
 import os
 import secrets
+import signal
 import sys
 from typing import Any
 
+import uvloop
+
+from driver.archive.archive_context import ArchiveContext
+from driver.context import ConfigurationError, default_aeron_dir
 from driver.service.token_file import TOKEN_ENV, read_token
 from driver.util.extras import require
 
@@ -54,6 +59,7 @@ def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default
 
 
 def http_settings(args: argparse.Namespace):
+    # Both need the service extra (pydantic, uvicorn): `run` without --http and `--help` must not.
     from driver.service.retention import Retention
     from driver.service.server import HttpSettings
 
@@ -85,7 +91,7 @@ def control_settings(local_control_channel: str, local_control_stream_id: int) -
 
 def archive_streams(archive_ctx) -> list:
     """The archive's streams a replay must not target (docs/service.md section 5)."""
-    from driver.service.service import ReservedStream
+    from driver.service.service import ReservedStream  # needs the service extra (pydantic)
 
     return [
         ReservedStream(
@@ -129,9 +135,6 @@ def add_serve_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
-    from driver.archive.archive_context import ArchiveContext
-    from driver.context import ConfigurationError, default_aeron_dir
-
     require("service", "serve")
     try:
         archive_ctx = ArchiveContext.from_sources({"archive_dir": args.archive_dir}, properties)
@@ -149,11 +152,7 @@ def cmd_serve(args: argparse.Namespace, properties: dict[str, str]) -> int:
     except ValueError as e:
         print(f"mediadriver: {e}", file=sys.stderr)
         return 2
-    import signal
-
-    import uvloop
-
-    from driver.service.server import start_http
+    from driver.service.server import start_http  # needs the service extra, asked for above
 
     async def main() -> int:
         try:

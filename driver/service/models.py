@@ -236,3 +236,8 @@ class ServiceStatus(BaseModel):
 class ErrorBody(BaseModel):
     error: str
     detail: list[dict] | None = None
+
+
+API = "/api/v1"
+ERRORS = {status: {"model": ErrorBody} for status in (400, 401, 404, 405, 409, 411, 413, 422, 507)}
+"""The error answers every route may give, for /openapi.json (app.py's handlers make each one ErrorBody)."""

@@ -14,6 +14,7 @@ import uvicorn
 
 from driver.service.app import create_app
 from driver.service.connections import GuardedHttpProtocol, RequestLimits
+from driver.service.metrics import ServiceMetrics
 from driver.service.retention import Retention
 from driver.service.service import RecordReplayService
 from driver.service.token_file import remove_token, write_new_token
@@ -75,8 +76,6 @@ class HttpService:
         return self.server.started
 
     async def run(self) -> None:
-        from driver.service.metrics import ServiceMetrics
-
         metrics = await ServiceMetrics.start(self.service)  # the jobs as counters in cnc.dat
         retention = asyncio.ensure_future(self.service.retain_forever())
         try:

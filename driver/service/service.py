@@ -26,6 +26,8 @@ from driver.service.models import (
     ReplayRequest,
     ReplayStatus,
 )
+from driver.service.record_job import RecordJob
+from driver.service.replay_job import ReplayJob
 from driver.service.retention import Retention, beyond_retention
 
 T = TypeVar("T")
@@ -164,8 +166,6 @@ class RecordReplayService:
     # -- record ----------------------------------------------------------------------------------------------
 
     def start_record(self, request: RecordRequest) -> RecordStatus:
-        from driver.service.record_job import RecordJob
-
         job = self.record_job
         if job is not None and job.running:
             raise ServiceError(
@@ -192,8 +192,6 @@ class RecordReplayService:
     # -- replay ------------------------------------------------------------------------------------------------
 
     def start_replay(self, request: ReplayRequest) -> ReplayStatus:
-        from driver.service.replay_job import ReplayJob
-
         running = [j for j in self.replays.values() if j.running]
         if len(running) >= MAX_REPLAYS:
             raise ServiceError(409, f"{len(running)} replays are running, the most at once: cancel one first")

@@ -42,7 +42,7 @@ from driver.service.export_format import (
     recording_chunks,
 )
 from driver.service.forwarding import close_quietly
-from driver.service.models import DataSet
+from driver.service.models import API, ERRORS, DataSet
 from driver.service.service import RecordReplayService, ServiceError
 from driver.service.upload import ExportEntry, Manifest, part, unpack
 from driver.util.files import free_bytes
@@ -282,8 +282,6 @@ async def import_dataset(
 def add_transfer_routes(
     app: FastAPI, service: RecordReplayService, max_import_bytes: int = MAX_IMPORT_BYTES
 ) -> None:
-    from driver.service.app import API, ERRORS
-
     @app.get(
         f"{API}/datasets/{{dataset_id}}/export",
         responses={**ERRORS, 200: {"content": {t: {} for t in MEDIA_TYPES.values()}}},

@@ -4,6 +4,8 @@ counts today's Aeron added (§6)."""
 from __future__ import annotations
 
 from driver.concurrent.counter_types import (
+    FLOW_CONTROL_RECEIVERS_NAME,
+    FLOW_CONTROL_RECEIVERS_TYPE_ID,
     PUBLISHER_LIMIT_NAME,
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POS_NAME,
@@ -157,6 +159,21 @@ def receiver_naks_sent(
         counters,
         RECEIVER_NAKS_SENT_NAME,
         RECEIVER_NAKS_SENT_TYPE_ID,
+        registration_id,
+        session_id,
+        stream_id,
+        channel,
+    )
+
+
+def flow_control_receivers(
+    counters: CountersManager, registration_id: int, session_id: int, stream_id: int, channel: str
+) -> AtomicCounter:
+    """``fc-receivers``: how many receivers a multicast or MDC publication's flow control tracks."""
+    return _allocate(
+        counters,
+        FLOW_CONTROL_RECEIVERS_NAME,
+        FLOW_CONTROL_RECEIVERS_TYPE_ID,
         registration_id,
         session_id,
         stream_id,

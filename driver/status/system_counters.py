@@ -1,4 +1,5 @@
-"""The 25 driver-wide counters Aeron 1.15.1 allocates first in cnc.dat (ids 0..24, docs/counters.md §2)."""
+"""The driver-wide counters allocated first in cnc.dat: Aeron 1.15.1's 25 (ids 0..24, docs/counters.md §2), then
+the ones today's Aeron added after them, at today's Aeron's ids 25..39 (§8)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,20 @@ from enum import IntEnum
 
 from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import AtomicCounter, CountersManager
+from driver.util.version import VERSION
 
 _I32 = struct.Struct("<i")
+LEGACY_SYSTEM_COUNTER_COUNT = 25
+"""Aeron 1.15.1's system counters: ids 0..24 keep their order and labels."""
+DRIVER_VERSION = VERSION
+DRIVER_COMMIT = "aio-media-driver"
+"""What counter 34 names: this driver, not an Aeron release (its value is the same version composed as Aeron's
+SemanticVersion: major << 16 | minor << 8 | patch)."""
+
+
+def semantic_version(version: str) -> int:
+    major, minor, patch = (int(part) for part in version.split(".")[:3])
+    return (major << 16) | (minor << 8) | patch
 
 
 class SystemCounterDescriptor(IntEnum):
@@ -47,6 +60,22 @@ class SystemCounterDescriptor(IntEnum):
     CONTROLLABLE_IDLE_STRATEGY = 22, "ControllableIdleStrategy status"
     LOSS_GAP_FILLS = 23, "Loss gap fills"
     CLIENT_TIMEOUTS = 24, "Client liveness timeouts"
+    # today's Aeron (1.18-1.45), same ids and labels; 1.15.1 tools read ids 0..24 and list these by label
+    RESOLUTION_CHANGES = 25, "Resolution changes"
+    CONDUCTOR_MAX_CYCLE_TIME = 26, "Conductor max cycle time doing its work in ns"
+    CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED = 27, "Conductor work cycle exceeded threshold count"
+    SENDER_MAX_CYCLE_TIME = 28, "Sender max cycle time doing its work in ns"
+    SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED = 29, "Sender work cycle exceeded threshold count"
+    RECEIVER_MAX_CYCLE_TIME = 30, "Receiver max cycle time doing its work in ns"
+    RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED = 31, "Receiver work cycle exceeded threshold count"
+    NAME_RESOLVER_MAX_TIME = 32, "NameResolver max time in ns"
+    NAME_RESOLVER_TIME_THRESHOLD_EXCEEDED = 33, "NameResolver exceeded threshold count"
+    AERON_VERSION = 34, f"Aeron software: version={DRIVER_VERSION} commit={DRIVER_COMMIT}"
+    BYTES_CURRENTLY_MAPPED = 35, "Bytes currently mapped"
+    RETRANSMITTED_BYTES = 36, "Retransmitted bytes"
+    RETRANSMIT_OVERFLOW = 37, "Retransmit Pool Overflow count"
+    ERROR_FRAMES_RECEIVED = 38, "Error Frames received"
+    ERROR_FRAMES_SENT = 39, "Error Frames sent"
 
     @property
     def id(self) -> int:
@@ -72,6 +101,7 @@ class SystemCounters:
                     f"system counter {descriptor.name} got id {counter.id}, expected {descriptor.id}: "
                     "SystemCounters must be created first, on an empty CountersManager"
                 )
+        self._counters[SystemCounterDescriptor.AERON_VERSION].set(semantic_version(DRIVER_VERSION))
 
     def get(self, descriptor: SystemCounterDescriptor) -> AtomicCounter:
         return self._counters[descriptor]

@@ -76,6 +76,21 @@ def test_work_yields_and_starts_the_backoff_over() -> None:
     assert decisions(strategy, [0, 0, 0, 0]) == [SPIN, SPIN, YIELD, 100_000]
 
 
+def test_little_work_parks_the_shortest_park_at_once_and_much_work_runs_the_next_cycle() -> None:
+    strategy = BackoffIdleStrategy(
+        max_spins=2, max_yields=1, min_park_ns=16_000, max_park_ns=1_000_000, busy_work=256
+    )
+    assert strategy.next_delay_ns(65) == 16_000, "one small message: let its reader answer first"
+    assert decisions(strategy, [0, 0]) == [32_000, 64_000], "then the backoff goes on, no spins"
+    assert strategy.next_delay_ns(256) == YIELD, "a stream is flowing: the next cycle at once"
+    assert decisions(strategy, [0, 0, 0, 0]) == [SPIN, SPIN, YIELD, 16_000]
+
+
+def test_busy_work_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="busy_work"):
+        BackoffIdleStrategy(busy_work=0)
+
+
 def test_reset_starts_the_backoff_over() -> None:
     strategy = BackoffIdleStrategy(max_spins=1, max_yields=1, min_park_ns=100_000, max_park_ns=800_000)
     decisions(strategy, [0] * 6)

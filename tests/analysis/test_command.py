@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,19 +11,14 @@ import pytest
 
 from driver.analysis.command import PreflightError, resolve_inputs
 from driver.reports.loss_report import create_loss_report_file
+from tools.peers import install
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _peer_java_home() -> Path:
     """JAVA_HOME of the Java 11 runtime tools/peers/install.py installs for the Aeron peer."""
-    spec = importlib.util.spec_from_file_location(
-        "_aeron_peers_install", ROOT / "tools" / "peers" / "install.py"
-    )
-    assert spec is not None and spec.loader is not None
-    installer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(installer)
-    return Path(installer.JAVA).parent.parent
+    return install.JAVA.parent.parent
 
 
 PEER_JAVA_HOME = _peer_java_home()

@@ -2,7 +2,7 @@
 
 Fixtures
 --------
-archive_java   session   ``JavaPeers`` (tests/interop/conftest.py) whose classpath holds tests/archive/java and
+archive_java   session   ``JavaPeers`` (tests/support/java_peers.py) whose classpath holds tests/archive/java and
                          tests/interop/java (ArchiveLauncher); ``archive_java.run(main_class, *args, ...)``.
 java_archive   module    the real 1.15.1 Archive (tests/support/java_archive.py) on a driver of its own, once per
                          driver kind (params "java" and "ours"; the driver has
@@ -14,55 +14,35 @@ archive_server module    ``java_archive``'s two params plus our archive: "ours-e
                          ``JavaArchiveOnDriver`` whose ``archive`` is a tests/support/our_archive.py ``OurArchive``
                          (same ``errors()``/``process.stderr_text()``/``stop()``). Settings from
                          ``JAVA_ARCHIVE_PROPS`` as for ``java_archive``.
-interop_harness session  tests/interop/conftest.py's helpers (DriverPool, JavaPeers, Spawned, parse_errors).
 driver_pool    function  driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped after.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
+from tests.support.driver_pool import DriverPool, DriverProcess
 from tests.support.java_archive import JavaArchive, archive_channels, start_java_archive
+from tests.support.java_peers import JAVA_SOURCES, JavaPeers, compile_java_sources, find_peer_paths
 from tests.support.our_archive import OurArchive, embedded_archive, start_our_archive
 
 HERE = Path(__file__).resolve().parent
 
 
-def _interop_harness() -> ModuleType:
-    """tests/interop/conftest.py loaded under its own name: its helpers, not its fixtures."""
-    spec = importlib.util.spec_from_file_location(
-        "_archive_interop_harness", HERE.parent / "interop" / "conftest.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
-def interop_harness() -> ModuleType:
-    return _interop_harness()
-
-
-@pytest.fixture(scope="session")
-def archive_java(interop_harness: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def archive_java(tmp_path_factory: pytest.TempPathFactory) -> JavaPeers:
     try:
-        paths = interop_harness.find_peer_paths()
+        paths = find_peer_paths()
     except FileNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
     classes = tmp_path_factory.mktemp("archive-java")
-    interop_harness.compile_java_sources(paths, classes, HERE / "java")
-    interop_harness.compile_java_sources(paths, classes, interop_harness.JAVA_SOURCES)
-    return interop_harness.JavaPeers(paths, classes, tmp_path_factory.mktemp("archive-java-logs"))
+    compile_java_sources(paths, classes, HERE / "java")
+    compile_java_sources(paths, classes, JAVA_SOURCES)
+    return JavaPeers(paths, classes, tmp_path_factory.mktemp("archive-java-logs"))
 
 
 @dataclass
@@ -71,19 +51,18 @@ class JavaArchiveOnDriver:
     aeron_dir: Path
     props: dict[str, str]
     archive: JavaArchive | OurArchive
-    driver: Any  # tests/interop/conftest.py DriverProcess
+    driver: DriverProcess
 
 
 def _archive_on_driver(
     kind: str,
     request: pytest.FixtureRequest,
-    harness: ModuleType,
-    peers: Any,
+    peers: JavaPeers,
     factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
     """One archive of ``kind`` ("java"/"ours": the real archive on that driver; "ours-embedded",
     "ours-standalone": ours), stopped with its driver after the module."""
-    pool = harness.DriverPool()
+    pool = DriverPool()
     try:
         props = {"aeron.spies.simulate.connection": "true"}
         archive_props = archive_channels() | getattr(request.module, "JAVA_ARCHIVE_PROPS", {})
@@ -113,38 +92,35 @@ def _archive_on_driver(
 @pytest.fixture(scope="module", params=["java", "ours"])
 def java_archive(
     request: pytest.FixtureRequest,
-    interop_harness: ModuleType,
-    archive_java: Any,
+    archive_java: JavaPeers,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
-    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
+    yield from _archive_on_driver(request.param, request, archive_java, tmp_path_factory)
 
 
 @pytest.fixture(scope="module", params=["java", "ours", "ours-embedded", "ours-standalone"])
 def archive_server(
     request: pytest.FixtureRequest,
-    interop_harness: ModuleType,
-    archive_java: Any,
+    archive_java: JavaPeers,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
-    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
+    yield from _archive_on_driver(request.param, request, archive_java, tmp_path_factory)
 
 
 @pytest.fixture(scope="module", params=["java", "ours-embedded"])
 def java_or_our_archive(
     request: pytest.FixtureRequest,
-    interop_harness: ModuleType,
-    archive_java: Any,
+    archive_java: JavaPeers,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[JavaArchiveOnDriver]:
     """The real 1.15.1 archive on the Java driver, then ours embedded in our driver."""
-    yield from _archive_on_driver(request.param, request, interop_harness, archive_java, tmp_path_factory)
+    yield from _archive_on_driver(request.param, request, archive_java, tmp_path_factory)
 
 
 @pytest.fixture
-def driver_pool(interop_harness: ModuleType) -> Iterator[Any]:
+def driver_pool() -> Iterator[DriverPool]:
     """Driver processes (ours: ``python -m driver run``; Java's MediaDriver), stopped at teardown."""
-    pool = interop_harness.DriverPool()
+    pool = DriverPool()
     yield pool
     problems = pool.close()
     if problems:

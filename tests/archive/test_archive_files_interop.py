@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,6 +30,7 @@ from driver.archive.client import (
 )
 from driver.archive.codecs import messages
 from driver.client import Aeron, ExclusivePublication, RegistrationError
+from tests.support.driver_pool import DriverPool
 from tests.support.java_archive import archive_channels, start_java_archive
 from tests.support.our_archive import start_our_archive
 
@@ -164,7 +164,6 @@ def replayed(archive: AeronArchive, d: RecordingDescriptor, stream_id: int) -> l
 class Recorded:
     aeron_dir: Path
     aeron: Aeron
-    harness: ModuleType
     peers: Any
     java_dir: Path
     our_dir: Path
@@ -172,10 +171,10 @@ class Recorded:
 
 @pytest.fixture(scope="module")
 def recorded(
-    interop_harness: ModuleType, archive_java: Any, tmp_path_factory: pytest.TempPathFactory
+    archive_java: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Recorded]:
     """The scripts recorded by the real archive into one directory and by ours into another, on our driver."""
-    pool = interop_harness.DriverPool()
+    pool = DriverPool()
     base = tmp_path_factory.mktemp("archive-files")
     try:
         driver = pool.ours({"aeron.publication.linger.timeout": str(LINGER_NS)})
@@ -188,7 +187,7 @@ def recorded(
                 ) as archive:
                     ids = [record(aeron, archive, script) for script in SCRIPTS]
                     assert ids == [0, 1]
-            yield Recorded(driver.aeron_dir, aeron, interop_harness, archive_java, java_dir, our_dir)
+            yield Recorded(driver.aeron_dir, aeron, archive_java, java_dir, our_dir)
         finally:
             aeron.close()
     finally:

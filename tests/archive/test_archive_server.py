@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from driver.archive.catalog import NULL_POSITION, Catalog
 from driver.archive.codecs import (
     ControlResponse,
     ControlResponseCode,
@@ -199,3 +200,33 @@ def test_unknown_template_is_answered_and_hostile_input_is_counted(env: Env) -> 
     )  # no such session
     wait_for(lambda: env.archive.conductor.error_count >= errors_before + 3, 5, "three errors counted")
     assert control.request(RecordingPositionRequest, 0).code == OK  # still serving
+
+
+def test_closing_the_archive_stops_every_live_recording_at_its_recorded_position(tmp_path: Path) -> None:
+    """More recordings than the conductor takes outcomes in one duty cycle: each stop position still reaches the
+    catalog when the archive closes with all of them recording (docs/archive.md section 15)."""
+    count = 14
+    targets: dict[int, int] = {}
+    with archive_env(tmp_path) as env:
+        catalog = env.archive.catalog
+        publications = []
+        for i in range(count):
+            stream_id = 3700 + i
+            publication = env.aeron.add_exclusive_publication("aeron:ipc", stream_id)
+            publications.append(publication)
+            started = env.control.request(StartRecordingRequest, stream_id, SourceLocation.LOCAL, "aeron:ipc")
+            assert started.code == OK, started
+            wait_for(lambda n=i + 1: catalog.count_entries == n, 10, f"recording {i} to start")
+            publish(publication, 0, 3 + i, 200)
+            targets[i] = publication.position
+        for recording_id, target in targets.items():
+            wait_for(
+                lambda r=recording_id, t=target: (
+                    env.control.request(RecordingPositionRequest, r).relevant_id == t
+                ),
+                10,
+                f"recording {recording_id} up to {target}",
+            )
+        assert all(catalog.stop_position(r) == NULL_POSITION for r in targets)
+    with Catalog(tmp_path / "archive", read_only=True) as closed:
+        assert {r: closed.stop_position(r) for r in targets} == targets

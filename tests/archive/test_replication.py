@@ -20,6 +20,7 @@ from driver.archive.codecs import SourceLocation
 from driver.archive.replication_session import REPLICATION_TYPE_ID
 from driver.client import Aeron
 from tests.support import free_port, wait_for
+from tests.support.driver_pool import DriverPool
 from tests.support.embedded import embedded_driver
 from tests.support.java_archive import archive_channels
 from tests.support.recording_files import assert_same_recording
@@ -61,8 +62,8 @@ def _connect(aeron_dir: Path) -> AeronArchive | None:
 
 
 @pytest.fixture(scope="module")
-def archives(interop_harness: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
-    pool = interop_harness.DriverPool()
+def archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
+    pool = DriverPool()
     try:
         archives = Archives(pool, tmp_path_factory.mktemp("replication"))
         yield archives

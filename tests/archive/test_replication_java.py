@@ -16,6 +16,7 @@ from typing import Any
 from driver.archive.client import AeronArchive
 from driver.archive.codecs import SourceLocation
 from tests.support import wait_for
+from tests.support.driver_pool import DriverPool
 from tests.support.java_archive import archive_channels
 from tests.support.recording_files import assert_same_recording
 
@@ -38,9 +39,9 @@ def expected_crc() -> int:
 
 
 def test_java_client_and_catalog_tool_read_and_replay_a_replica(
-    interop_harness: Any, archive_java: Any, tmp_path: Path
+    archive_java: Any, tmp_path: Path
 ) -> None:
-    pool = interop_harness.DriverPool()
+    pool = DriverPool()
     try:
         hosts = {}
         for name in ("a", "b"):

@@ -32,7 +32,6 @@ VALUES = {
     "media-rcv-ts-offset": "reserved",
     "channel-rcv-ts-offset": "reserved",
     "channel-snd-ts-offset": "reserved",
-    "response-correlation-id": "1",
     "nak-delay": "1ms",
     "untethered-window-limit-timeout": "1s",
     "untethered-linger-timeout": "1s",
@@ -79,8 +78,3 @@ def test_stream_id_on_a_publication_must_match_its_stream(aeron: Aeron) -> None:
             aeron.add_publication(f"{base}{sep}stream-id=1004", 1003)
         # Subscriptions do not read it (as in Aeron).
         aeron.add_subscription(f"{base}{sep}stream-id=7", 1003).close()
-
-
-def test_control_mode_response_is_refused(aeron: Aeron) -> None:
-    with pytest.raises(RegistrationError, match="control-mode=response is not supported"):
-        aeron.add_subscription(f"aeron:udp?control={'127.0.0.1'}:{free_port()}|control-mode=response", 1005)

@@ -61,6 +61,26 @@ def test_system_counter_names() -> None:
     assert snake_case("NAKs sent") == "naks_sent"
 
 
+def test_todays_system_counter_names() -> None:
+    assert [SYSTEM_METRIC_NAMES[i] for i in range(25, 40)] == [
+        "aeron_resolution_changes_total",
+        "aeron_conductor_max_cycle_time_doing_its_work_in_ns",
+        "aeron_conductor_work_cycle_exceeded_threshold_count_total",
+        "aeron_sender_max_cycle_time_doing_its_work_in_ns",
+        "aeron_sender_work_cycle_exceeded_threshold_count_total",
+        "aeron_receiver_max_cycle_time_doing_its_work_in_ns",
+        "aeron_receiver_work_cycle_exceeded_threshold_count_total",
+        "aeron_name_resolver_max_time_in_ns",
+        "aeron_name_resolver_exceeded_threshold_count_total",
+        "aeron_software_version",
+        "aeron_bytes_currently_mapped",
+        "aeron_retransmitted_bytes_total",
+        "aeron_retransmit_pool_overflow_count_total",
+        "aeron_error_frames_received_total",
+        "aeron_error_frames_sent_total",
+    ]
+
+
 def stream(cid: int, type_id: int, name: str, reg: int, value: int, session: int = 7) -> CounterInfo:
     key = stream_position_key(reg, session, 1001, CHANNEL)
     label = stream_position_label(name, reg, session, 1001, CHANNEL, 0 if type_id == 4 else None)

@@ -3,6 +3,8 @@
     pyaeron_peer.py pub AERON_DIR CHANNEL STREAM_ID SECONDS RATE
     pyaeron_peer.py sub AERON_DIR CHANNEL STREAM_ID SECONDS
     pyaeron_peer.py client-id AERON_DIR
+    pyaeron_peer.py rsp-server AERON_DIR REQUEST_CHANNEL RESPONSE_CONTROL STREAM_ID COUNT
+    pyaeron_peer.py rsp-client AERON_DIR REQUEST_CHANNEL RESPONSE_CONTROL STREAM_ID COUNT
 
 The publisher offers message i (8-byte little-endian i, then 56 bytes of i % 251) at RATE per second for
 SECONDS, then a message with i = -1 (the end), and prints ``SENT n``. The subscriber checks every message is
@@ -10,6 +12,14 @@ the next one, prints ``RECEIVED n`` at the end and exits 0; any gap, corruption,
 SECONDS + 20 exits 1 with the reason. Both print ``READY`` once connected and keep their client open
 throughout, so a driver that times a client out ends the run. ``client-id`` connects, prints
 ``CLIENT_ID n`` and closes.
+
+The response channel pair (request on STREAM_ID, answers on STREAM_ID + 1): ``rsp-client`` opens a response
+subscription (``control-mode=response|control=RESPONSE_CONTROL``), then a request publication naming it by
+``response-correlation-id``, and sends COUNT requests one by one, each awaiting its answer; it prints
+``ANSWERED n``. ``rsp-server`` subscribes to REQUEST_CHANNEL, prints ``IMAGE <session id>`` when the
+client's request stream arrives and reads that image's correlation id from stdin (pyaeron does not expose
+it; the test reads it from the driver's rcv-hwm counter), then answers each request over a response
+publication (``response-correlation-id=<that id>``) and prints ``ANSWERED n`` after COUNT answers.
 
 No import from this repository: this file is the only thing the venv runs.
 """
@@ -88,11 +98,79 @@ def subscribe(aeron: pyaeron.Aeron, channel: str, stream_id: int, seconds: float
     return 0
 
 
+def request(i: int) -> bytes:
+    return b"request %d" % i
+
+
+def answer(data: bytes) -> bytes:
+    return b"answer to " + data
+
+
+def poll_until(subscription: pyaeron.Subscription, handler: object, done: object, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {what} within {seconds} s")
+        if subscription.poll(handler, 10) == 0:
+            time.sleep(0.001)
+
+
+def response_server(aeron: pyaeron.Aeron, channel: str, control: str, stream_id: int, count: int) -> int:
+    requests = aeron.add_subscription(channel, stream_id)
+    print("READY", flush=True)
+    poll_until(requests, lambda b, h: None, lambda: requests.image_count > 0, 30, "request stream")
+    image = requests.image_at_index(0)
+    print(f"IMAGE {image.session_id}", flush=True)
+    image_correlation_id = int(sys.stdin.readline())
+    answers = aeron.add_publication(
+        f"aeron:udp?control-mode=response|control={control}|response-correlation-id={image_correlation_id}",
+        stream_id + 1,
+    )
+    answers.await_connected(timeout=20)
+    answered = [0]
+
+    def on_request(buffer: object, header: object) -> None:
+        offer(answers, answer(bytes(buffer)))
+        answered[0] += 1
+
+    poll_until(requests, on_request, lambda: answered[0] >= count, 60, f"{count} requests")
+    print(f"ANSWERED {answered[0]}", flush=True)
+    time.sleep(1.0)  # let the last answer reach the client before the publication goes
+    return 0
+
+
+def response_client(aeron: pyaeron.Aeron, channel: str, control: str, stream_id: int, count: int) -> int:
+    # The C client numbers its commands from one counter: the subscription takes the id after this one.
+    subscription_id = aeron.next_correlation_id() + 1
+    answers = aeron.add_subscription(f"aeron:udp?control-mode=response|control={control}", stream_id + 1)
+    requests = aeron.add_publication(f"{channel}|response-correlation-id={subscription_id}", stream_id)
+    requests.await_connected(timeout=20)
+    print("READY", flush=True)
+    received: list[bytes] = []
+
+    def on_answer(buffer: object, header: object) -> None:
+        received.append(bytes(buffer))
+
+    for i in range(count):
+        offer(requests, request(i))
+        poll_until(answers, on_answer, lambda n=i: len(received) > n, 30 if i == 0 else 10, f"answer {i}")
+        if received[i] != answer(request(i)):
+            print(f"ERROR answer {i} is {received[i]!r}", flush=True)
+            return 1
+    print(f"ANSWERED {len(received)}", flush=True)
+    return 0
+
+
 def main() -> int:
     if sys.argv[1] == "client-id":
         with pyaeron.Aeron(dir=sys.argv[2]) as aeron:
             print(f"CLIENT_ID {aeron.client_id}", flush=True)
         return 0
+    if sys.argv[1] in ("rsp-server", "rsp-client"):
+        role, aeron_dir, channel, control, stream_id, count = sys.argv[1:7]
+        serve = response_server if role == "rsp-server" else response_client
+        with pyaeron.Aeron(dir=aeron_dir) as aeron:
+            return serve(aeron, channel, control, int(stream_id), int(count))
     role, aeron_dir, channel, stream_id, seconds = sys.argv[1:6]
     with pyaeron.Aeron(dir=aeron_dir) as aeron:
         if role == "pub":

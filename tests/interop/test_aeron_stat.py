@@ -1,8 +1,15 @@
-"""The real AeronStat (Aeron 1.15.1) against our driver shows the same system counters as against the Java driver."""
+"""The real AeronStat (Aeron 1.15.1) against our driver shows the same system counters as against the Java driver,
+then today's Aeron's after them (ids 25..39) and today's per-stream and endpoint counters, by label."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+
+from driver.client import Aeron
+from driver.status.system_counters import LEGACY_SYSTEM_COUNTER_COUNT, SystemCounterDescriptor
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.interop
 
@@ -53,13 +60,41 @@ def test_our_driver_aeron_stat_matches_java(peers, our_driver, java_screen):
     driver = our_driver()
     screen = peers.aeron_stat(driver.aeron_dir)
     assert screen.version == 15
-    assert list(screen.counters) == list(range(25)), screen.raw
-    assert {i: c.label for i, c in screen.counters.items()} == {
-        i: c.label for i, c in java_screen.counters.items()
-    }
-    # Both drivers are fresh and idle: every system counter is 0, so whole lines (format included) are equal.
-    assert screen.raw == java_screen.raw
+    assert list(screen.counters) == [d.id for d in SystemCounterDescriptor], screen.raw
+    legacy = {i: c.label for i, c in screen.counters.items() if i < LEGACY_SYSTEM_COUNTER_COUNT}
+    assert legacy == {i: c.label for i, c in java_screen.counters.items()}
+    # Both drivers are fresh and idle: every 1.15.1 system counter is 0, so whole lines (format included) are
+    # equal; today's follow with their labels.
+    assert screen.raw[:LEGACY_SYSTEM_COUNTER_COUNT] == java_screen.raw
+    assert [c.label for i, c in screen.counters.items() if i >= LEGACY_SYSTEM_COUNTER_COUNT] == [
+        d.label for d in SystemCounterDescriptor if d.id >= LEGACY_SYSTEM_COUNTER_COUNT
+    ]
     assert driver.alive()
+
+
+def test_aeron_stat_1_15_1_reads_todays_counters_of_a_busy_driver(peers, our_driver):
+    """A MDC publication with a subscriber: today's per-stream (fc-receivers, snd-bpe, NAK counts) and endpoint
+    (local socket address) counters and the duty-cycle system counters, as the 1.15.1 AeronStat shows them."""
+    driver = our_driver()
+    control = f"127.0.0.1:{free_port()}"
+    with Aeron.connect(aeron_dir=str(driver.aeron_dir)) as aeron:
+        subscription = aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{free_port()}|control={control}", 77)
+        publication = aeron.add_publication(f"aeron:udp?control={control}|control-mode=dynamic", 77)
+        deadline = time.monotonic() + 10
+        while not (publication.is_connected and subscription.is_connected) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert publication.is_connected and subscription.is_connected
+        time.sleep(1.5)  # fc-receivers is sampled on the conductor's timer
+        screen = peers.aeron_stat(driver.aeron_dir)
+    labels = [c.label for c in screen.counters.values()]
+    by_label = {c.label: c.value for c in screen.counters.values()}
+    assert by_label["Sender max cycle time doing its work in ns"] > 0, screen.raw
+    assert by_label["Conductor max cycle time doing its work in ns"] > 0
+    assert by_label["Bytes currently mapped"] > 0
+    for prefix in ("snd-bpe: ", "snd-naks-received: ", "rcv-naks-sent: ", "snd-local-sockaddr: ", "rcv-local-sockaddr: "):
+        assert any(label.startswith(prefix) for label in labels), (prefix, screen.raw)
+    [fc_receivers] = [c for c in screen.counters.values() if c.label.startswith("fc-receivers: ")]
+    assert fc_receivers.value == 1 and fc_receivers.label.endswith(f" 77 aeron:udp?control={control}|control-mode=dynamic")
 
 
 def test_our_cnc_header_matches_java(our_driver, java_driver):

@@ -9,7 +9,6 @@ tools/peers/install.py (``make peers``); when it cannot be made the test skips s
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import signal
 import socket
@@ -18,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tools.peers import install
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -30,12 +31,8 @@ PROCESS_DEADLINE_S = RUN_SECONDS + 60
 
 
 def _pyaeron_python() -> Path:
-    spec = importlib.util.spec_from_file_location("_peers_install", ROOT / "tools" / "peers" / "install.py")
-    assert spec is not None and spec.loader is not None
-    installer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(installer)
     try:
-        return installer.install_pyaeron()
+        return install.install_pyaeron()
     except RuntimeError as exc:
         pytest.skip(f"pyaeron venv unavailable: {exc}")
 

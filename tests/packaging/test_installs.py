@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -96,6 +97,14 @@ def test_wheel_is_manylinux_with_both_native_modules_and_py_typed(dist: Dist) ->
     assert any(n.startswith("driver/_native.") and n.endswith(".so") for n in names)
     assert any(n.startswith("driver/concurrent/logbuffer/_fastpath.") and n.endswith(".so") for n in names)
     assert {"driver/service/web/index.html", "driver/service/web/app.js"} <= set(names)
+
+
+def test_neither_the_wheel_nor_the_sdist_ships_the_tools_or_the_tests(dist: Dist) -> None:
+    wheel_names = zipfile.ZipFile(dist.wheel).namelist()
+    with tarfile.open(dist.sdist) as sdist:
+        sdist_names = [name.split("/", 1)[-1] for name in sdist.getnames()]  # below aio_media_driver-0.1.0/
+    for names in (wheel_names, sdist_names):
+        assert [n for n in names if n.split("/", 1)[0] in ("tools", "tests")] == []
 
 
 def test_wheel_installs_without_a_compiler(dist: Dist, tmp_path: Path) -> None:

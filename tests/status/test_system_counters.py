@@ -6,7 +6,12 @@ import pytest
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import RECORD_RECLAIMED, CountersManager
-from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
+from driver.status.system_counters import (
+    DRIVER_VERSION,
+    SystemCounterDescriptor,
+    SystemCounters,
+    semantic_version,
+)
 
 # Ids and labels from docs/counters.md §2 (Aeron 1.15.1 SystemCounterDescriptor).
 EXPECTED = [
@@ -36,6 +41,24 @@ EXPECTED = [
     (23, "LOSS_GAP_FILLS", "Loss gap fills"),
     (24, "CLIENT_TIMEOUTS", "Client liveness timeouts"),
 ]
+# Today's Aeron's (AeronCounters.SYSTEM_COUNTER_ID_*, SystemCounterDescriptor), after 1.15.1's.
+TODAYS = [
+    (25, "RESOLUTION_CHANGES", "Resolution changes"),
+    (26, "CONDUCTOR_MAX_CYCLE_TIME", "Conductor max cycle time doing its work in ns"),
+    (27, "CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED", "Conductor work cycle exceeded threshold count"),
+    (28, "SENDER_MAX_CYCLE_TIME", "Sender max cycle time doing its work in ns"),
+    (29, "SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED", "Sender work cycle exceeded threshold count"),
+    (30, "RECEIVER_MAX_CYCLE_TIME", "Receiver max cycle time doing its work in ns"),
+    (31, "RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED", "Receiver work cycle exceeded threshold count"),
+    (32, "NAME_RESOLVER_MAX_TIME", "NameResolver max time in ns"),
+    (33, "NAME_RESOLVER_TIME_THRESHOLD_EXCEEDED", "NameResolver exceeded threshold count"),
+    (34, "AERON_VERSION", f"Aeron software: version={DRIVER_VERSION} commit=aio-media-driver"),
+    (35, "BYTES_CURRENTLY_MAPPED", "Bytes currently mapped"),
+    (36, "RETRANSMITTED_BYTES", "Retransmitted bytes"),
+    (37, "RETRANSMIT_OVERFLOW", "Retransmit Pool Overflow count"),
+    (38, "ERROR_FRAMES_RECEIVED", "Error Frames received"),
+    (39, "ERROR_FRAMES_SENT", "Error Frames sent"),
+]
 
 
 def make_manager(counters: int = 64) -> CountersManager:
@@ -45,7 +68,7 @@ def make_manager(counters: int = 64) -> CountersManager:
 
 
 def test_descriptors_match_aeron() -> None:
-    assert [(d.id, d.name, d.label) for d in SystemCounterDescriptor] == EXPECTED
+    assert [(d.id, d.name, d.label) for d in SystemCounterDescriptor] == EXPECTED + TODAYS
     assert SystemCounterDescriptor(15) is SystemCounterDescriptor.ERRORS
     assert SystemCounterDescriptor.ERRORS == 15
 
@@ -56,7 +79,7 @@ def test_all_counters_allocated_in_order() -> None:
     seen: list[tuple[int, int, bytes, str]] = []
     manager.for_each(lambda *args: seen.append(args))
     assert [(counter_id, label) for counter_id, _, _, label in seen] == [
-        (i, label) for i, _, label in EXPECTED
+        (i, label) for i, _, label in EXPECTED + TODAYS
     ]
     for counter_id, type_id, key, _ in seen:
         assert type_id == 0
@@ -74,13 +97,14 @@ def test_counters_count_into_the_values_region() -> None:
     assert manager.get_counter_value(0) == 1408
     assert manager.get_counter_value(15) == 1
     assert manager.get_counter_value(24) == 0
+    assert manager.get_counter_value(34) == semantic_version(DRIVER_VERSION)  # as Aeron's SemanticVersion
 
 
 def test_close_frees_all() -> None:
     manager = make_manager()
     counters = SystemCounters(manager)
     counters.close()
-    assert all(manager.get_counter_state(i) == RECORD_RECLAIMED for i in range(25))
+    assert all(manager.get_counter_state(i) == RECORD_RECLAIMED for i in range(len(EXPECTED + TODAYS)))
     counters.close()  # idempotent
 
 

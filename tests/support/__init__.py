@@ -38,9 +38,16 @@ What is here, and when to use which:
     takes it) and ``python -m tests.support.status_pollers`` (many concurrent HTTP pollers) run in processes of
     their own, for load tests.
 ``ArchiveHost`` (archive_host.py)
-    Our driver and archive in a network namespace (a tests/system/netns.py ``Host``), reached from this process
+    Our driver and archive in a network namespace (a tools/peers/netns.py ``Host``), reached from this process
     through the driver's aeron dir (``archive``: an AeronArchive on the local control channel); ``replicate``
     runs ``mediadriver archive replicate`` against it. Import from ``tests.support.archive_host``.
+``JavaPeers``, ``Spawned``, ``find_peer_paths``, ``compile_java_sources`` (java_peers.py)
+    The real Aeron 1.15.1 peer: Java programs compiled (``javac --release 11``) and run, and children whose
+    stdout is read with deadlines (a test fails with their output). ``DriverPool``, ``DriverProcess``
+    (driver_pool.py): ours or the Java MediaDriver in processes of their own, ready once cnc.dat is, stopped at
+    ``close``. ``parse_stat``, ``parse_errors`` (stat_output.py): AeronStat and ErrorStat output. They stand on
+    the peer kit in tools/peers (finding the peer, compiling, starting children, reading cnc.dat, network
+    namespaces), which the benchmarks use too. The interop fixtures (tests/interop/conftest.py) wrap them.
 ``assert_same_recording`` (recording_files.py)
     Two recordings' descriptors and segment bytes over the recorded range compared (replication tests). Import
     from ``tests.support.recording_files``.

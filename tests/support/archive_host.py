@@ -1,4 +1,4 @@
-"""Our driver with its archive (``mediadriver run --archive``) inside a network namespace (tests/system/netns.py's
+"""Our driver with its archive (``mediadriver run --archive``) inside a network namespace (tools/peers/netns.py's
 ``Host``), for replication tests and tools/bench/replication.py: its archive control channel is UDP on the host's
 address, and this process reaches the archive through the driver's aeron dir on the local control channel (IPC),
 which needs no route into the namespace."""

@@ -1,6 +1,6 @@
 """The real Aeron 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a test peer: fresh channels for
 it and its clients, and its start and stop. The Java runner (``peers``: a ``JavaPeers`` of
-tests/interop/conftest.py) is passed in, so this module needs no fixture."""
+tests/support/java_peers.py) is passed in, so this module needs no fixture."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class JavaArchive:
     """A running ArchiveLauncher: its ``props`` (every -D it got), its process, and its error lines."""
 
     props: dict[str, str]
-    process: Any  # tests/interop/conftest.py Spawned
+    process: Any  # tests/support/java_peers.py Spawned
     archive_dir: Path
     stopped: bool = field(default=False)
 

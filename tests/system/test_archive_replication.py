@@ -28,10 +28,7 @@ from tests.support import wait_for
 from tests.support.archive_host import ArchiveHost
 from tests.support.embedded import new_aeron_dir
 from tests.support.recording_files import assert_same_recording
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from netns import Host, require_netns, two_hosts
+from tools.peers.netns import Host, require_netns, two_hosts
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """Reliability on a bad network: 1,000,000 messages cross an impaired link complete and in order, through our driver on
 both ends and across drivers both ways, with NAKs, retransmits and loss reports to show for it.
 
-Two network namespaces (tests/system/netns.py) are joined by a link with 5 % loss, 10 ms delay (± 2 ms
+Two network namespaces (tools/peers/netns.py) are joined by a link with 5 % loss, 10 ms delay (± 2 ms
 jitter), 25 % reordering and 1 % duplication, both directions alike, seeded. On this project's machines the
 kernel has no sch_netem, so that link is netns.py's TUN relay; where netem exists it is veth + netem.
 
@@ -28,7 +28,6 @@ Needs root and iproute2 (skipped otherwise, with the reason), and the Aeron peer
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import signal
 import subprocess
@@ -40,10 +39,11 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import netns
-from netns import Host, two_hosts
+from tests.support.java_peers import JavaPeers, Spawned, compile_java_sources, find_peer_paths, log_tail
+from tools.peers import netns
+from tools.peers.children import child_env
+from tools.peers.cnc import cnc_ready, read_cnc_counters
+from tools.peers.netns import Host, two_hosts
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop]
 
@@ -65,22 +65,6 @@ OUR_DRIVER_EXIT_TIMEOUT_S = 5.0
 JAVA_DRIVER_PROPS = {"aeron.threading.mode": "SHARED"}
 
 
-def _load_interop_harness() -> Any:
-    """tests/interop/conftest.py's Java peer helpers (its fixtures are only visible below tests/interop)."""
-    name = "_aeron_interop_harness"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests/interop/conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load_interop_harness()
-
-
 @pytest.fixture(autouse=True)
 def _needs_netns() -> None:
     reason = netns.unavailable_reason()
@@ -91,12 +75,12 @@ def _needs_netns() -> None:
 @pytest.fixture(scope="module")
 def peers(tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
-        paths = harness.find_peer_paths()
+        paths = find_peer_paths()
     except FileNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
     tmp = tmp_path_factory.mktemp("lossy-network")
-    classes = harness.compile_java_sources(paths, tmp / "classes", JAVA_SOURCES)
-    return harness.JavaPeers(paths, classes, tmp)
+    classes = compile_java_sources(paths, tmp / "classes", JAVA_SOURCES)
+    return JavaPeers(paths, classes, tmp)
 
 
 class Drivers:
@@ -118,10 +102,10 @@ class Drivers:
             cmd = self.peers.cmd("io.aeron.driver.MediaDriver", props=props, tool=False)
         with open(log_path, "wb") as log:
             proc = host.run(*cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=False,
-                            cwd=ROOT, env=harness._child_env())  # fmt: skip
+                            cwd=ROOT, env=child_env())  # fmt: skip
         self.started.append((kind, aeron_dir, proc, log_path))
         deadline = time.monotonic() + DRIVER_READY_TIMEOUT_S
-        while not harness.cnc_ready(aeron_dir):
+        while not cnc_ready(aeron_dir):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(
                     f"{kind} driver in {host.name} not ready (rc={proc.poll()}):\n{self.log(log_path)}"
@@ -131,7 +115,7 @@ class Drivers:
 
     @staticmethod
     def log(path: Path) -> str:
-        return harness._tail(path, 6000)
+        return log_tail(path, 6000)
 
     def stop(self) -> list[str]:
         """SIGTERM every driver (by pid); returns what went wrong with ours (not exiting 0 in time)."""
@@ -157,17 +141,17 @@ def spawn_in(
 ) -> Any:
     """A Java client inside ``host`` (``ip netns exec`` execs it, so the pid is the JVM's)."""
     cmd = peers.cmd(main_class, *map(str, args), props={"aeron.dir": aeron_dir}, tool=False)
-    return harness.Spawned(main_class, host.command(*cmd), peers.log_dir, stdin=stdin)
+    return Spawned(main_class, host.command(*cmd), peers.log_dir, stdin=stdin)
 
 
 def system_counters(aeron_dir: Path) -> dict[str, int]:
-    return {c.label: c.value for c in harness.read_cnc_counters(aeron_dir).values() if c.type_id == 0}
+    return {c.label: c.value for c in read_cnc_counters(aeron_dir).values() if c.type_id == 0}
 
 
 def stream_counters(aeron_dir: Path, session_id: int) -> dict[str, int]:
     """Per-stream counters of this session and stream, by label prefix (``snd-pos``, ``rcv-hwm`` ...)."""
     found = {}
-    for counter in harness.read_cnc_counters(aeron_dir).values():
+    for counter in read_cnc_counters(aeron_dir).values():
         match = re.match(r"^([a-z-]+): .*?(-?\d+) (\d+) aeron:", counter.label)
         if match and int(match[2]) == session_id and int(match[3]) == STREAM_ID:
             found[match[1]] = counter.value
@@ -179,7 +163,7 @@ def diagnose(a: Host, a_dir: Path, b_dir: Path) -> str:
     relay = a.link.relay
     lines = [f"link {a.link.mode}, relay " + ("-" if relay is None else f"rc={relay.poll()}")]
     for name, aeron_dir in (("sending", a_dir), ("receiving", b_dir)):
-        counters = harness.read_cnc_counters(aeron_dir)
+        counters = read_cnc_counters(aeron_dir)
         lines.append(
             f"{name} driver: " + ", ".join(f"{c.label}={c.value}" for c in counters.values() if c.value)
         )
@@ -256,7 +240,7 @@ def test_a_million_messages_cross_a_lossy_link_complete_and_in_order(
             java_lines = loss_stat.stdout.splitlines()
             ours = subprocess.run(
                 [sys.executable, "-m", "driver", "loss", "--dir", str(b_dir), "--format", "csv"],
-                capture_output=True, text=True, timeout=60, cwd=ROOT, env=harness._child_env(),
+                capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env(),
             )  # fmt: skip
             assert ours.returncode == 0, ours.stderr
             entries = [line.split(",") for line in java_lines[1:] if not line.endswith("entries read")]

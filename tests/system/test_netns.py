@@ -1,4 +1,4 @@
-"""The two-host helper of tests/system/netns.py: UDP crosses, impairments act, multicast works between the
+"""The two-host helper of tools/peers/netns.py: UDP crosses, impairments act, multicast works between the
 namespaces and on ``lo`` inside one, and teardown leaves nothing behind (also after a failure).
 
 On this project's machines the kernel has no sch_netem, so impaired links are the TUN relay
@@ -13,14 +13,11 @@ import os
 import select
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import netns
-from netns import Host, two_hosts
+from tools.peers import netns
+from tools.peers.netns import Host, two_hosts
 
 PORT = 40456
 

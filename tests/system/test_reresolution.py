@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from netns import Host, require_netns, two_hosts
-
+from driver.status.driver_snapshot import CncWatcher, read_snapshot
+from driver.status.system_counters import SystemCounterDescriptor
 from tests.conftest import wait_for_cnc_ready
+from tools.peers.netns import Host, require_netns, two_hosts
 
 PORT = 40461
 STREAM_ID = 4001
@@ -91,6 +90,11 @@ def test_a_receiver_restarted_on_a_new_address_gets_data_without_restarting_the_
             print(f"first message {delay:.3f} s after the moved receiver subscribed")
             assert delay < 3.0
             assert publisher.poll() is None  # the same publisher throughout
+            with CncWatcher(dir_a) as watcher:
+                cnc = watcher.current()
+                assert cnc is not None
+                changes = read_snapshot(cnc, with_errors=False).counters[SystemCounterDescriptor.RESOLUTION_CHANGES]
+            assert changes.label == "Resolution changes" and changes.value >= 1  # today's Aeron's counter 25
         finally:
             shutil.rmtree(hosts_dir, ignore_errors=True)
 

@@ -3,22 +3,16 @@ and the order in which they alternate the setups."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
+from tools.bench import steady as steady_module
 
 
 @pytest.fixture(scope="module")
-def steady():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import steady as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+def steady() -> ModuleType:
+    return steady_module
 
 
 def test_cold_seconds_are_dropped_and_reported_apart(steady) -> None:

@@ -15,12 +15,12 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from driver.cli.stat import DEFAULT_METRICS_PORT
 from driver.concurrent.counter_types import decode_counter
 from driver.exporter import DEFAULT_PORT
 from driver.exporter.collector import snapshot_metrics
 from driver.status.driver_snapshot import DriverSnapshot
 from driver.status.system_counters import SystemCounterDescriptor
-from driver.views.commands import DEFAULT_METRICS_PORT
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDER = ROOT / "tools" / "grafana" / "build_dashboard.py"
@@ -71,6 +71,7 @@ def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
         "NAKs and loss",
         "Lag",
         "Back pressure",
+        "Duty cycles and sockets",
         "Recordings",
         "Record & replay",
         "Errors",
@@ -93,6 +94,12 @@ def test_panels_cover_the_topics_and_use_only_exported_metrics() -> None:
         "aeron_flow_control_over_runs_total",
         "aeron_sender_flow_control_limits_applied_total",
         "aeron_publisher_headroom_bytes",
+        "aeron_retransmitted_bytes_total",
+        "aeron_flow_control_receivers",
+        "aeron_conductor_max_cycle_time_doing_its_work_in_ns",
+        "aeron_sender_work_cycle_exceeded_threshold_count_total",
+        "aeron_bytes_currently_mapped",
+        "aeron_local_socket_address",
         "aeron_errors_total",
         "aeron_client_liveness_timeouts_total",
         "aeron_driver_heartbeat_age_seconds",

@@ -18,7 +18,7 @@ from driver.concurrent.logbuffer.frame_descriptor import DATA_HEADER, HDR_TYPE_D
 from driver.util.bit_util import align
 from driver.util.text import printable
 from driver.views.archive_catalog import open_catalog, verify_entry
-from tests.archive.conftest import archive_java, interop_harness  # noqa: F401  (fixtures of `recorded`)
+from tests.archive.conftest import archive_java  # noqa: F401  (fixtures of `recorded`)
 from tests.archive.test_java_archive_files import START as JAVA_START
 from tests.archive.test_java_archive_files import recorded  # noqa: F401  (fixture)
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driver.cli import main
 from driver.exporter.collector import CncCollector
-from tests.archive.conftest import archive_java, interop_harness  # noqa: F401  (fixtures)
+from tests.archive.conftest import archive_java  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.interop
 

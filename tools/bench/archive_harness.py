@@ -26,24 +26,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import (
+from tools.bench.compare import STREAM_TUNING, first_error, parse_props
+from tools.bench.harness import (
     KINDS,
     READY_TIMEOUT_S,
-    STREAM_TUNING,
-    BenchError,
     Driver,
     Harness,
-    Peers,
-    cnc_ready,
-    compile_java,
-    describe_failure,
-    first_error,
     free_udp_port,
-    no_comparison,
-    parse_props,
     require_peers,
     wait_ready,
 )
+from tools.bench.report import BenchError, no_comparison
+from tools.peers.children import describe_failure
+from tools.peers.cnc import cnc_ready
+from tools.peers.java import Peers, compile_java
 
 HERE = Path(__file__).resolve().parent
 BENCH_SOURCES = HERE / "java"
@@ -90,7 +86,7 @@ def prepare_bench_client(bench: str) -> tuple[Peers, Path] | None:
         peers = require_peers()
         out_dir = Path(tempfile.mkdtemp(prefix="archive-bench-classes-"))
         atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
-        return peers, compile_java(peers, sorted(BENCH_SOURCES.glob("*.java")), out_dir)
+        return peers, compile_java(peers.jar, sorted(BENCH_SOURCES.glob("*.java")), out_dir)
     except BenchError as exc:
         no_comparison({"bench": bench}, exc)
         return None

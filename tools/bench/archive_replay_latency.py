@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from archive_harness import (
+from tools.bench.archive_harness import (
     archive_driver_props,
     errors_and_runs,
     fields,
@@ -30,7 +26,8 @@ from archive_harness import (
     measure_bench_client,
     prepare_bench_client,
 )
-from harness import add_compare_args, compare, emit, host_info, median_of, ratio, rounded, run_main
+from tools.bench.compare import add_compare_args, compare, median_of, ratio, rounded
+from tools.bench.report import emit, host_info, run_main
 
 GOAL = 0.5
 DONE = re.compile(r"^LATENCY reps=")

@@ -26,13 +26,9 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from archive_harness import (
+from tools.bench.archive_harness import (
     archive_driver_props,
     errors_and_runs,
     fields,
@@ -40,17 +36,8 @@ from archive_harness import (
     measure_bench_client,
     prepare_bench_client,
 )
-from harness import (
-    BenchError,
-    add_compare_args,
-    compare,
-    emit,
-    host_info,
-    median_of,
-    ratio,
-    rounded,
-    run_main,
-)
+from tools.bench.compare import add_compare_args, compare, median_of, ratio, rounded
+from tools.bench.report import BenchError, emit, host_info, run_main
 
 DEFAULT_BYTES = 64 * 1024 * 1024  # payload per pass: 2 M messages of 32 B, 64 k of 1 KiB
 DONE = re.compile(r"^REPLAY pass=")

@@ -17,12 +17,11 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from archive_harness import archive_channel_props, start_archiving_driver
-from harness import BenchError, Harness, find_peers, run_main
+from tools.bench.archive_harness import archive_channel_props, start_archiving_driver
+from tools.bench.harness import Harness
+from tools.bench.report import BenchError, run_main
+from tools.peers.java import find_peers
 
 GOAL_PCT = 5.0
 

@@ -12,29 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import (  # noqa: E402
-    BenchError,
-    Harness,
-    emit,
-    find_peers,
-    free_udp_port,
-    no_comparison,
-    progress,
-    ratio,
-    rounded,
-    run_main,
-)
-
-from driver.client import Aeron  # noqa: E402
-from driver.client.exceptions import AeronError  # noqa: E402
+from driver.client import Aeron
+from driver.client.exceptions import AeronError
+from tools.bench.compare import ratio, rounded
+from tools.bench.harness import Harness, free_udp_port
+from tools.bench.report import BenchError, emit, no_comparison, progress, run_main
+from tools.peers.java import find_peers
 
 STREAM_ID = 1001
 BATCH = 64  # registrations in flight at once: well inside the to-driver ring

@@ -9,21 +9,16 @@ On IPC the data never passes through the driver: the publisher writes the mapped
 it. The driver's share is the conductor work -- publisher limit from subscriber positions, cleaning -- so a slow
 or CPU-hungry conductor shows up as back pressure and as CPU taken from the clients. Goal: ours >= 1.0x.
 
-    .venv/bin/python tools/bench/ipc_throughput.py                      # 32 B, ~5 min
-    .venv/bin/python tools/bench/ipc_throughput.py --runs 1 --seconds 5 --orders together   # quick look
+    .venv/bin/python -m tools.bench.ipc_throughput                      # 32 B, ~5 min
+    .venv/bin/python -m tools.bench.ipc_throughput --runs 1 --seconds 5 --orders together   # quick look
 
 Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed every run or the peer is missing).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import run_main
-from steady import SINGLE_SETUPS, steady_main
+from tools.bench.report import run_main
+from tools.bench.steady import SINGLE_SETUPS, steady_main
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 """Loss recovery: time to recover from a burst of loss on a 50 ms RTT link, ours vs the Java driver.
 
 Each run builds two
-network namespaces (tests/system/netns.py) joined by a link delaying every packet 25 ms each way (RTT 50 ms,
+network namespaces (tools/peers/netns.py) joined by a link delaying every packet 25 ms each way (RTT 50 ms,
 no other impairment: netns.py's TUN relay here, veth + netem where the kernel has netem), and runs the same
 driver kind on both ends -- ours, or the Aeron 1.15.1 Java MediaDriver (SHARED threading) -- with the same
 Java clients: ``SequencedPublisher`` on host a offers a steady stream (default 4,000 msgs/s of 256 bytes,
@@ -44,41 +44,27 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "system"))
-
-import netns  # tests/system/netns.py
-from harness import (
-    SEQUENCED_SOURCES,
-    BenchError,
-    Counters,
-    Harness,
-    Peers,
-    Proc,
+from tools.bench.compare import (
     add_compare_args,
-    check_sequenced,
-    cnc_ready,
     compare,
-    compiled_java,
-    describe_failure,
     driver_props,
-    emit,
     first_error,
-    host_info,
     median_of,
-    no_comparison,
     ratio,
-    require_peers,
     rounded,
-    run_main,
-    wait_ready,
 )
+from tools.bench.harness import SEQUENCED_SOURCES, Harness, compiled_java, require_peers, wait_ready
+from tools.bench.report import BenchError, emit, host_info, no_comparison, run_main
+from tools.bench.samples import check_sequenced
+from tools.peers import netns
+from tools.peers.children import Proc, describe_failure
+from tools.peers.cnc import Counters, cnc_ready
+from tools.peers.java import Peers
 
 STREAM_ID = 1002
 PORT = 40124

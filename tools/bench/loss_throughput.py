@@ -24,36 +24,25 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import (
-    SEQUENCED_SOURCES,
-    BenchError,
-    Counters,
-    Harness,
-    Peers,
-    Proc,
+from tools.bench.compare import (
     add_compare_args,
-    check_sequenced,
     compare,
-    compiled_java,
     driver_props,
-    emit,
     first_error,
-    free_udp_port,
-    host_info,
     median_of,
-    no_comparison,
     ratio,
-    require_peers,
     rounded,
-    run_main,
 )
+from tools.bench.harness import SEQUENCED_SOURCES, Harness, compiled_java, free_udp_port, require_peers
+from tools.bench.report import BenchError, emit, host_info, no_comparison, run_main
+from tools.bench.samples import check_sequenced
+from tools.peers.children import Proc
+from tools.peers.cnc import Counters
+from tools.peers.java import Peers
 
 STREAM_ID = 1003
 PROGRESS = re.compile(r"^PROGRESS (\d+) (\d+)")

@@ -30,35 +30,14 @@ Exit code: 0 goal met, 1 goal missed, 2 no ratio (a driver failed or does not su
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from harness import (
-    STARTUP_TIMEOUT_S,
-    BenchError,
-    Harness,
-    Peers,
-    add_compare_args,
-    driver_props,
-    emit,
-    first_error,
-    free_udp_port,
-    host_info,
-    median_of,
-    no_comparison,
-    parse_histogram,
-    progress,
-    ratio,
-    require_peers,
-    rounded,
-    run_main,
-)
-
 from driver.context import PROFILES
+from tools.bench.compare import add_compare_args, driver_props, first_error, median_of, ratio, rounded
+from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers
+from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
+from tools.bench.samples import parse_histogram
+from tools.peers.java import Peers
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 # Per channel: timed round trips, warm-up iterations, warm-up messages per iteration (None: Ping's own 5 x 10,000).

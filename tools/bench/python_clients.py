@@ -23,7 +23,6 @@ line to stdout; exits 0 when every goal is met, 1 when one is missed, 2 when pya
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 import statistics
@@ -36,32 +35,20 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tools.bench.harness import ROOT, Harness, free_udp_port
+from tools.bench.report import BenchError, emit, host_info, progress
+from tools.peers import install
+from tools.peers.children import Proc
 
-from harness import (
-    ROOT,
-    BenchError,
-    Harness,
-    Proc,
-    emit,
-    free_udp_port,
-    host_info,
-    progress,
-)
-
-PEER = Path(__file__).resolve().parent / "python_clients_peer.py"
+PEER = ("-m", "tools.bench.python_clients_peer")  # run from the repository root, in either venv
 DROP_S = 2.0
 STREAM_IDS = itertools.count(2001)
 
 
 def pyaeron_python() -> tuple[str | None, str | None]:
     """(the pyaeron venv's python, None) or (None, why it cannot be had)."""
-    spec = importlib.util.spec_from_file_location("_peers_install", ROOT / "tools" / "peers" / "install.py")
-    assert spec is not None and spec.loader is not None
-    installer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(installer)
     try:
-        return str(installer.install_pyaeron()), None
+        return str(install.install_pyaeron()), None
     except RuntimeError as exc:
         return None, str(exc)
 
@@ -188,11 +175,11 @@ def one_run(
     channel = "aeron:ipc" if transport == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     stream_id = next(STREAM_IDS)
     common = [client, mode, idle, str(aeron_dir), channel, str(stream_id), str(seconds)]
-    sub = harness.spawn(f"{client}-sub", [python, str(PEER), "sub", *common])
+    sub = harness.spawn(f"{client}-sub", [python, *PEER, "sub", *common])
     pub = None
     try:
         harness.wait_for(lambda: sub.find("^READY") is not None, 30, "subscriber ready", watch=[sub])
-        pub = harness.spawn(f"{client}-pub", [python, str(PEER), "pub", *common, str(length)])
+        pub = harness.spawn(f"{client}-pub", [python, *PEER, "pub", *common, str(length)])
         wait_result(pub, seconds + 40)
         wait_result(sub, 20)
         sub_rate, sub_cpu = window(result_of(sub)["samples"])

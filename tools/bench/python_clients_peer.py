@@ -1,12 +1,12 @@
 """One side of tools/bench/python_clients.py: a Python publisher or subscriber, ours or pyaeron's.
 
-    python_clients_peer.py pub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
-    python_clients_peer.py sub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS
+    python -m tools.bench.python_clients_peer pub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
+    python -m tools.bench.python_clients_peer sub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS
 
 CLIENT is ``ours`` (this checkout's driver.client) or ``pyaeron`` (nothing from this repository is imported
-then); python_clients.py runs both on the Python 3.12 venv of tools/peers. MODE: ``message`` (offer /
-poll(handler), one call per message), ``batch`` (ours: ``offer_many`` / ``poll_batch``), ``asyncio`` (ours:
-``offer_async`` / ``async for ... in subscription.messages()``).
+then but the empty ``tools`` package files); python_clients.py runs both on the Python 3.12 venv of tools/peers.
+MODE: ``message`` (offer / poll(handler), one call per message), ``batch`` (ours: ``offer_many`` /
+``poll_batch``), ``asyncio`` (ours: ``offer_async`` / ``async for ... in subscription.messages()``).
 
 IDLE, for the ``message`` and ``batch`` loops: ``busy-spin`` (offer and poll again at once) or ``backoff``
 (each client's own backoff idle strategy with Agrona's defaults: 10 spins, 5 yields, then parks of 1 us
@@ -25,7 +25,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 BATCH = 64  # messages per offer_many call
@@ -312,7 +311,6 @@ def main() -> int:
         raise SystemExit(f"unknown idle strategy {idle_name!r}: one of {', '.join(IDLE_NAMES)}")
     args = (idle_name, aeron_dir, channel, int(stream_id), float(seconds))
     if client == "ours":
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         if role == "pub":
             ours_pub(mode, *args, int(sys.argv[9]))
         else:

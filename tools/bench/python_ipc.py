@@ -21,11 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tools.peers.children import terminate
 
-from harness import terminate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 CHANNEL = "aeron:ipc"
 STREAM_ID = 1001

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tools.bench.harness import free_udp_port
+from tools.bench.report import emit, host_info, progress
+from tools.peers.children import terminate
 
-from harness import emit, free_udp_port, host_info, progress, terminate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 STREAM_ID = 1001
 REPLAY_STREAM_ID = 1101

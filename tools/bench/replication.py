@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Archive replication (docs/archive.md section 20) against a plain replay over the same UDP path, and the time a
-copy takes to merge with live. Two network namespaces (tests/system/netns.py, a veth link) each run our driver
+copy takes to merge with live. Two network namespaces (tools/peers/netns.py, a veth link) each run our driver
 with its archive (``mediadriver run --archive``); this process reaches each archive through its driver's aeron
 dir (local control channel, IPC).
 
@@ -30,19 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from driver.archive.codecs import SourceLocation
+from driver.client import Aeron
+from tests.support.archive_host import ArchiveHost
+from tests.support.embedded import new_aeron_dir
+from tests.support.wait import wait_for
+from tools.bench.report import emit, host_info, progress
+from tools.peers import netns
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT / "tests" / "system"))
-
-import netns  # noqa: E402  tests/system/netns.py
-from harness import emit, host_info, progress  # noqa: E402
-
-from driver.archive.codecs import SourceLocation  # noqa: E402
-from driver.client import Aeron  # noqa: E402
-from tests.support.archive_host import ArchiveHost  # noqa: E402
-from tests.support.embedded import new_aeron_dir  # noqa: E402
-from tests.support.wait import wait_for  # noqa: E402
 
 STREAM_ID = 1001
 LIVE_STREAM_ID = 1003

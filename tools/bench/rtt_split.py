@@ -19,9 +19,9 @@ and per agent the median time of a duty cycle that did nothing (the timing wrapp
 so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
 the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
-    .venv/bin/python tools/bench/rtt_split.py                            # our defaults
-    .venv/bin/python tools/bench/rtt_split.py --profile low-latency
-    .venv/bin/python tools/bench/rtt_split.py --ours-prop aeron.idle.max.park=100us
+    .venv/bin/python -m tools.bench.rtt_split                            # our defaults
+    .venv/bin/python -m tools.bench.rtt_split --profile low-latency
+    .venv/bin/python -m tools.bench.rtt_split --ours-prop aeron.idle.max.park=100us
 
 Prints progress to stderr and one JSON line to stdout. Exit code 0, or 2 when nothing could be measured.
 """
@@ -41,26 +41,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from harness import (
-    STARTUP_TIMEOUT_S,
-    BenchError,
-    Harness,
-    add_prop_args,
-    cnc_ready,
-    emit,
-    free_udp_port,
-    host_info,
-    no_comparison,
-    parse_histogram,
-    parse_props,
-    progress,
-    require_peers,
-    run_main,
-    wait_ready,
-)
+from tools.bench.compare import add_prop_args, parse_props
+from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers, wait_ready
+from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
+from tools.bench.samples import parse_histogram
+from tools.peers.cnc import cnc_ready
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 STAGES = ("ping_sent", "ping_read", "pong_sent", "pong_read")
@@ -200,7 +185,7 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         aeron_dir = h.new_dir("ours") / "aeron"
         out = Path(tmp) / "stamps.json"
         extra = ["--profile", args.profile] if args.profile else []
-        cmd = [sys.executable, __file__, "--child", str(aeron_dir), str(out), "--", *extra]
+        cmd = [sys.executable, "-m", "tools.bench.rtt_split", "--child", str(aeron_dir), str(out), "--", *extra]
         cmd += [f"-D{k}={v}" for k, v in props.items()]
         driver = h.spawn("ours-driver", cmd)
         wait_ready(driver, lambda: cnc_ready(aeron_dir), "our driver")

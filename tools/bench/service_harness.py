@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import ROOT, BenchError, _props_args, emit, free_udp_port, host_info, terminate
+
+from tools.bench.harness import ROOT, free_udp_port
+from tools.bench.report import BenchError, emit, host_info
+from tools.peers.children import terminate
+from tools.peers.java import props_args
 
 URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
 CONTROL_CHANNEL = "aeron.archive.control.channel"
@@ -46,13 +50,13 @@ def archive_channel_props() -> dict[str, str]:
 def driver_cmd(aeron_dir: Path, archive_dir: Path, props: dict[str, str], *extra: str) -> list[str]:
     """``python -m driver run --archive`` in ``aeron_dir`` with its archive in ``archive_dir``."""
     run = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir), "--archive"]
-    return [*run, "--archive-dir", str(archive_dir), *extra, *_props_args(props)]
+    return [*run, "--archive-dir", str(archive_dir), *extra, *props_args(props)]
 
 
 def serve_cmd(aeron_dir: Path, archive_dir: Path, props: dict[str, str]) -> list[str]:
     """``python -m driver serve`` for the driver in ``aeron_dir`` and its archive in ``archive_dir``."""
     serve = [sys.executable, "-m", "driver", "serve", "--aeron-dir", str(aeron_dir)]
-    return [*serve, "--archive-dir", str(archive_dir), "--port", "0", *_props_args(props)]
+    return [*serve, "--archive-dir", str(archive_dir), "--port", "0", *props_args(props)]
 
 
 def start_api(cmd: Sequence[str], procs: list[subprocess.Popen[str]]) -> str:

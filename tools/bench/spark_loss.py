@@ -31,12 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from driver.analysis import columns, decode  # noqa: E402
-from driver.analysis.corpus import generate_corpus  # noqa: E402
-from driver.reports.loss_report import LossReportFile  # noqa: E402
+from driver.analysis import columns, decode
+from driver.analysis.corpus import generate_corpus
+from driver.reports.loss_report import LossReportFile
 
 
 def read_package(files: list[Path]) -> int:

@@ -33,28 +33,20 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness import (
+from tools.bench.compare import (
     JAVA_DEFAULT_PROPS,
-    ROOT,
-    STARTUP_TIMEOUT_S,
-    STREAM_ID,
     STREAM_TUNING,
-    BenchError,
-    Harness,
-    Peers,
-    _rounded_floats,
     add_prop_args,
-    emit,
-    host_info,
-    no_comparison,
     parse_props,
-    progress,
-    rate_samples,
-    require_peers,
     rounded,
-    unsupported_or,
+    rounded_floats,
 )
+from tools.bench.harness import ROOT, STARTUP_TIMEOUT_S, Harness, require_peers
+from tools.bench.report import BenchError, emit, host_info, no_comparison, progress
+from tools.bench.samples import rate_samples, unsupported_or
+from tools.peers.java import Peers
 
+STREAM_ID = 10
 ENDLESS = 1 << 62
 ORDERS = ("sub-first", "together")
 SINGLE_SETUPS = ("ours", "java", "java-dedicated")
@@ -343,7 +335,7 @@ def steady_main(
                 progress(f"{bench}: {setup} {order} run {i + 1} failed: {result['error']}")
             else:
                 shown = {k: v for k, v in result.items() if k not in ("t0", "t1")}
-                progress(f"{bench}: {setup} {order} run {i + 1}: {_rounded_floats(shown)}")
+                progress(f"{bench}: {setup} {order} run {i + 1}: {rounded_floats(shown)}")
             results[(setup, order)].append(result)
 
     def median(setup: str, order: str, key: str) -> float | None:

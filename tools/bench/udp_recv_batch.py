@@ -19,9 +19,6 @@ import socket
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from driver.media.udp_batch import ReceiveBatch
 

@@ -11,10 +11,10 @@ with ``--setups ours>java,java>ours,java>java`` (or ``--peer``) two drivers, one
 against a Java peer with two Java drivers. Goals: ours >= 1.5x Java SHARED; ours with a Java peer >= 1.0x two
 Java drivers.
 
-    .venv/bin/python tools/bench/udp_throughput.py                      # 32 B, ~5 min
-    .venv/bin/python tools/bench/udp_throughput.py --length 1024
-    .venv/bin/python tools/bench/udp_throughput.py --peer --orders together
-    .venv/bin/python tools/bench/udp_throughput.py --runs 1 --seconds 5 --orders together   # quick look
+    .venv/bin/python -m tools.bench.udp_throughput                      # 32 B, ~5 min
+    .venv/bin/python -m tools.bench.udp_throughput --length 1024
+    .venv/bin/python -m tools.bench.udp_throughput --peer --orders together
+    .venv/bin/python -m tools.bench.udp_throughput --runs 1 --seconds 5 --orders together   # quick look
 
 Exit code: 0 goals met, 1 a goal missed, 2 no ratio (a driver failed or no peer).
 """
@@ -22,12 +22,10 @@ Exit code: 0 goals met, 1 a goal missed, 2 no ratio (a driver failed or no peer)
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import free_udp_port, run_main
-from steady import PEER_SETUPS, SINGLE_SETUPS, steady_main
+from tools.bench.harness import free_udp_port
+from tools.bench.report import run_main
+from tools.bench.steady import PEER_SETUPS, SINGLE_SETUPS, steady_main
 
 
 def main() -> int:

@@ -257,7 +257,15 @@ def build() -> dashboard.Dashboard:
                     (rate("aeron_stream_events_total", 'type="rcv-naks-sent"'), "NAKs sent " + STREAM),
                     (rate("aeron_stream_events_total", 'type="snd-naks-received"'), "NAKs received " + STREAM),
                 ],
-                24,
+            )
+        )
+        .with_panel(
+            graph(
+                "Retransmitted bytes",
+                "Bytes senders sent again because receivers asked (system counter 36 of today's Aeron, absent on a"
+                " 1.15.1 driver).",
+                "Bps",
+                [(rate("aeron_retransmitted_bytes_total"), "{{instance}} retransmitted")],
             )
         )
         # --- lag ------------------------------------------------------------------------------------
@@ -319,6 +327,65 @@ def build() -> dashboard.Dashboard:
                 " a counter of today's Aeron, absent on a 1.15.1 driver.",
                 "ops",
                 [(rate("aeron_stream_events_total", 'type="snd-bpe"'), STREAM)],
+            )
+        )
+        .with_panel(
+            graph(
+                "Flow-control receivers",
+                "Receivers each multicast or MDC publication's flow control tracks (fc-receivers); a counter of"
+                " today's Aeron, absent on a 1.15.1 driver.",
+                "none",
+                [(f"aeron_flow_control_receivers{{{SEL}}}", STREAM)],
+            )
+        )
+        # --- duty cycles and sockets (today's Aeron's system counters 25..35 and type 14) ----------------
+        .with_row(dashboard.Row("Duty cycles and sockets"))
+        .with_panel(
+            graph(
+                "Longest duty cycle",
+                "The longest duty cycle of each agent so far, doing its work (system counters 26, 28, 30).",
+                "ns",
+                [
+                    (f"aeron_conductor_max_cycle_time_doing_its_work_in_ns{{{SEL}}}", "{{instance}} conductor"),
+                    (f"aeron_sender_max_cycle_time_doing_its_work_in_ns{{{SEL}}}", "{{instance}} sender"),
+                    (f"aeron_receiver_max_cycle_time_doing_its_work_in_ns{{{SEL}}}", "{{instance}} receiver"),
+                ],
+                8,
+            )
+        )
+        .with_panel(
+            graph(
+                "Duty cycles over threshold",
+                "Duty cycles per second that took longer than the threshold (1 ms; system counters 27, 29, 31).",
+                "ops",
+                [
+                    (rate("aeron_conductor_work_cycle_exceeded_threshold_count_total"), "{{instance}} conductor"),
+                    (rate("aeron_sender_work_cycle_exceeded_threshold_count_total"), "{{instance}} sender"),
+                    (rate("aeron_receiver_work_cycle_exceeded_threshold_count_total"), "{{instance}} receiver"),
+                ],
+                8,
+            )
+        )
+        .with_panel(
+            graph(
+                "Bytes mapped and resolution changes",
+                "Bytes the driver has mapped (cnc.dat, loss report, logs) and endpoint names that resolved to a new"
+                " address (system counters 35 and 25).",
+                "bytes",
+                [
+                    (f"aeron_bytes_currently_mapped{{{SEL}}}", "{{instance}} mapped"),
+                    (f"increase(aeron_resolution_changes_total{{{SEL}}}[$__rate_interval])", "{{instance}} re-resolved"),
+                ],
+                8,
+            )
+        )
+        .with_panel(
+            graph(
+                "Local socket addresses",
+                "The address each channel endpoint socket is bound to (snd-/rcv-local-sockaddr, type 14; 1 while"
+                " bound): the port a channel asked with port 0 got.",
+                "none",
+                [(f"aeron_local_socket_address{{{SEL}}}", "{{instance}} {{type}} {{address}}")],
                 24,
             )
         )

@@ -17,16 +17,16 @@ from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 from driver.archive.client.archive_proxy import ArchiveProxy
+from driver.archive.client.catch_up import Resume
 from driver.archive.client.context import ArchiveClientContext
-from driver.archive.client.control_response_poller import ControlResponsePoller, Response
-from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode, ArchiveTimeoutError
+from driver.archive.client.control_response_poller import ControlResponsePoller
+from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode
+from driver.archive.client.exchange import ConnectExchange, DescriptorConsumer, Exchange, ListingExchange
 from driver.archive.client.replay_extensions import ReplayExtensions
 from driver.archive.client.replication import Replication
 from driver.archive.codecs import (
     CloseSessionRequest,
     ConnectRequest,
-    ControlResponse,
-    ControlResponseCode,
     ExtendRecordingRequest,
     FindLastMatchingRecordingRequest,
     ListRecordingRequest,
@@ -56,8 +56,6 @@ CLOSE_ATTEMPTS = 3
 IDLE_MIN_S = 0.00005
 IDLE_MAX_S = 0.001
 
-DescriptorConsumer = Callable[[RecordingDescriptor], None]
-
 
 def replay_channel_for_session(replay_channel: str, replay_session_id: int) -> str:
     """The replay channel with ``session-id`` set to the replay publication's session: the low 32 bits of the
@@ -65,80 +63,6 @@ def replay_channel_for_session(replay_channel: str, replay_session_id: int) -> s
     uri = ChannelUri.parse(replay_channel)
     uri.params[SESSION_ID_PARAM_NAME] = str(to_int32(replay_session_id))
     return str(uri)
-
-
-class _Exchange:
-    """A request and the ControlResponse (OK, relevantId) that answers it."""
-
-    def __init__(self, what: str, correlation_id: int, request: tuple[Any, ...]) -> None:
-        self.what = what
-        self.correlation_id = correlation_id
-        self.request = request
-        self.sent = False
-        self.result: Any = None
-        self.deadline_ns = 0
-
-    def error(self, response: ControlResponse) -> ArchiveError:
-        return ArchiveError(response.error_message, response.relevant_id, self.correlation_id, self.what)
-
-    def on_response(self, message: Response) -> bool:
-        """True when ``message`` ends the exchange (``result`` set); raises the archive's error."""
-        if not isinstance(message, ControlResponse):
-            return False
-        if message.code == ControlResponseCode.ERROR:
-            raise self.error(message)
-        if message.code != ControlResponseCode.OK:
-            raise ArchiveError(
-                f"unexpected response code {message.code.name}",
-                correlation_id=self.correlation_id,
-                request=self.what,
-            )
-        self.result = self.value(message)
-        return True
-
-    def value(self, response: ControlResponse) -> Any:
-        return response.relevant_id
-
-
-class _ConnectExchange(_Exchange):
-    def value(self, response: ControlResponse) -> Any:
-        # The session is the response's controlSessionId field, as the Java client takes it.
-        return response.control_session_id
-
-
-class _ListingExchange(_Exchange):
-    """Descriptors until ``count`` arrived or RECORDING_UNKNOWN says the catalog ended (docs/archive.md
-    section 9); the result is the list."""
-
-    def __init__(
-        self,
-        what: str,
-        correlation_id: int,
-        request: tuple[Any, ...],
-        count: int,
-        consumer: DescriptorConsumer | None,
-    ) -> None:
-        super().__init__(what, correlation_id, request)
-        self.remaining = count
-        self.result: list[RecordingDescriptor] = []
-        self.consumer = consumer
-
-    def on_response(self, message: Response) -> bool:
-        if isinstance(message, RecordingDescriptor):
-            self.result.append(message)
-            if self.consumer is not None:
-                self.consumer(message)
-            self.remaining -= 1
-            return self.remaining <= 0
-        if message.code == ControlResponseCode.ERROR:
-            raise self.error(message)
-        if message.code == ControlResponseCode.RECORDING_UNKNOWN:
-            return True
-        raise ArchiveError(
-            f"unexpected response code {message.code.name} to a listing",
-            correlation_id=self.correlation_id,
-            request=self.what,
-        )
 
 
 class AeronArchive(ReplayExtensions, Replication):
@@ -233,12 +157,12 @@ class AeronArchive(ReplayExtensions, Replication):
         if owns:
             aeron.close()
 
-    def _connect_exchange(self) -> _Exchange:
+    def _connect_exchange(self) -> Exchange:
         correlation_id = self.aeron.conductor.next_correlation_id()
         request = ConnectRequest(
             correlation_id, self.context.control_response_stream_id, self.context.control_response_channel
         )
-        return _ConnectExchange("connect", correlation_id, request)
+        return ConnectExchange("connect", correlation_id, request)
 
     def _open(self, control_session_id: int) -> None:
         self.control_session_id = control_session_id
@@ -246,8 +170,8 @@ class AeronArchive(ReplayExtensions, Replication):
 
     # -- running an exchange ---------------------------------------------------------------------------------
 
-    def _exchange(self, what: str, build: Callable[[int, int], tuple[Any, ...]]) -> _Exchange:
-        return _Exchange(what, *self._request(what, build))
+    def _exchange(self, what: str, build: Callable[[int, int], tuple[Any, ...]]) -> Exchange:
+        return Exchange(what, *self._request(what, build))
 
     def _request(
         self, what: str, build: Callable[[int, int], tuple[Any, ...]]
@@ -257,39 +181,7 @@ class AeronArchive(ReplayExtensions, Replication):
         correlation_id = self.aeron.conductor.next_correlation_id()
         return correlation_id, build(self.control_session_id, correlation_id)
 
-    def _begin(self, exchange: _Exchange) -> None:
-        self.control_response_poller.expect(exchange.correlation_id)
-        exchange.deadline_ns = time.monotonic_ns() + self._timeout_ns
-
-    def _step(self, exchange: _Exchange) -> bool:
-        """One attempt: offer the request if not yet sent, else poll for its answer. True when done."""
-        now_ns = time.monotonic_ns()
-        if not exchange.sent:
-            if self.archive_proxy.try_offer(exchange.request, exchange.correlation_id, exchange.what):
-                exchange.sent = True
-                exchange.deadline_ns = now_ns + self._timeout_ns
-                return False
-        else:
-            self.control_response_poller.poll()
-            while (message := self.control_response_poller.take(exchange.correlation_id)) is not None:
-                exchange.deadline_ns = now_ns + self._timeout_ns  # any answer is progress
-                if exchange.on_response(message):
-                    return True
-        if now_ns > exchange.deadline_ns:
-            timeout_s = self._timeout_ns / 1e9
-            if exchange.sent:
-                reason = f"no response from the archive within {timeout_s:g} s"
-            elif self.archive_proxy.publication.is_connected:
-                reason = f"could not send the request within {timeout_s:g} s: the archive pushes back"
-            else:
-                reason = (
-                    f"could not send the request within {timeout_s:g} s: no archive is connected to "
-                    f"{self.archive_proxy.publication.channel} stream {self.archive_proxy.publication.stream_id}"
-                )
-            raise ArchiveTimeoutError(reason, correlation_id=exchange.correlation_id, request=exchange.what)
-        return False
-
-    def _run(self, exchange: _Exchange) -> Any:
+    def _run(self, exchange: Exchange) -> Any:
         if self._agent_mode:
             raise ArchiveError(
                 f"{exchange.what} blocks, but the Aeron client's duty cycle runs as an agent on the caller's "
@@ -297,10 +189,10 @@ class AeronArchive(ReplayExtensions, Replication):
                 correlation_id=exchange.correlation_id,
                 request=exchange.what,
             )
-        self._begin(exchange)
+        exchange.begin(self.control_response_poller, self._timeout_ns)
         delay = 0.0
         try:
-            while not self._step(exchange):
+            while not exchange.step(self.archive_proxy, self.control_response_poller, self._timeout_ns):
                 if self.context.invoke_aeron_client:
                     self.aeron.do_work()
                 delay = min(IDLE_MAX_S, delay * 2 or IDLE_MIN_S)
@@ -309,11 +201,11 @@ class AeronArchive(ReplayExtensions, Replication):
         finally:
             self.control_response_poller.forget(exchange.correlation_id)
 
-    async def _run_async(self, exchange: _Exchange) -> Any:
-        self._begin(exchange)
+    async def _run_async(self, exchange: Exchange) -> Any:
+        exchange.begin(self.control_response_poller, self._timeout_ns)
         delay = 0.0
         try:
-            while not self._step(exchange):
+            while not exchange.step(self.archive_proxy, self.control_response_poller, self._timeout_ns):
                 if self.context.invoke_aeron_client:
                     self.aeron.do_work()
                 delay = min(IDLE_MAX_S, delay * 2 or IDLE_MIN_S)
@@ -340,7 +232,7 @@ class AeronArchive(ReplayExtensions, Replication):
 
     # -- recording -------------------------------------------------------------------------------------------
 
-    def _start_recording(self, channel: str, stream_id: int, source_location: SourceLocation) -> _Exchange:
+    def _start_recording(self, channel: str, stream_id: int, source_location: SourceLocation) -> Exchange:
         return self._exchange(
             "start_recording",
             lambda s, c: StartRecordingRequest(s, c, stream_id, source_location, channel),
@@ -358,7 +250,7 @@ class AeronArchive(ReplayExtensions, Replication):
     ) -> int:
         return await self._run_async(self._start_recording(channel, stream_id, source_location))
 
-    def _stop_recording(self, channel: str, stream_id: int) -> _Exchange:
+    def _stop_recording(self, channel: str, stream_id: int) -> Exchange:
         return self._exchange("stop_recording", lambda s, c: StopRecordingRequest(s, c, stream_id, channel))
 
     def stop_recording(self, channel: str, stream_id: int) -> None:
@@ -368,7 +260,7 @@ class AeronArchive(ReplayExtensions, Replication):
     async def stop_recording_async(self, channel: str, stream_id: int) -> None:
         await self._run_async(self._stop_recording(channel, stream_id))
 
-    def _stop_recording_subscription(self, subscription_id: int) -> _Exchange:
+    def _stop_recording_subscription(self, subscription_id: int) -> Exchange:
         return self._exchange(
             "stop_recording_subscription",
             lambda s, c: StopRecordingSubscriptionRequest(s, c, subscription_id),
@@ -383,7 +275,7 @@ class AeronArchive(ReplayExtensions, Replication):
 
     def _extend_recording(
         self, recording_id: int, channel: str, stream_id: int, source_location: SourceLocation
-    ) -> _Exchange:
+    ) -> Exchange:
         return self._exchange(
             "extend_recording",
             lambda s, c: ExtendRecordingRequest(s, c, recording_id, stream_id, source_location, channel),
@@ -415,7 +307,7 @@ class AeronArchive(ReplayExtensions, Replication):
 
     def _start_replay(
         self, recording_id: int, position: int, length: int, replay_channel: str, replay_stream_id: int
-    ) -> _Exchange:
+    ) -> Exchange:
         return self._exchange(
             "start_replay",
             lambda s, c: ReplayRequest(
@@ -491,7 +383,7 @@ class AeronArchive(ReplayExtensions, Replication):
         position = self.lookup_position_of_last(recording_id, n, end)
         return self.replay(recording_id, position, end - position, replay_channel, replay_stream_id)
 
-    def _stop_replay(self, replay_session_id: int) -> _Exchange:
+    def _stop_replay(self, replay_session_id: int) -> Exchange:
         return self._exchange("stop_replay", lambda s, c: StopReplayRequest(s, c, replay_session_id))
 
     def stop_replay(self, replay_session_id: int) -> None:
@@ -508,13 +400,13 @@ class AeronArchive(ReplayExtensions, Replication):
         build: Callable[[int, int], tuple[Any, ...]],
         count: int,
         consumer: DescriptorConsumer | None,
-    ) -> _ListingExchange:
+    ) -> ListingExchange:
         correlation_id, request = self._request(what, build)
-        return _ListingExchange(what, correlation_id, request, count, consumer)
+        return ListingExchange(what, correlation_id, request, count, consumer)
 
     def _list_recordings(
         self, from_id: int, count: int, consumer: DescriptorConsumer | None
-    ) -> _ListingExchange:
+    ) -> ListingExchange:
         return self._listing(
             "list_recordings", lambda s, c: ListRecordingsRequest(s, c, from_id, count), count, consumer
         )
@@ -538,7 +430,7 @@ class AeronArchive(ReplayExtensions, Replication):
         channel_fragment: str,
         stream_id: int,
         consumer: DescriptorConsumer | None,
-    ) -> _ListingExchange:
+    ) -> ListingExchange:
         return self._listing(
             "list_recordings_for_uri",
             lambda s, c: ListRecordingsForUriRequest(s, c, from_id, count, stream_id, channel_fragment),
@@ -575,7 +467,7 @@ class AeronArchive(ReplayExtensions, Replication):
             )
         )
 
-    def _list_recording(self, recording_id: int) -> _ListingExchange:
+    def _list_recording(self, recording_id: int) -> ListingExchange:
         return self._listing("list_recording", lambda s, c: ListRecordingRequest(s, c, recording_id), 1, None)
 
     def list_recording(self, recording_id: int) -> RecordingDescriptor | None:
@@ -587,7 +479,7 @@ class AeronArchive(ReplayExtensions, Replication):
         found = await self._run_async(self._list_recording(recording_id))
         return found[0] if found else None
 
-    def _find_last(self, min_id: int, channel_fragment: str, stream_id: int, session_id: int) -> _Exchange:
+    def _find_last(self, min_id: int, channel_fragment: str, stream_id: int, session_id: int) -> Exchange:
         return self._exchange(
             "find_last_matching_recording",
             lambda s, c: FindLastMatchingRecordingRequest(
@@ -609,7 +501,7 @@ class AeronArchive(ReplayExtensions, Replication):
             self._find_last(min_recording_id, channel_fragment, stream_id, session_id)
         )
 
-    def _recording_position(self, recording_id: int) -> _Exchange:
+    def _recording_position(self, recording_id: int) -> Exchange:
         return self._exchange(
             "get_recording_position", lambda s, c: RecordingPositionRequest(s, c, recording_id)
         )
@@ -621,7 +513,7 @@ class AeronArchive(ReplayExtensions, Replication):
     async def get_recording_position_async(self, recording_id: int) -> int:
         return await self._run_async(self._recording_position(recording_id))
 
-    def _stop_position(self, recording_id: int) -> _Exchange:
+    def _stop_position(self, recording_id: int) -> Exchange:
         return self._exchange("get_stop_position", lambda s, c: StopPositionRequest(s, c, recording_id))
 
     def get_stop_position(self, recording_id: int) -> int:
@@ -631,7 +523,7 @@ class AeronArchive(ReplayExtensions, Replication):
     async def get_stop_position_async(self, recording_id: int) -> int:
         return await self._run_async(self._stop_position(recording_id))
 
-    def _truncate(self, recording_id: int, position: int) -> _Exchange:
+    def _truncate(self, recording_id: int, position: int) -> Exchange:
         return self._exchange(
             "truncate_recording", lambda s, c: TruncateRecordingRequest(s, c, recording_id, position)
         )
@@ -643,7 +535,7 @@ class AeronArchive(ReplayExtensions, Replication):
     async def truncate_recording_async(self, recording_id: int, position: int) -> None:
         await self._run_async(self._truncate(recording_id, position))
 
-    def _purge(self, recording_id: int) -> _Exchange:
+    def _purge(self, recording_id: int) -> Exchange:
         return self._exchange("purge_recording", lambda s, c: PurgeRecordingRequest(s, c, recording_id))
 
     def purge_recording(self, recording_id: int) -> int:
@@ -662,8 +554,6 @@ class AeronArchive(ReplayExtensions, Replication):
         """``async for message in archive.resume(channel, stream_id, from_position)``: a stream on this host
         (IPC or spy) from ``from_position``, its recording's history then live, each message once and in order
         (docs/archive.md section 17, ``driver.archive.client.catch_up.Resume``)."""
-        from driver.archive.client.catch_up import Resume
-
         return Resume(self, channel, stream_id, from_position, **options)
 
     # -- closing ---------------------------------------------------------------------------------------------

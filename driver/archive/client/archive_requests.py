@@ -4,9 +4,12 @@ as AeronArchive's blocking and ``*_async`` methods, but advanced by ``poll()`` s
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from driver.archive.client.aeron_archive import AeronArchive, _Exchange
+from driver.archive.client.exchange import Exchange
+
+if TYPE_CHECKING:
+    from driver.archive.client.aeron_archive import AeronArchive
 
 
 class PendingRequest(Protocol):
@@ -38,18 +41,20 @@ class ArchiveRequests(Protocol):
 
 
 class _Polled:
-    def __init__(self, archive: AeronArchive, exchange: _Exchange) -> None:
+    def __init__(self, archive: AeronArchive, exchange: Exchange) -> None:
         self._archive = archive
         self._exchange = exchange
         self.result: Any = None
-        archive._begin(exchange)
+        exchange.begin(archive.control_response_poller, archive.context.message_timeout_ns)
 
     def poll(self) -> bool:
         archive = self._archive
         try:
             if archive.context.invoke_aeron_client:
                 archive.aeron.do_work()
-            done = archive._step(self._exchange)
+            done = self._exchange.step(
+                archive.archive_proxy, archive.control_response_poller, archive.context.message_timeout_ns
+            )
         except BaseException:
             archive.control_response_poller.forget(self._exchange.correlation_id)
             raise

@@ -26,8 +26,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from driver.archive.client.aeron_archive import NULL_POSITION, NULL_RECORDING_ID
+from driver.archive.client.archive_requests import PolledArchive
 from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode
+from driver.archive.client.replay_extensions import NULL_POSITION
+from driver.archive.client.replication import NULL_RECORDING_ID
 from driver.client.aio import IDLE_S, Message
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_reader
@@ -564,8 +566,6 @@ class Resume:
         return self._run()
 
     async def _run(self) -> AsyncIterator[Message]:
-        from driver.archive.client.archive_requests import PolledArchive
-
         aeron = self.archive.aeron
         live = await aeron.add_subscription_async(self.channel, self.stream_id)
         options = dict(self.options)

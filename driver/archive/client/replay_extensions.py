@@ -16,7 +16,7 @@ from driver.archive.codecs import (
 )
 
 if TYPE_CHECKING:
-    from driver.archive.client.aeron_archive import _Exchange
+    from driver.archive.client.exchange import Exchange
 
 NULL_POSITION = -1
 RATE_SCALE = 1_000_000  # the rate goes on the wire in millionths
@@ -26,14 +26,14 @@ _Replay = tuple[int, int, int, str, int]
 
 
 class ReplayExtensions:
-    _exchange: Callable[..., _Exchange]
-    _run: Callable[[_Exchange], Any]
+    _exchange: Callable[..., Exchange]
+    _run: Callable[[Exchange], Any]
 
-    async def _run_async(self, exchange: _Exchange) -> Any: ...  # provided by AeronArchive
+    async def _run_async(self, exchange: Exchange) -> Any: ...  # provided by AeronArchive
 
     # -- bounded replay ------------------------------------------------------------------------------------------
 
-    def _bounded(self, replay: _Replay, limit_counter_id: int) -> _Exchange:
+    def _bounded(self, replay: _Replay, limit_counter_id: int) -> Exchange:
         recording_id, position, length, replay_channel, replay_stream_id = replay
         return self._exchange(
             "start_bounded_replay",
@@ -79,7 +79,7 @@ class ReplayExtensions:
         repeat: int = 1,
         max_idle_gap_ns: int | None = None,
         credit_limit: int = NULL_POSITION,
-    ) -> _Exchange:
+    ) -> Exchange:
         recording_id, position, length, replay_channel, replay_stream_id = replay
         rate_ppm = round(rate * RATE_SCALE)
         gap = -1 if max_idle_gap_ns is None else max_idle_gap_ns
@@ -100,7 +100,7 @@ class ReplayExtensions:
             ),
         )
 
-    def _paced(self, replay: _Replay, rate: float, repeat: int, max_idle_gap_ns: int | None) -> _Exchange:
+    def _paced(self, replay: _Replay, rate: float, repeat: int, max_idle_gap_ns: int | None) -> Exchange:
         # Checked before a correlation id is taken: bad pacing sends nothing.
         if not rate > 0:
             raise ValueError(f"rate must be positive: {rate}")
@@ -140,7 +140,7 @@ class ReplayExtensions:
         replay = (recording_id, position, length, replay_channel, replay_stream_id)
         return await self._run_async(self._paced(replay, rate, repeat, max_idle_gap_ns))
 
-    def _credit_replay(self, replay: _Replay, initial_limit_position: int) -> _Exchange:
+    def _credit_replay(self, replay: _Replay, initial_limit_position: int) -> Exchange:
         return self._extended("start_credit_replay", replay, credit_limit=initial_limit_position)
 
     def start_credit_replay(
@@ -169,7 +169,7 @@ class ReplayExtensions:
         replay = (recording_id, position, length, replay_channel, replay_stream_id)
         return await self._run_async(self._credit_replay(replay, initial_limit_position))
 
-    def _credit(self, replay_session_id: int, limit_position: int) -> _Exchange:
+    def _credit(self, replay_session_id: int, limit_position: int) -> Exchange:
         return self._exchange(
             "grant_replay_credit",
             lambda s, c: ReplayCreditRequest(s, c, replay_session_id, limit_position),
@@ -184,7 +184,7 @@ class ReplayExtensions:
 
     # -- positions by time and by count ----------------------------------------------------------------------
 
-    def _lookup(self, recording_id: int, lookup_type: LookupType, value: int, bound: int) -> _Exchange:
+    def _lookup(self, recording_id: int, lookup_type: LookupType, value: int, bound: int) -> Exchange:
         return self._exchange(
             "lookup_position",
             lambda s, c: PositionLookupRequest(s, c, recording_id, lookup_type, value, bound),

@@ -18,8 +18,8 @@ from driver.archive.codecs import (
 )
 
 if TYPE_CHECKING:
-    from driver.archive.client.aeron_archive import _Exchange
     from driver.archive.client.control_response_poller import ControlResponsePoller
+    from driver.archive.client.exchange import Exchange
 
 NULL_RECORDING_ID = -1
 DEFAULT_CONTROL_STREAM_ID = 10
@@ -45,11 +45,11 @@ class ReplicationSignal:
 
 
 class Replication:
-    _exchange: Callable[..., _Exchange]
-    _run: Callable[[_Exchange], Any]
+    _exchange: Callable[..., Exchange]
+    _run: Callable[[Exchange], Any]
     control_response_poller: ControlResponsePoller
 
-    async def _run_async(self, exchange: _Exchange) -> Any: ...  # provided by AeronArchive
+    async def _run_async(self, exchange: Exchange) -> Any: ...  # provided by AeronArchive
 
     def _replicate(
         self,
@@ -58,7 +58,7 @@ class Replication:
         src_control_stream_id: int,
         live_destination: str,
         dst_recording_id: int,
-    ) -> _Exchange:
+    ) -> Exchange:
         exchange = self._exchange(
             "replicate",
             lambda s, c: ReplicateRequest(

@@ -1,7 +1,7 @@
 """``mediadriver archive replicate --from CONTROL_CHANNEL SRC_ID [--live-destination CHANNEL] [--extend DST_ID]``:
 asks the archive of a running driver to copy a recording of another archive (docs/archive.md section 20) and
 follows it, printing each signal and, once a second, the copy's position and rate. Registered by
-``driver.views.archive_commands``."""
+``driver.cli.archive``."""
 
 from __future__ import annotations
 
@@ -12,19 +12,16 @@ import sys
 import time
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
+from driver.archive.client import AeronArchive, ArchiveError
+from driver.archive.replication_session import REPLICATION_TYPE_ID
+from driver.cli.common import EXIT_FAILURE, EXIT_OK, fail
+from driver.client.exceptions import AeronError
 
-
-def _fail(message: str) -> int:
-    print(f"mediadriver archive: {message}", file=sys.stderr)
-    return EXIT_FAILURE
+PROG = "mediadriver archive"
 
 
 def _replication_position(aeron: Any, replication_id: int) -> int | None:
     """The value of the replication's counter in the driver (the copy's recorded position), or None."""
-    from driver.archive.replication_session import REPLICATION_TYPE_ID
-
     found: list[int] = []
 
     def match(counter_id: int, type_id: int, key: bytes, label: str) -> None:
@@ -38,9 +35,6 @@ def _replication_position(aeron: Any, replication_id: int) -> int | None:
 def cmd_replicate(args: argparse.Namespace, properties: dict[str, str]) -> int:
     """Ask the archive (on the driver of --aeron-dir, through its control channel) to replicate, and follow
     its signals; progress once a second. Returns when the copy is synced, merged with live, or stopped."""
-    from driver.archive.client import AeronArchive, ArchiveError
-    from driver.client.exceptions import AeronError
-
     try:
         archive = AeronArchive.connect(
             aeron_dir=getattr(args, "aeron_dir", None) or properties.get("aeron.dir"),
@@ -50,7 +44,7 @@ def cmd_replicate(args: argparse.Namespace, properties: dict[str, str]) -> int:
             message_timeout_ns=int(args.timeout_s * 1e9) if args.timeout_s else None,
         )
     except (ArchiveError, AeronError, TimeoutError, OSError) as e:
-        return _fail(f"replicate: cannot reach the archive: {e}")
+        return fail(f"replicate: cannot reach the archive: {e}", prog=PROG)
     with contextlib.closing(archive):
         try:
             replication_id = archive.replicate(
@@ -61,7 +55,7 @@ def cmd_replicate(args: argparse.Namespace, properties: dict[str, str]) -> int:
                 dst_recording_id=args.extend if args.extend is not None else -1,
             )
         except ArchiveError as e:
-            return _fail(f"replicate: {e.error_message or e}")
+            return fail(f"replicate: {e.error_message or e}", prog=PROG)
         print(
             f"replication {replication_id}: recording {args.src_recording_id} of {args.source_channel}",
             flush=True,

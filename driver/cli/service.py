@@ -1,5 +1,5 @@
-"""``mediadriver record``, ``replay`` and ``datasets``: the record & replay service's API from the command line
-(docs/service.md section 7).
+"""``mediadriver serve`` (driver/service/command.py), then ``record``, ``replay``, ``datasets`` and ``page``: the
+record & replay service's API from the command line (docs/service.md section 7).
 
 Plain HTTP with the standard library (urllib), so these commands need neither the ``service`` extra nor anything
 else beyond the driver's own dependencies. Errors print the API's JSON ``error`` and exit 1; ``--wait`` polls the
@@ -18,18 +18,18 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import webbrowser
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from driver.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
+from driver.service.command import add_serve_parser
 from driver.service.token_file import TOKEN_ENV, read_token, token_path
 
 DEFAULT_URL = "http://127.0.0.1:8080"  # `mediadriver serve`'s default port
 DEFAULT_ARCHIVE_DIR = "aeron-archive"  # the archive's default (aeron.archive.dir)
 API = "/api/v1"
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 CHUNK = 1 << 20
 POLL_S = 0.2
 
@@ -190,20 +190,15 @@ def _client(args: argparse.Namespace, properties: dict[str, str]) -> ServiceClie
         return ServiceClient(args.url, None, token_hint=hint)
 
 
-def _fail(message: str, code: int = EXIT_FAILURE) -> int:
-    print(f"mediadriver: {message}", file=sys.stderr)
-    return code
-
-
 def _run(args: argparse.Namespace, properties: dict[str, str], body: Callable[[ServiceClient], int]) -> int:
     try:
         client = _client(args, properties)
     except OSError as e:
-        return _fail(f"cannot read the token file: {e}", EXIT_USAGE)
+        return fail(f"cannot read the token file: {e}", EXIT_USAGE)
     try:
         return body(client)
     except ApiError as e:
-        return _fail(str(e))
+        return fail(str(e))
 
 
 def _wait(client: ServiceClient, job: str, render: Callable[[dict], str], interval_s: float = POLL_S) -> int:
@@ -229,7 +224,7 @@ def _streams(pairs: list[list[str]] | None) -> list[dict]:
             streams.append({"channel": channel, "stream_id": int(stream_id, 0)})
         except ValueError:
             raise SystemExit(
-                _fail(f"--stream {channel} {stream_id}: the stream id is not a number", EXIT_USAGE)
+                fail(f"--stream {channel} {stream_id}: the stream id is not a number", EXIT_USAGE)
             ) from None
     return streams
 
@@ -386,7 +381,7 @@ def cmd_datasets_export(args: argparse.Namespace, properties: dict[str, str]) ->
     try:
         return _run(args, properties, run)
     except OSError as e:
-        return _fail(f"export failed: {e}")
+        return fail(f"export failed: {e}")
 
 
 class _CountingReader:
@@ -407,7 +402,7 @@ def cmd_datasets_import(args: argparse.Namespace, properties: dict[str, str]) ->
     try:
         size = path.stat().st_size
     except OSError as e:
-        return _fail(f"cannot read {path}: {e.strerror or e}")
+        return fail(f"cannot read {path}: {e.strerror or e}")
 
     def run(client: ServiceClient) -> int:
         progress = Progress(sys.stderr)
@@ -432,8 +427,6 @@ def cmd_page(args: argparse.Namespace, properties: dict[str, str]) -> int:
             address += "#token=" + urllib.parse.quote(client.token, safe="")
         print(address, flush=True)
         if args.open:
-            import webbrowser
-
             webbrowser.open(address)
         return EXIT_OK
 
@@ -472,6 +465,8 @@ def _stream_option(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """serve, then the client's record, replay, datasets and page."""
+    add_serve_parser(sub)
     record = sub.add_parser(
         "record", help="record streams into a data set through the record & replay service"
     )

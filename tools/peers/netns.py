@@ -1,5 +1,5 @@
-"""Two "hosts" for system tests: network namespaces joined by a link with optional loss, delay, jitter,
-reordering and duplication.
+"""Two "hosts" for system tests and benchmarks: network namespaces joined by a link with optional loss, delay,
+jitter, reordering and duplication.
 
     with two_hosts(loss=0.05, delay_ms=10, jitter_ms=2, reorder=0.25, duplicate=0.01, seed=7) as (a, b):
         server = b.run(sys.executable, "-m", "driver", "run")     # subprocess.Popen inside namespace b

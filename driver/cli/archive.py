@@ -1,18 +1,27 @@
-"""The ``archive`` command's tools: ``list``, ``describe ID``, ``verify [ID]``, ``segments ID`` read an archive
-dir; ``purge ID`` asks a running archive.
-
-Registered by ``driver.cli.build_parser``. ``mediadriver archive`` without a tool runs the archive server
-(``driver.cli.run_archive_server``), so the tool subcommand is optional. ``--dir`` is accepted before or after
-the tool's name.
+"""``mediadriver archive``: without a tool, the archive server as a client of a running driver (ours or Java's);
+with one, ``list``, ``describe ID``, ``verify [ID]``, ``segments ID`` read an archive dir, ``purge ID`` asks a
+running archive and ``replicate`` (archive_replicate.py) has it copy another archive's recording. The tool
+subcommand is optional; ``--dir`` is accepted before or after the tool's name.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
-import sys
+import os
+import signal
 from collections.abc import Callable
 
+from driver import stop_signals
+from driver.archive.archive import Archive, ArchiveStartError
+from driver.archive.archive_context import ArchiveContext
+from driver.archive.checksums import checksum_path, verify_checksums
+from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
+from driver.archive_launcher import run_standalone
+from driver.cli.archive_replicate import add_replicate_parser
+from driver.cli.common import EXIT_OK, EXIT_USAGE, archive_context, fail, run_loop
+from driver.client.exceptions import AeronError
 from driver.views.archive_catalog import (
     DEFAULT_ARCHIVE_DIR,
     FORMATS,
@@ -27,16 +36,62 @@ from driver.views.archive_catalog import (
     resolve_archive_dir,
     verify_entry,
 )
-from driver.views.archive_replicate import add_replicate_parser
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
 EXIT_PROBLEMS = 3  # verify found something wrong (distinct from "could not read the directory")
+PROG = "mediadriver archive"
 
 
-def _fail(message: str) -> int:
-    print(f"mediadriver archive: {message}", file=sys.stderr)
-    return EXIT_FAILURE
+# --- the archive server ------------------------------------------------------------------------------
+
+
+def cmd_archive_server(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """``mediadriver archive [--dir A]``: the archive as a client of a running driver (ours or Java's)."""
+    args.archive_dir = args.dir
+    ctx, error = archive_context(args, properties, aeron_dir=args.aeron_dir or properties.get("aeron.dir"))
+    if error is not None:
+        return error
+    assert ctx is not None
+    if ctx.threading_mode == "INVOKER":
+        return fail("archive threading mode INVOKER is for programs that embed the archive", EXIT_USAGE)
+    early_signals = stop_signals.hold()
+    try:
+        archive = Archive(ctx, driver_timeout_s=args.driver_timeout)
+    except ArchiveStartError as e:
+        return fail(str(e))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in stop_signals.STOP_SIGNALS:
+            loop.add_signal_handler(sig, stop.set)
+        if early_signals:
+            stop.set()
+        print(
+            f"mediadriver: archive running in {ctx.archive_dir} on driver {archive.aeron.aeron_dir} "
+            f"(pid {os.getpid()}); Ctrl-C stops it",
+            flush=True,
+        )
+        await run_standalone(archive, stop)
+
+    try:
+        run_loop(main)
+    finally:
+        for sig in stop_signals.STOP_SIGNALS:  # a second signal must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
+        archive.close()
+    print("mediadriver: archive stopped", flush=True)
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    """``mediadriver archive``: with a tool (list, describe, verify, segments) read an archive dir, else run
+    the archive server."""
+    if args.archive_tool is None:
+        return cmd_archive_server(args, properties)
+    return args.tool_handler(args, properties)
+
+
+# --- the tools ---------------------------------------------------------------------------------------
 
 
 def _with_catalog(args: argparse.Namespace, properties: dict[str, str], body: Callable[..., int]) -> int:
@@ -44,12 +99,12 @@ def _with_catalog(args: argparse.Namespace, properties: dict[str, str], body: Ca
     try:
         catalog = open_catalog(archive_dir)
     except ArchiveDirError as e:
-        return _fail(str(e))
+        return fail(str(e), prog=PROG)
     with contextlib.closing(catalog):
         try:
             return body(archive_dir, catalog)
         except ArchiveDirError as e:
-            return _fail(str(e))
+            return fail(str(e), prog=PROG)
 
 
 def cmd_list(args: argparse.Namespace, properties: dict[str, str]) -> int:
@@ -106,23 +161,18 @@ def cmd_verify(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
     """Asks the running archive (its control channel from -Daeron.archive.control.channel, ...) to purge."""
-    from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
-    from driver.client.exceptions import AeronError
-
     try:
         context = ArchiveClientContext.from_sources({"aeron_dir": args.aeron_dir}, properties)
         with contextlib.closing(AeronArchive.connect(context=context)) as archive:
             files = archive.purge_recording(args.recording_id)
     except (ArchiveError, AeronError, OSError) as e:
-        return _fail(f"purge of recording {args.recording_id}: {e}")
+        return fail(f"purge of recording {args.recording_id}: {e}", prog=PROG)
     print(f"recording {args.recording_id} purged: {files} file(s) being deleted by the archive", flush=True)
     return EXIT_OK
 
 
 def _verify_checksums(archive_dir, d, v) -> None:
     """Each frame up to the stop (or, without one, where the frames end) against the checksum sidecar."""
-    from driver.archive.checksums import checksum_path, verify_checksums
-
     stop = d.stop_position if d.stop_position != -1 else v.data_end
     if stop is None:
         return
@@ -137,6 +187,31 @@ def _verify_checksums(archive_dir, d, v) -> None:
         v.problems.append(f"checksums: {problem}")
     else:
         v.notes.append(f"checksums hold up to {stop}")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``archive``: with no tool subcommand, runs the archive server."""
+    archive = sub.add_parser(
+        "archive",
+        help="run the archive as a client of a driver (no TOOL), or read an archive dir: list, describe ID, "
+        "verify [ID], segments ID; purge ID asks a running archive",
+    )
+    archive.add_argument("--dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
+    archive.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")
+    archive.add_argument(
+        "--threading-mode", dest="archive_threading_mode", help="DEDICATED (default) or SHARED"
+    )
+    archive.add_argument(
+        "--driver-timeout", type=float, default=10.0, help="seconds to wait for a running driver (default 10)"
+    )
+    archive.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + "\n".join(
+        f"  {f.metadata['prop']:42s} {f.metadata['doc']} [{f.metadata['unit']}]"
+        for f in ArchiveContext.settings()
+    )
+    archive.formatter_class = argparse.RawDescriptionHelpFormatter
+    archive.set_defaults(handler=cmd_archive)
+    add_tool_parsers(archive)
+    return archive
 
 
 def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
@@ -179,7 +254,9 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     )
     purge.add_argument("recording_id", type=int, metavar="ID")
     purge.add_argument(
-        "--aeron-dir", default=argparse.SUPPRESS, help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)"
+        "--aeron-dir",
+        default=argparse.SUPPRESS,
+        help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)",
     )
     segs = tool("segments", "the segment files of one recording: positions, size, presence", cmd_segments)
     segs.add_argument("recording_id", type=int, metavar="ID")

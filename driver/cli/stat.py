@@ -1,0 +1,216 @@
+"""``mediadriver stat``, ``streams``, ``exporter`` and ``errors``: a running driver read through its cnc.dat (ours
+or the Java driver's), once or as a live screen, or served to Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from driver.cli.common import EXIT_USAGE, aeron_dir, fail, open_cnc
+from driver.concurrent.cnc_file import CncError, CncFile
+from driver.concurrent.counter_types import decode_counter, read_counters
+from driver.concurrent.counters import CountersReader
+from driver.concurrent.error_log import format_error_log
+from driver.exporter import DEFAULT_PORT as DEFAULT_METRICS_PORT
+from driver.exporter import MetricsServer
+from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, read_snapshot
+from driver.util.text import printable
+from driver.views.stat_view import CounterFilter, render_table
+from driver.views.streams import render_streams
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def add_filter_options(parser: argparse.ArgumentParser, types: bool = True) -> None:
+    many = "repeatable, or a comma list"
+    if types:
+        parser.add_argument(
+            "--type", action="append", help=f"counter type name (rcv-pos, pub-lmt, system, ...) or id; {many}"
+        )
+    parser.add_argument("--stream", action="append", help=f"stream id; {many}")
+    parser.add_argument("--channel", action="append", help=f"substring of the channel URI; {many}")
+
+
+def counter_filter(args: argparse.Namespace) -> CounterFilter:
+    """Raises ValueError naming the bad option value."""
+    return CounterFilter.from_options(getattr(args, "type", None), args.stream, args.channel)
+
+
+def run_live(
+    aeron_dir: str, interval_s: float, render: Callable[[DriverSnapshot, DriverSnapshot | None], str]
+) -> int:
+    """Clear the screen and print ``render(snapshot, previous)`` every interval until Ctrl-C.
+
+    Follows the driver across restarts (and waits for one while cnc.dat is missing).
+    """
+    previous = None
+    with CncWatcher(aeron_dir) as watcher, contextlib.suppress(KeyboardInterrupt):
+        while True:
+            cnc = watcher.current()
+            snapshot = None
+            if cnc is not None:
+                try:
+                    snapshot = read_snapshot(cnc, with_errors=False)
+                except (CncError, ValueError) as e:  # a malformed file: say so, and map it again next time
+                    watcher.close()
+                    watcher.problem = str(e)
+            text = (
+                render(snapshot, previous)
+                if snapshot is not None
+                else f"waiting for a driver: {watcher.problem}"
+            )
+            sys.stdout.write("\033[H\033[2J" + text + "\n")
+            sys.stdout.flush()
+            previous = snapshot
+            time.sleep(interval_s)
+    return 0
+
+
+# --- stat ----------------------------------------------------------------------------------------------
+
+
+def render_stat(cnc: CncFile, counter_filter: CounterFilter | None = None) -> str:
+    """One AeronStat screen: header, then ``%3d: %,20d - %s`` per allocated counter (passing the filter)."""
+    reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
+    lines = [
+        f"{time.strftime('%H:%M:%S')} - Aeron Stat (CnC v{cnc.version}), pid {cnc.pid}",
+        "=" * 70,
+    ]
+
+    def add(counter_id: int, type_id: int, key: bytes, label: str) -> None:
+        if counter_filter is None or counter_filter.matches(
+            decode_counter(counter_id, type_id, key, label, 0)
+        ):
+            lines.append(f"{counter_id:3d}: {reader.get_counter_value(counter_id):20,d} - {printable(label)}")
+
+    reader.for_each(add)
+    return "\n".join(lines)
+
+
+def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    try:
+        counters = counter_filter(args)
+    except ValueError as e:
+        return fail(str(e), EXIT_USAGE)
+    directory = aeron_dir(args, properties)
+    try:
+        cnc = open_cnc(directory)
+    except (CncError, OSError) as e:
+        return fail(str(e))
+    with contextlib.closing(cnc):
+        if args.once and args.table:
+            print(render_table(read_snapshot(cnc, with_errors=False), counters), flush=True)
+        elif args.once:
+            print(render_stat(cnc, counters if counters.active else None), flush=True)
+    if args.once:
+        return 0
+    return run_live(
+        directory, args.interval, lambda snap, prev: render_table(snap, counters, prev, args.interval)
+    )
+
+
+# --- streams, exporter ---------------------------------------------------------------------------------
+
+
+def cmd_streams(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    try:
+        counters = counter_filter(args)
+    except ValueError as e:
+        return fail(str(e), EXIT_USAGE)
+    directory = aeron_dir(args, properties)
+    try:
+        cnc = open_cnc(directory)
+    except (CncError, OSError) as e:
+        return fail(str(e))
+    with contextlib.closing(cnc):
+        if args.once:
+            reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
+            print(render_streams(cnc.path, counters.apply(read_counters(reader))), flush=True)
+            return 0
+    return run_live(
+        directory,
+        args.interval,
+        lambda snap, _prev: (
+            f"{time.strftime('%H:%M:%S')} - " + render_streams(snap.cnc_path, counters.apply(snap.counters))
+        ),
+    )
+
+
+def cmd_exporter(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    directory = aeron_dir(args, properties)
+    try:
+        server = MetricsServer(directory, args.port, args.host, args.stale_after)
+    except OSError as e:
+        return fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}; choose another --port")
+    stop = threading.Event()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda _s, _f: stop.set())
+    print(f"mediadriver: exporter serving {server.url} for {directory}; Ctrl-C stops it", flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.close()
+    print("mediadriver: exporter stopped", flush=True)
+    return 0
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+
+def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    try:
+        cnc = open_cnc(aeron_dir(args, properties))
+    except (CncError, OSError) as e:
+        return fail(str(e))
+    with contextlib.closing(cnc):
+        # Line breaks and tabs are the stack traces' own layout; the driver escapes client text in messages
+        # when it records them (docs/errorlog.md), any other control character is escaped here.
+        print(printable(format_error_log(cnc.error_log_buffer), keep="\n\t"), flush=True)
+    return 0
+
+
+# --- parsers -------------------------------------------------------------------------------------------
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """stat, streams, exporter and errors, in that order (``mediadriver --help`` lists them so)."""
+    stat = sub.add_parser("stat", help="print the counters of a driver, like AeronStat")
+    stat.add_argument("--dir", help="aeron dir")
+    stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
+    stat.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
+    stat.add_argument("--table", action="store_true", help="with --once: print the live view's table instead")
+    add_filter_options(stat)
+    stat.set_defaults(handler=cmd_stat)
+
+    streams = sub.add_parser("streams", help="per-stream positions (pub-pos .. sub-pos), like StreamStat")
+    streams.add_argument("--dir", help="aeron dir")
+    streams.add_argument("--once", action="store_true", help="print once and exit (for scripts)")
+    streams.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
+    add_filter_options(streams, types=False)
+    streams.set_defaults(handler=cmd_streams)
+
+    exporter = sub.add_parser(
+        "exporter", help="serve a driver's counters to Prometheus (maps cnc.dat read-only)"
+    )
+    exporter.add_argument("--dir", help="aeron dir")
+    exporter.add_argument(
+        "--port", type=int, default=DEFAULT_METRICS_PORT, help=f"default {DEFAULT_METRICS_PORT}; 0 picks one"
+    )
+    exporter.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    exporter.add_argument(
+        "--stale-after",
+        type=float,
+        default=10.0,
+        help="aeron_up turns 0 once the driver heartbeat is this many seconds old (default 10, aeron.driver.timeout)",
+    )
+    exporter.set_defaults(handler=cmd_exporter)
+
+    errors = sub.add_parser("errors", help="print the driver's distinct error log, like ErrorStat")
+    errors.add_argument("--dir", help="aeron dir")
+    errors.set_defaults(handler=cmd_errors)

@@ -1,0 +1,526 @@
+/* The polls of driver.concurrent.logbuffer._fastpath (native/README.md): poll (TermReader.read with the handler
+ * called from C), scan (a batch poll's walk into arrays), messages (whole messages as tuples, no Python call)
+ * and MessageStream, the asyncio iterator's per-message step. Same memory ordering as amd_term.c: an acquire
+ * load of each frame length before its body is read. */
+#include <string.h>
+#include "amd_fastpath.h"
+#include "amd_term.h"
+
+#define ALIGN_FRAME(length) (((int64_t)(length) + (AMD_FRAME_ALIGNMENT - 1)) & ~(int64_t)(AMD_FRAME_ALIGNMENT - 1))
+#define UNFRAGMENTED 0xC0 /* BEGIN | END */
+
+static PyObject *offset_name; /* "offset", interned */
+
+static inline int32_t frame_length_acquire(const uint8_t *term, int64_t offset)
+{
+    return __atomic_load_n((const int32_t *)(term + offset), __ATOMIC_ACQUIRE);
+}
+
+static inline int is_padding(const uint8_t *term, int64_t offset)
+{
+    return __atomic_load_n((const uint16_t *)(term + offset + AMD_TYPE_OFFSET), __ATOMIC_RELAXED) == AMD_HDR_TYPE_PAD;
+}
+
+/* The walk of poll, scan and messages (TermReader.read): from *offset, stepping over padding, to the next
+ * committed frame (acquire load of its length) whose header is inside the term. Returns its length with
+ * *offset at it, or 0 where the walk ends (nothing committed there, or the end of the term). */
+static inline int32_t next_data_frame(const uint8_t *term, int64_t *offset, int64_t last_header)
+{
+    while (*offset <= last_header)
+    {
+        const int32_t frame_length = frame_length_acquire(term, *offset);
+        if (frame_length <= 0)
+        {
+            return 0;
+        }
+        if (!is_padding(term, *offset))
+        {
+            return frame_length;
+        }
+        *offset += ALIGN_FRAME(frame_length);
+    }
+    return 0;
+}
+
+/* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
+static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
+
+/* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
+ *   -> (fragments read, new term offset)
+ * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
+ * (acquire) is positive and inside the term; padding is stepped over; each DATA frame goes to
+ * handler(term_buffer, payload offset, payload length, header) with header.offset set to the frame's offset.
+ * If the handler raises: with an error_handler (not None) it gets the exception and the frame counts as
+ * consumed; without one the exception propagates (the caller then consumes nothing). */
+static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 8)
+    {
+        PyErr_SetString(
+            PyExc_TypeError, "poll(handler, term_buffer, term_address, capacity, offset, limit, header, error_handler)");
+        return NULL;
+    }
+    PyObject *handler = args[0];
+    PyObject *term_buffer = args[1];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[2]);
+    const long long capacity = PyLong_AsLongLong(args[3]);
+    const long long start = PyLong_AsLongLong(args[4]);
+    const long long limit = PyLong_AsLongLong(args[5]);
+    PyObject *header = args[6];
+    PyObject *error_handler = args[7];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    PyObject **slot = member_slot(header, offset_name);
+    int64_t offset = start;
+    long long fragments = 0;
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (fragments < limit)
+    {
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        const int64_t frame_offset = offset;
+        offset += ALIGN_FRAME(frame_length);
+        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
+        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
+        if (payload_offset == NULL || payload_length == NULL ||
+            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
+        {
+            Py_XDECREF(payload_offset);
+            Py_XDECREF(payload_length);
+            return NULL;
+        }
+        PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
+        PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
+        Py_DECREF(payload_offset);
+        Py_DECREF(payload_length);
+        if (value == NULL)
+        {
+            if (error_handler == Py_None || !PyErr_ExceptionMatches(PyExc_Exception))
+            {
+                return NULL;
+            }
+            PyObject *type, *exc, *traceback;
+            PyErr_Fetch(&type, &exc, &traceback);
+            PyErr_NormalizeException(&type, &exc, &traceback);
+            if (traceback != NULL)
+            {
+                PyException_SetTraceback(exc, traceback);
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(traceback);
+            PyObject *handled = PyObject_CallOneArg(error_handler, exc);
+            Py_DECREF(exc);
+            if (handled == NULL)
+            {
+                return NULL;
+            }
+            Py_DECREF(handled);
+            return Py_BuildValue("(LL)", fragments, (long long)offset);
+        }
+        Py_DECREF(value);
+        ++fragments;
+    }
+    if (offset > capacity)
+    {
+        offset = capacity; /* only a corrupt length can overrun; never report an offset past the term */
+    }
+    return Py_BuildValue("(LL)", fragments, (long long)offset);
+}
+
+/* scan(term_address, capacity, offset, offsets, lengths, flags) -> (fragments, new term offset)
+ * The batch poll's walk: as poll, but each DATA frame's payload offset, payload length and flags byte go into
+ * the caller's int32, int32 and uint8 arrays (as many as the shortest holds) instead of to a handler. */
+static PyObject *fast_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6)
+    {
+        PyErr_SetString(PyExc_TypeError, "scan(term_address, capacity, offset, offsets, lengths, flags)");
+        return NULL;
+    }
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[0]);
+    const long long capacity = PyLong_AsLongLong(args[1]);
+    const long long start = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    Py_buffer offsets, lengths, flags;
+    if (PyObject_GetBuffer(args[3], &offsets, PyBUF_WRITABLE) < 0)
+    {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[4], &lengths, PyBUF_WRITABLE) < 0)
+    {
+        PyBuffer_Release(&offsets);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[5], &flags, PyBUF_WRITABLE) < 0)
+    {
+        PyBuffer_Release(&offsets);
+        PyBuffer_Release(&lengths);
+        return NULL;
+    }
+    Py_ssize_t max = offsets.len / 4;
+    if (lengths.len / 4 < max)
+    {
+        max = lengths.len / 4;
+    }
+    if (flags.len < max)
+    {
+        max = flags.len;
+    }
+    int32_t *out_offsets = (int32_t *)offsets.buf;
+    int32_t *out_lengths = (int32_t *)lengths.buf;
+    uint8_t *out_flags = (uint8_t *)flags.buf;
+    int64_t offset = start;
+    Py_ssize_t count = 0;
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (count < max)
+    {
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        out_offsets[count] = (int32_t)(offset + AMD_DATA_HEADER_LENGTH);
+        out_lengths[count] = frame_length - AMD_DATA_HEADER_LENGTH;
+        out_flags[count] = term[offset + AMD_FLAGS_OFFSET];
+        offset += ALIGN_FRAME(frame_length);
+        ++count;
+    }
+    if (offset > capacity)
+    {
+        offset = capacity;
+    }
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&flags);
+    return Py_BuildValue("(nL)", count, (long long)offset);
+}
+
+/* The last message left in `spare` (the caller's messages of an earlier poll, which it has let go), rewritten
+ * as a new message: possible when nothing but `spare` refers to it, to its bytes (of the same length) or to its
+ * position (an int of as many digits), so that nothing can observe the change; that saves the four objects a
+ * message otherwise allocates. A new reference, or NULL (no error) when it cannot be rewritten. Either way
+ * *spare_left counts it as taken (the caller drops what was taken from spare at the end). */
+static PyObject *recycled_message(
+    PyObject *spare, Py_ssize_t *spare_left, PyTypeObject *type, const uint8_t *payload, Py_ssize_t length,
+    PyObject *session_id, PyObject *stream_id, int64_t position, int64_t reserved_value)
+{
+#if REUSE_INTS
+    if (spare == NULL || *spare_left == 0)
+    {
+        return NULL;
+    }
+    PyObject *message = PyList_GET_ITEM(spare, --*spare_left);
+    if (!Py_IS_TYPE(message, type) || Py_REFCNT(message) != 1 || Py_SIZE(message) != 5)
+    {
+        return NULL;
+    }
+    PyObject *data = PyTuple_GET_ITEM(message, 0);
+    PyObject *old_position = PyTuple_GET_ITEM(message, 3);
+    if (!PyBytes_CheckExact(data) || Py_REFCNT(data) != 1 || PyBytes_GET_SIZE(data) != length ||
+        !PyLong_CheckExact(old_position) || Py_REFCNT(old_position) != 1 ||
+        int_digit_count((PyLongObject *)old_position) != digits_needed((uint64_t)position) || position <= 256)
+    {
+        return NULL;
+    }
+    PyObject *reserved = PyLong_FromLongLong(reserved_value);
+    if (reserved == NULL)
+    {
+        return NULL;
+    }
+    memcpy(PyBytes_AS_STRING(data), payload, (size_t)length);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    ((PyBytesObject *)data)->ob_shash = -1; /* the hash of the old contents, if one was taken */
+#pragma GCC diagnostic pop
+    int_write((PyLongObject *)old_position, (uint64_t)position);
+    Py_INCREF(session_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[1], session_id);
+    Py_INCREF(stream_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[2], stream_id);
+    Py_SETREF(((PyTupleObject *)message)->ob_item[4], reserved);
+    Py_INCREF(message);
+    return message;
+#else
+    (void)spare, (void)spare_left, (void)type, (void)payload, (void)length, (void)session_id, (void)stream_id;
+    (void)position, (void)reserved_value;
+    return NULL;
+#endif
+}
+
+/* A new message_type(data, session_id, stream_id, position, reserved_value), filled as tuple.__new__ would. */
+static PyObject *new_message(
+    PyTypeObject *type, const uint8_t *payload, Py_ssize_t length, PyObject *session_id, PyObject *stream_id,
+    int64_t position, int64_t reserved_value)
+{
+    PyObject *data = PyBytes_FromStringAndSize((const char *)payload, length);
+    PyObject *position_obj = PyLong_FromLongLong(position);
+    PyObject *reserved = PyLong_FromLongLong(reserved_value);
+    PyObject *message = type->tp_alloc(type, 5);
+    if (data == NULL || position_obj == NULL || reserved == NULL || message == NULL)
+    {
+        Py_XDECREF(data);
+        Py_XDECREF(position_obj);
+        Py_XDECREF(reserved);
+        Py_XDECREF(message);
+        return NULL;
+    }
+    Py_INCREF(session_id);
+    Py_INCREF(stream_id);
+    PyTuple_SET_ITEM(message, 0, data);
+    PyTuple_SET_ITEM(message, 1, session_id);
+    PyTuple_SET_ITEM(message, 2, stream_id);
+    PyTuple_SET_ITEM(message, 3, position_obj);
+    PyTuple_SET_ITEM(message, 4, reserved);
+    return message;
+}
+
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
+ *          spare=None) -> (messages, new term offset, stopped at a fragment)
+ * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
+ * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
+ * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
+ * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
+ * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
+ * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
+ * taken is removed from it. */
+static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 9 || nargs > 10)
+    {
+        PyErr_SetString(PyExc_TypeError,
+                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
+                        "session_id, stream_id, out, spare=None)");
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
+        return NULL;
+    }
+    PyTypeObject *message_type = (PyTypeObject *)args[0];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
+    const long long capacity = PyLong_AsLongLong(args[2]);
+    const long long start = PyLong_AsLongLong(args[3]);
+    const long long limit = PyLong_AsLongLong(args[4]);
+    const long long term_begin = PyLong_AsLongLong(args[5]);
+    PyObject *session_id = args[6];
+    PyObject *stream_id = args[7];
+    PyObject *out = args[8];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
+        return NULL;
+    }
+    Py_ssize_t spare_left = spare != NULL ? PyList_GET_SIZE(spare) : 0;
+    const Py_ssize_t spare_count = spare_left;
+    PyObject *result = NULL;
+    int64_t offset = start;
+    long long count = 0;
+    int fragment = 0;
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (count < limit)
+    {
+        const int32_t frame_length = next_data_frame(term, &offset, last_header);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        const uint8_t flags = term[offset + AMD_FLAGS_OFFSET];
+        if ((flags & UNFRAGMENTED) != UNFRAGMENTED)
+        {
+            fragment = 1;
+            break;
+        }
+        const int64_t next = offset + ALIGN_FRAME(frame_length);
+        int64_t reserved_value;
+        memcpy(&reserved_value, term + offset + AMD_RESERVED_VALUE_OFFSET, sizeof reserved_value);
+        const uint8_t *payload = term + offset + AMD_DATA_HEADER_LENGTH;
+        const Py_ssize_t length = frame_length - AMD_DATA_HEADER_LENGTH;
+        const int64_t position = term_begin + (next > capacity ? capacity : next);
+        PyObject *message = recycled_message(
+            spare, &spare_left, message_type, payload, length, session_id, stream_id, position, reserved_value);
+        if (message == NULL)
+        {
+            if (PyErr_Occurred())
+            {
+                goto done;
+            }
+            message = new_message(message_type, payload, length, session_id, stream_id, position, reserved_value);
+            if (message == NULL)
+            {
+                goto done;
+            }
+        }
+        const int appended = PyList_Append(out, message);
+        Py_DECREF(message);
+        if (appended < 0)
+        {
+            goto done;
+        }
+        offset = next;
+        ++count;
+    }
+    if (offset > capacity)
+    {
+        offset = capacity;
+    }
+    result = Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+done:
+    if (spare != NULL && spare_left < spare_count && PyList_SetSlice(spare, spare_left, spare_count, NULL) < 0)
+    {
+        Py_CLEAR(result);
+    }
+    return result;
+}
+
+/* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
+ * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the
+ * stream itself as an awaitable that is already done (am_send hands the message straight back). When the list
+ * is used up, __anext__ returns refill(), a Python coroutine that waits for more, refills ``items``, sets
+ * ``next`` past what it returns and returns the first message (or raises StopAsyncIteration). */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *items; /* a list */
+    PyObject *refill;
+    PyObject *ready; /* the message the pending await returns */
+    Py_ssize_t next;
+} MessageStream;
+
+static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->items);
+    Py_VISIT(self->refill);
+    Py_VISIT(self->ready);
+    return 0;
+}
+
+static int stream_clear(MessageStream *self)
+{
+    Py_CLEAR(self->items);
+    Py_CLEAR(self->refill);
+    Py_CLEAR(self->ready);
+    return 0;
+}
+
+static void stream_dealloc(MessageStream *self)
+{
+    PyObject_GC_UnTrack(self);
+    stream_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *items, *refill;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill) takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!O:MessageStream", &PyList_Type, &items, &refill))
+    {
+        return -1;
+    }
+    Py_INCREF(items);
+    Py_INCREF(refill);
+    Py_XSETREF(self->items, items);
+    Py_XSETREF(self->refill, refill);
+    Py_CLEAR(self->ready);
+    self->next = PyList_GET_SIZE(items);
+    return 0;
+}
+
+static PyObject *stream_anext(MessageStream *self)
+{
+    if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
+    {
+        PyObject *item = PyList_GET_ITEM(self->items, self->next);
+        ++self->next;
+        Py_INCREF(item);
+        Py_XSETREF(self->ready, item);
+        Py_INCREF(self);
+        return (PyObject *)self;
+    }
+    if (self->refill == NULL)
+    {
+        PyErr_SetString(PyExc_RuntimeError, "MessageStream not initialised");
+        return NULL;
+    }
+    return PyObject_CallNoArgs(self->refill);
+}
+
+#define STREAM_NOT_READY "MessageStream awaited without __anext__"
+
+static PySendResult stream_send(MessageStream *self, PyObject *arg, PyObject **result)
+{
+    (void)arg;
+    return send_ready(&self->ready, STREAM_NOT_READY, result);
+}
+
+static PyObject *stream_iternext(MessageStream *self)
+{
+    return next_ready(&self->ready, STREAM_NOT_READY);
+}
+
+static PyMemberDef stream_members[] = {
+    {"next", T_PYSSIZET, offsetof(MessageStream, next), 0, "Index in items of the next message to hand over."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyAsyncMethods stream_async = {
+    .am_await = same_object,
+    .am_aiter = same_object,
+    .am_anext = (unaryfunc)stream_anext,
+    .am_send = (sendfunc)stream_send,
+};
+
+static PyTypeObject MessageStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.MessageStream",
+    .tp_basicsize = sizeof(MessageStream),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An async iterator over a list that a refill coroutine tops up.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)stream_init,
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_traverse = (traverseproc)stream_traverse,
+    .tp_clear = (inquiry)stream_clear,
+    .tp_as_async = &stream_async,
+    .tp_iter = same_object,
+    .tp_iternext = (iternextfunc)stream_iternext,
+    .tp_members = stream_members,
+};
+
+static PyMethodDef polls_functions[] = {
+    {"poll", (PyCFunction)(void (*)(void))fast_poll, METH_FASTCALL, "TermReader.read with the handler called from C."},
+    {"scan", (PyCFunction)(void (*)(void))fast_scan, METH_FASTCALL, "A batch poll's walk into arrays."},
+    {"messages", (PyCFunction)(void (*)(void))fast_messages, METH_FASTCALL, "Whole messages as tuples, no Python call."},
+    {NULL, NULL, 0, NULL}};
+
+int amd_fastpath_add_polls(PyObject *module)
+{
+    offset_name = PyUnicode_InternFromString("offset");
+    if (offset_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
+        PyModule_AddType(module, &MessageStreamType) < 0)
+    {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, polls_functions);
+}
