@@ -1,10 +1,11 @@
 """Decode whole loss-report.dat files into Arrow record batches, a column per field (the Spark job's mapInArrow).
 
-The entries' offsets form a chain (each entry's length depends on its two strings), so one loop walks it with one
-struct call for the count and channel length and one for the source length per entry. Everything else is
-vectorised: numpy gathers the fixed fields at those offsets and the channel and source bytes straight into the
-buffers of Arrow string arrays, so no Python object is made per entry. The walk's checks are those of
-``decode.decode_entries`` (same errors, same offsets), which stays the reference decoder.
+The entries' offsets form a chain (each entry's length depends on its two strings). numpy reads every 64-byte
+block of a file as if an entry started there (``BLOCK``, a structured dtype over the layout constants of
+``decode``) and follows the chain from block 0 by pointer doubling, so no Python step is taken per entry; then it
+gathers the fixed fields of the entries and their channel and source bytes straight into the buffers of Arrow
+arrays. Files that are not well formed go to an exact walk with the checks of ``decode.decode_entries`` (same
+errors, same offsets), which stays the reference decoder. Many files' entries travel in one record batch.
 
 Imports numpy and pyarrow (the 'analysis' extra, which Spark's Arrow exchange needs anyway) but nothing of this
 package except ``decode``; the job ships both modules to executors by value.
@@ -12,25 +13,60 @@ package except ``decode``; the job ships both modules to executors by value.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import struct
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
 
 from driver.analysis.decode import (
+    CHANNEL_LENGTH_OFFSET,
+    CHANNEL_OFFSET,
     ENTRY_ALIGNMENT,
+    FIRST_OBSERVATION_OFFSET,
     FIXED_LENGTH,
+    LAST_OBSERVATION_OFFSET,
+    OBSERVATION_COUNT_OFFSET,
+    SESSION_ID_OFFSET,
+    STREAM_ID_OFFSET,
+    TOTAL_BYTES_LOST_OFFSET,
     LossFileError,
     host_of,
 )
 
-CHANNEL_OFFSET = 44  # after the four int64 and the session, stream and channel length int32 fields
 ASCII_LIMIT = 0x80
+BATCH_ENTRIES = 1 << 15  # entries per record batch sent to Spark: a few MB, many files' worth
+
+# A 64-byte block read as the start of an entry: its fixed fields (the source length follows the channel).
+BLOCK = np.dtype(
+    {
+        "names": [
+            "observation_count",
+            "total_bytes_lost",
+            "first_observation_ms",
+            "last_observation_ms",
+            "session_id",
+            "stream_id",
+            "channel_length",
+        ],
+        "formats": ["<i8", "<i8", "<i8", "<i8", "<i4", "<i4", "<i4"],
+        "offsets": [
+            OBSERVATION_COUNT_OFFSET,
+            TOTAL_BYTES_LOST_OFFSET,
+            FIRST_OBSERVATION_OFFSET,
+            LAST_OBSERVATION_OFFSET,
+            SESSION_ID_OFFSET,
+            STREAM_ID_OFFSET,
+            CHANNEL_LENGTH_OFFSET,
+        ],
+        "itemsize": ENTRY_ALIGNMENT,
+    }
+)
 
 SCHEMA = pa.schema(
     [
@@ -46,6 +82,7 @@ SCHEMA = pa.schema(
         ("last_observation_ms", pa.int64()),
     ]
 )
+NUMBER_FIELDS = SCHEMA.names[4:]  # straight from BLOCK, in SCHEMA's order
 
 
 def entry_offsets(data: bytes | bytearray | memoryview) -> tuple[list[int], list[int], list[int]]:
@@ -86,81 +123,76 @@ def entry_offsets(data: bytes | bytearray | memoryview) -> tuple[list[int], list
 
 
 def _block_walk(data: Any, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The entries of a well-formed file without a struct call per entry, or None for the exact walk to judge.
+    """The entries of a well-formed file without a Python step per entry, or None for the exact walk to judge.
 
     Entries start on 64-byte blocks, so numpy computes for every block, as if an entry started there, whether
-    that entry would be valid and how many blocks it spans; the Python loop then only follows those steps from
-    block 0 (a list lookup per entry). The blocks are looked at in growing chunks from the start, so a sparse
-    1 MiB file costs about its written part. Anything but a clean end (a zero count) gives None."""
-    raw = np.frombuffer(data, np.uint8, count=length)
+    that entry would be valid and which block follows it. The chain from block 0 is then found by pointer
+    doubling: the path known so far, jumped ahead by its own length, is the next stretch of it (log2 of the
+    entries numpy steps, not one per entry). The blocks are looked at in growing chunks from the start, so a
+    sparse 1 MiB file costs about its written part. Anything but a clean end (a zero count) gives None."""
+    # The int32 starting at every byte: the source lengths sit at any offset.
+    int32_at = np.ndarray((length - 3,), "<i4", data, strides=(1,))
     chunk = min(length, 1 << 16)
-    visited: list[int] = []
-    block = 0
     while True:
         blocks = chunk // ENTRY_ALIGNMENT
-        starts = np.arange(blocks, dtype=np.int64) * ENTRY_ALIGNMENT
-        counts = np.frombuffer(data, "<i8", count=blocks * ENTRY_ALIGNMENT // 8)[:: ENTRY_ALIGNMENT // 8]
-        channel_lengths = np.frombuffer(data, "<i4", count=blocks * ENTRY_ALIGNMENT // 4)[
-            CHANNEL_OFFSET // 4 - 1 :: ENTRY_ALIGNMENT // 4
-        ].astype(np.int64)
-        source_at = starts + CHANNEL_OFFSET + channel_lengths
+        fixed = np.frombuffer(data, BLOCK, count=blocks)
+        counts = fixed["observation_count"]
+        channel_lengths = fixed["channel_length"].astype(np.int64)
+        source_at = np.arange(0, blocks * ENTRY_ALIGNMENT, ENTRY_ALIGNMENT) + CHANNEL_OFFSET + channel_lengths
         inside = (channel_lengths >= 0) & (source_at + 4 <= chunk)
-        gathered = np.where(inside, source_at, 0)
-        source_lengths = raw[gathered[:, None] + np.arange(4)].copy().view("<i4").ravel().astype(np.int64)
-        ends = source_at + 4 + source_lengths
-        ok = (counts > 0) & inside & (source_lengths >= 0) & (ends <= chunk)
-        steps = (
-            (FIXED_LENGTH + channel_lengths + source_lengths + ENTRY_ALIGNMENT - 1) // ENTRY_ALIGNMENT
-        ).tolist()
-        oks = ok.tolist()
-        while block < blocks and oks[block]:
-            visited.append(block)
-            block += steps[block]
-        if chunk < length and (block >= blocks or not oks[block]):
-            if block < blocks and counts[block] == 0:
-                break  # a clean end inside the chunk
-            chunk = min(length, chunk * 4)  # the entry (or the walk) runs past the chunk: look further
+        source_lengths = int32_at[np.where(inside, source_at, 0)].astype(np.int64)
+        ok = (counts > 0) & inside & (source_lengths >= 0) & (source_at + 4 + source_lengths <= chunk)
+        steps = (FIXED_LENGTH + channel_lengths + source_lengths + ENTRY_ALIGNMENT - 1) // ENTRY_ALIGNMENT
+        # jump[b]: the block after an entry at b; ``blocks`` (itself) once off the chain or past the chunk.
+        jump = np.empty(blocks + 1, np.int64)
+        np.minimum(np.where(ok, np.arange(blocks) + steps, blocks), blocks, out=jump[:-1])
+        jump[-1] = blocks
+        path = np.zeros(1, np.int64)
+        while True:
+            ahead = jump[path]  # strictly increasing, then ``blocks`` once the chain has left
+            if ahead[-1] != blocks:
+                path = np.concatenate((path, ahead))
+                jump = jump[jump]
+                continue
+            path = np.concatenate((path, ahead[: np.searchsorted(ahead, blocks)]))
+            break
+        last = int(path[-1])
+        if ok[last]:  # the chain runs past the chunk
+            if chunk < length:
+                chunk = min(length, chunk * 4)
+                continue
+            if (last + int(steps[last])) * ENTRY_ALIGNMENT < length:
+                return None  # a tail shorter than a block: the exact walk says what it holds
+        elif counts[last] == 0:  # a clean end
+            path = path[:-1]
+        elif chunk < length:  # an entry that may run past the chunk: look further
+            chunk = min(length, chunk * 4)
             continue
-        if block < blocks and counts[block] == 0:
-            break
-        if block * ENTRY_ALIGNMENT >= length:
-            break
-        return None
-    index = np.asarray(visited, np.int64)
-    return index * ENTRY_ALIGNMENT, channel_lengths[index], source_lengths[index]
+        else:
+            return None
+        return path * ENTRY_ALIGNMENT, channel_lengths[path], source_lengths[path]
 
 
-def _strings(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """An Arrow string array of ``raw[start:start + length]`` for each entry, built from gathered buffers."""
+class FilePart(NamedTuple):
+    """One file's entries, gathered out of its bytes (so the file can be unmapped)."""
+
+    path: str
+    fixed: np.ndarray  # BLOCK records, one per entry
+    channels: np.ndarray  # the channels' bytes, one after another
+    channel_lengths: np.ndarray
+    sources: np.ndarray
+    source_lengths: np.ndarray
+
+
+def _gather(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``raw[start:start + length]`` for each entry, concatenated."""
     ends = np.cumsum(lengths)
-    value_offsets = np.zeros(len(lengths) + 1, np.int32)
-    value_offsets[1:] = ends
-    index = np.repeat(starts - value_offsets[:-1], lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
-    chars = raw[index]
-    if (chars >= ASCII_LIMIT).any():  # as decode_entries: ASCII, anything else replaced
-        return pa.array(
-            [
-                chars[a:b].tobytes().decode("ascii", "replace")
-                for a, b in zip(value_offsets[:-1], ends, strict=True)
-            ],
-            pa.string(),
-        )
-    return pa.StringArray.from_buffers(len(lengths), pa.py_buffer(value_offsets), pa.py_buffer(chars))
+    total = int(ends[-1]) if len(ends) else 0
+    return raw[np.repeat(starts - (ends - lengths), lengths) + np.arange(total)]
 
 
-def _numbers(kind: pa.DataType, values: np.ndarray) -> pa.Array:
-    """A numpy array as an Arrow one over the same buffer (pa.array would look at each value first)."""
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
-
-
-def _repeated(value: str, count: int) -> pa.Array:
-    encoded = value.encode()
-    value_offsets = np.arange(count + 1, dtype=np.int32) * len(encoded)
-    return pa.StringArray.from_buffers(count, pa.py_buffer(value_offsets), pa.py_buffer(encoded * count))
-
-
-def file_batch(path: str, data: bytes | bytearray | memoryview) -> pa.RecordBatch:
-    """One file's entries as one record batch of ``SCHEMA`` (raises ``LossFileError``)."""
+def file_part(path: str, data: bytes | bytearray | memoryview) -> FilePart:
+    """One file's entries (raises ``LossFileError``)."""
     length = len(data)
     walked = _block_walk(data, length) if length >= ENTRY_ALIGNMENT else None
     if walked is None:  # not well formed (or tiny): the exact walk says where, or finds the entries
@@ -170,35 +202,81 @@ def file_batch(path: str, data: bytes | bytearray | memoryview) -> pa.RecordBatc
             np.asarray(channels, np.int64),
             np.asarray(sources, np.int64),
         )
-    at, channel_lengths_np, source_lengths_np = walked
-    count = len(at)
-    if count == 0:
-        return pa.RecordBatch.from_pylist([], SCHEMA)
+    at, channel_lengths, source_lengths = walked
     raw = np.frombuffer(data, np.uint8)
-    words = np.frombuffer(
-        data, "<i8", count=len(raw) // 8
-    )  # entries are 64-byte aligned: so are their int64s
-    ints = np.frombuffer(data, "<i4", count=len(raw) // 4)
-    q, i = at >> 3, at >> 2
+    blocks = np.frombuffer(data, BLOCK, count=length // ENTRY_ALIGNMENT)
+    index = at // ENTRY_ALIGNMENT
+    if len(index) and index[-1] >= len(blocks):  # an entry in a last, partial block: pad a copy to whole ones
+        blocks = np.frombuffer(bytes(data) + bytes(-length % ENTRY_ALIGNMENT), BLOCK)
     channel_starts = at + CHANNEL_OFFSET
+    return FilePart(
+        path,
+        blocks[index],
+        _gather(raw, channel_starts, channel_lengths),
+        channel_lengths,
+        _gather(raw, channel_starts + channel_lengths + 4, source_lengths),
+        source_lengths,
+    )
+
+
+def _strings(chars: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """An Arrow string array over concatenated bytes (ASCII, as decode_entries reads them: others replaced)."""
+    value_offsets = np.zeros(len(lengths) + 1, np.int32)
+    np.cumsum(lengths, out=value_offsets[1:])
+    if (chars >= ASCII_LIMIT).any():
+        return pa.array(
+            [
+                chars[a:b].tobytes().decode("ascii", "replace")
+                for a, b in itertools.pairwise(value_offsets.tolist())
+            ],
+            pa.string(),
+        )
+    return pa.StringArray.from_buffers(len(lengths), pa.py_buffer(value_offsets), pa.py_buffer(chars))
+
+
+def _repeated(values: list[str], counts: list[int]) -> pa.Array:
+    """Each value ``count`` times, as one Arrow string array."""
+    encoded = [v.encode() for v in values]
+    lengths = np.repeat(np.fromiter(map(len, encoded), np.int64, len(encoded)), counts)
+    chars = np.frombuffer(b"".join(e * n for e, n in zip(encoded, counts, strict=True)), np.uint8)
+    return _strings(chars, lengths)
+
+
+def record_batch(parts: Sequence[FilePart]) -> pa.RecordBatch:
+    """The entries of ``parts`` as one record batch of ``SCHEMA``."""
+    counts = [len(p.fixed) for p in parts]
+    if not sum(counts):
+        return pa.RecordBatch.from_pylist([], SCHEMA)
+    fixed = np.concatenate([p.fixed for p in parts])
+    paths = [p.path for p in parts]
     return pa.RecordBatch.from_arrays(
         [
-            _repeated(path, count),
-            _repeated(host_of(path), count),
-            _strings(raw, channel_starts, channel_lengths_np),
-            _strings(raw, channel_starts + channel_lengths_np + 4, source_lengths_np),
-            _numbers(pa.int32(), ints[i + 9]),  # stream id at 36
-            _numbers(pa.int32(), ints[i + 8]),  # session id at 32
-            _numbers(pa.int64(), words[q]),
-            _numbers(pa.int64(), words[q + 1]),
-            _numbers(pa.int64(), words[q + 2]),
-            _numbers(pa.int64(), words[q + 3]),
+            _repeated(paths, counts),
+            _repeated([host_of(p) for p in paths], counts),
+            _strings(
+                np.concatenate([p.channels for p in parts]),
+                np.concatenate([p.channel_lengths for p in parts]),
+            ),
+            _strings(
+                np.concatenate([p.sources for p in parts]), np.concatenate([p.source_lengths for p in parts])
+            ),
+            *(
+                pa.Array.from_buffers(
+                    kind, len(fixed), [None, pa.py_buffer(np.ascontiguousarray(fixed[name]))]
+                )
+                for name, kind in zip(NUMBER_FIELDS, SCHEMA.types[4:], strict=True)
+            ),
         ],
         schema=SCHEMA,
     )
 
 
-def _map(path: str) -> Any:
+def file_batch(path: str, data: bytes | bytearray | memoryview) -> pa.RecordBatch:
+    """One file's entries as one record batch of ``SCHEMA`` (raises ``LossFileError``)."""
+    return record_batch([file_part(path, data)])
+
+
+def map_file(path: str) -> Any:
     """The file's bytes, mapped: a sparse loss file's untouched pages cost nothing."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
@@ -212,24 +290,46 @@ def local_path(uri: str) -> str:
 
 
 def decode_batches(
-    batches: Iterator[pa.RecordBatch], skipped: Any = None, files: Any = None, entries: Any = None
+    batches: Iterator[pa.RecordBatch],
+    skipped: Any = None,
+    files: Any = None,
+    entries: Any = None,
+    paths: Sequence[str] | None = None,
+    batch_entries: int = BATCH_ENTRIES,
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over a listing of ``path`` (and ``content`` for files not on a local file system): one record
-    batch per file; a truncated or corrupt file adds ``(path, reason)`` to ``skipped`` and yields nothing."""
+    """mapInArrow over a listing of files: ``id`` into ``paths`` (local files), or ``path`` (and ``content`` for
+    files not on a local file system). Yields record batches of about ``batch_entries`` entries; a truncated or
+    corrupt file adds ``(path, reason)`` to ``skipped`` and yields nothing."""
+    pending: list[FilePart] = []
+    waiting = 0
     for batch in batches:
-        paths = batch.column("path").to_pylist()
+        if paths is not None:
+            names = [paths[i] for i in batch.column("id").to_pylist()]
+        else:
+            names = batch.column("path").to_pylist()
         contents = batch.column("content") if "content" in batch.schema.names else None
-        for n, path in enumerate(paths):
-            data = _map(local_path(path)) if contents is None else contents[n].as_buffer()
+        for n, path in enumerate(names):
+            data = map_file(local_path(path)) if contents is None else contents[n].as_buffer()
             try:
-                decoded = file_batch(path, data)
+                part = file_part(path, data)
             except LossFileError as e:
                 if skipped is not None:
                     skipped.add({(path, str(e))})
                 continue
             if files is not None:
                 files.add(1)
-            if decoded.num_rows:
-                if entries is not None:
-                    entries.add(decoded.num_rows)
-                yield decoded
+            if len(part.fixed):
+                pending.append(part)
+                waiting += len(part.fixed)
+            if waiting >= batch_entries:
+                yield _flush(pending, entries)
+                pending, waiting = [], 0
+    if pending:
+        yield _flush(pending, entries)
+
+
+def _flush(parts: list[FilePart], entries: Any) -> pa.RecordBatch:
+    batch = record_batch(parts)
+    if entries is not None:
+        entries.add(batch.num_rows)
+    return batch

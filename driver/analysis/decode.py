@@ -1,4 +1,4 @@
-"""Decode whole loss-report.dat files into rows, one Python call per file (the Spark job's flatMap).
+"""Decode whole loss-report.dat files into rows: the reference decoder, and the layout constants (stdlib only).
 
 Self-contained (standard library only) so that the job can ship it to executors by value: workers need pyspark
 but not this package. Independent of ``driver.reports.loss_report`` on purpose, so tests can check one decoder
@@ -7,23 +7,27 @@ against the other. Layout: docs/lossreport.md.
 
 from __future__ import annotations
 
-import array
 import posixpath
 import struct
 from typing import Any
 
 ENTRY_ALIGNMENT = 64
-FIXED_LENGTH = 48  # count, bytes, first, last (int64); session, stream, channel length, source length (int32)
+# The fixed fields, in file order (docs/lossreport.md): four int64, then int32 session, stream, channel length.
+OBSERVATION_COUNT_OFFSET = 0
+TOTAL_BYTES_LOST_OFFSET = OBSERVATION_COUNT_OFFSET + 8
+FIRST_OBSERVATION_OFFSET = TOTAL_BYTES_LOST_OFFSET + 8
+LAST_OBSERVATION_OFFSET = FIRST_OBSERVATION_OFFSET + 8
+SESSION_ID_OFFSET = LAST_OBSERVATION_OFFSET + 8
+STREAM_ID_OFFSET = SESSION_ID_OFFSET + 4
+CHANNEL_LENGTH_OFFSET = STREAM_ID_OFFSET + 4
+CHANNEL_OFFSET = CHANNEL_LENGTH_OFFSET + 4
+FIXED_LENGTH = CHANNEL_OFFSET + 4  # with the source length, which follows the channel
 LOSS_REPORT_FILE = "loss-report.dat"
 
 # Formats, not Struct objects: Struct does not pickle, and this module may be shipped to executors by value.
 ENTRY_FORMAT = "<qqqqiii"  # offsets 0..44: every fixed field up to the channel length
 
-# Pyrolite (Spark's unpickler) knows the C type codes, not 'q': 'l' is int64 on the LP64 platforms Spark runs on.
-INT64 = "l" if array.array("l").itemsize == 8 else "q"
-
-# Row layout, in order; the job turns the two *_ms columns into timestamps. ``file_columns`` gives the same
-# fields with one value for file and host and an array for each of the others.
+# Row layout, in order (``columns.SCHEMA`` too); the job turns the two *_ms columns into timestamps.
 ROW_FIELDS = (
     "file",
     "host",
@@ -85,7 +89,7 @@ def decode_entries(
             if count == 0:
                 break
             raise LossFileError(offset, f"negative observation count {count}", length)
-        at = offset + 44
+        at = offset + CHANNEL_OFFSET
         if channel_length < 0 or at + channel_length + 4 > length:
             raise LossFileError(offset, f"channel length {channel_length} runs past the end", length)
         raw_channel = bytes(data[at : at + channel_length])
@@ -115,30 +119,6 @@ def file_rows(path: str, data: bytes | bytearray | memoryview) -> list[tuple[Any
     ]
 
 
-def file_columns(path: str, data: bytes | bytearray | memoryview) -> tuple[Any, ...] | None:
-    """One file as one row of columns (``COLUMN_FIELDS``), or None when it has no entries.
-
-    Numbers travel as ``array.array`` (int32 'i', int64 'l'), which Spark unpickles into primitive arrays;
-    the job explodes them in the JVM. Far cheaper than a Python tuple per entry.
-    """
-    entries = decode_entries(data)
-    if not entries:
-        return None
-    count, lost, first, last, session_id, stream_id, channel, source = zip(*entries, strict=True)
-    return (
-        path,
-        host_of(path),
-        list(channel),
-        list(source),
-        array.array("i", stream_id),
-        array.array("i", session_id),
-        array.array(INT64, count),
-        array.array(INT64, lost),
-        array.array(INT64, first),
-        array.array(INT64, last),
-    )
-
-
 class SetAccumulatorParam:
     """A Spark ``AccumulatorParam`` (duck-typed) whose value is a set: retried tasks add nothing new."""
 
@@ -148,24 +128,3 @@ class SetAccumulatorParam:
     def addInPlace(self, value1: set[Any], value2: set[Any]) -> set[Any]:  # Spark calls it by this name
         value1 |= value2
         return value1
-
-
-def decode_file_for_spark(
-    item: tuple[str, bytes], skipped: Any = None, files: Any = None, entries: Any = None
-) -> list[tuple[Any, ...]]:
-    """flatMap over ``binaryFiles``: one row of columns for a file, or none (and ``(path, reason)`` into
-    ``skipped`` when the file is truncated or corrupt)."""
-    path, data = item
-    try:
-        columns = file_columns(path, data)
-    except LossFileError as e:
-        if skipped is not None:
-            skipped.add({(path, str(e))})
-        return []
-    if files is not None:
-        files.add(1)
-    if columns is None:
-        return []
-    if entries is not None:
-        entries.add(len(columns[2]))
-    return [columns]

@@ -1,13 +1,14 @@
 """The Spark job behind ``mediadriver analyze-loss``: many drivers' loss-report.dat -> Parquet + a report.
 
-Spark lists the files (``binaryFile`` source: paths, globs, or any URI Spark can read) and a ``mapInArrow``
-decodes each whole file into one Arrow record batch, a column per field (``columns.decode_batches``): no Python
+Local inputs are listed here and handed to Spark as a range of indices into the list; other URIs are listed by
+Spark (``binaryFile`` source: paths, globs, or any URI Spark can read). A ``mapInArrow`` decodes each whole file
+into numpy columns and sends many files' entries per Arrow record batch (``columns.decode_batches``): no Python
 object per entry on either side of the exchange. Corrupt files go into a set accumulator and are skipped.
 The entries are written to ``<out>/entries.parquet``, read back for the aggregates (three Spark jobs), and
 ``report.write_report`` draws the charts and writes report.md and summary.json.
 
-Local files are mapped by the Python workers, so a sparse 1 MiB file costs only its written pages; the walk
-along the entries is the one per-entry Python loop left (tools/bench/spark_loss.py measures the rate).
+Local files are mapped by the Python workers, so a sparse 1 MiB file costs only its written pages
+(tools/bench/spark_loss.py measures the rate against a plain-Python reader).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ TOP = 20
 # "Nice" bucket sizes for loss over time; the smallest giving at most MAX_BUCKETS buckets is used.
 BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000)
 MAX_BUCKETS = 200
+FILES_PER_TASK = 500  # local files per decode task beyond one task per core: progress, retries and balance
 
 ROW_TYPES = {
     "file": T.StringType(),
@@ -54,7 +56,7 @@ ROW_TYPES = {
     "last_observation_ms": T.LongType(),
 }
 assert tuple(ROW_TYPES) == decode.ROW_FIELDS == tuple(columns.SCHEMA.names)
-# What decode.columns yields: one Arrow column per field, one row per entry.
+# What columns.decode_batches yields: one Arrow column per field, one row per entry.
 ENTRY_SCHEMA = T.StructType([T.StructField(name, kind, False) for name, kind in ROW_TYPES.items()])
 
 Progress = Callable[[str], None]
@@ -153,24 +155,23 @@ def decode_files(
     # Spark lists the files (paths, globs, any URI it reads). Local files are read by the Python workers
     # themselves (mapped, so only the pages holding entries are touched); others come in the listing's content.
     local = local_files(inputs) if all(urlparse(p).scheme in ("", "file") for p in inputs) else []
+    counted = {"skipped": counters.skipped, "files": counters.files, "entries": counters.entries}
     if local:
         # Listed here: Spark's file index lists each of a glob's directories in a job of its own (seconds for
-        # a thousand drivers), and the paths alone are a few kB.
-        slices = min_partitions or max(2, sc.defaultParallelism * 4)
-        listing = spark.createDataFrame([(f"file:{p}",) for p in local], "path string").repartition(slices)
+        # a thousand drivers). The paths travel with the function; Spark hands out ranges of their indices.
+        # A task per core, more only for many files: each task costs ~0.1 CPU-s of set-up (its Python worker's
+        # and the JVM's), measured on local[2] against ~1 CPU-s to decode and hand over a thousand files.
+        slices = min(
+            len(local), min_partitions or max(sc.defaultParallelism, -(-len(local) // FILES_PER_TASK))
+        )
+        listing = spark.range(0, len(local), 1, slices)
+        decoder = functools.partial(columns.decode_batches, paths=[f"file:{p}" for p in local], **counted)
     else:
         listing = spark.read.format("binaryFile").load(list(inputs)).select("path", "content")
         if min_partitions is not None:
             listing = listing.repartition(min_partitions)
-    decoded = listing.mapInArrow(
-        functools.partial(
-            columns.decode_batches,
-            skipped=counters.skipped,
-            files=counters.files,
-            entries=counters.entries,
-        ),
-        ENTRY_SCHEMA,
-    )
+        decoder = functools.partial(columns.decode_batches, **counted)
+    decoded = listing.mapInArrow(decoder, ENTRY_SCHEMA)
     df = decoded.select(
         *[name for name in ROW_TYPES if not name.endswith("_ms")],
         F.timestamp_millis("first_observation_ms").alias("first_observation"),

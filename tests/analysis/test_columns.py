@@ -3,6 +3,7 @@ entries, the same errors at the same offsets; and the mapInArrow function over p
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,9 @@ def test_non_ascii_bytes_are_replaced_as_the_row_decoder_does(corpus: list[Path]
 
 
 @pytest.mark.parametrize("into_entry", [4, 20, 46, 60, 100])
-def test_a_truncated_file_fails_at_the_same_offset_as_the_row_decoder(corpus: list[Path], into_entry: int) -> None:
+def test_a_truncated_file_fails_at_the_same_offset_as_the_row_decoder(
+    corpus: list[Path], into_entry: int
+) -> None:
     data = corpus[0].read_bytes()
     offsets, _, _ = columns.entry_offsets(data)
     data = data[: offsets[5] + into_entry]  # the file ends inside its sixth entry
@@ -90,8 +93,41 @@ def test_decode_batches_reads_local_paths_and_content_and_names_bad_files(
     by_content = list(
         columns.decode_batches(iter([pa.RecordBatch.from_pydict({"path": uris, "content": contents})]))
     )
-    expected = [file_rows(u, c) for u, c in zip(uris[:2], contents[:2], strict=True)]
-    assert [rows(b) for b in by_path] == [rows(b) for b in by_content] == expected
-    assert files.value == 2 and entries.value == sum(map(len, expected))
+    by_id = list(columns.decode_batches(iter([pa.RecordBatch.from_pydict({"id": [1, 0, 2]})]), paths=uris))
+    expected = [row for u, c in zip(uris[:2], contents[:2], strict=True) for row in file_rows(u, c)]
+    assert len(by_path) == 1  # both files' entries in one batch
+    assert flat(by_path) == flat(by_content) == expected
+    assert sorted(flat(by_id)) == sorted(expected)
+    assert files.value == 2 and entries.value == len(expected)
     ((path, reason),) = skipped.value
     assert path == uris[2] and "past the end" in reason
+
+
+def test_decode_batches_cuts_batches_at_about_batch_entries(corpus: list[Path]) -> None:
+    uris = [f"file:{p}" for p in corpus]
+    listing = iter(
+        [pa.RecordBatch.from_pydict({"path": uris[:2]}), pa.RecordBatch.from_pydict({"path": uris[2:]})]
+    )
+    batches = list(columns.decode_batches(listing, batch_entries=1))
+    assert [b.num_rows for b in batches] == [
+        len(file_rows(u, p.read_bytes())) for u, p in zip(uris, corpus, strict=True)
+    ]
+
+
+def test_an_entry_in_a_last_partial_block_is_read(corpus: list[Path]) -> None:
+    data = corpus[0].read_bytes()
+    offsets, channels, sources = columns.entry_offsets(data)
+    end = (
+        offsets[6] + columns.FIXED_LENGTH + channels[6] + sources[6]
+    )  # the file ends where its 7th entry does
+    assert rows(columns.file_batch("x", data[:end])) == file_rows("x", data[:end])
+    short = struct.pack(
+        "<qqqqiii2si1s", 1, 32, 5, 6, -7, 8, 2, b"ab", 1, b"c"
+    )  # 51 bytes: not one whole block
+    cut = data[:end] + bytes(-end % 64) + short
+    assert rows(columns.file_batch("x", cut)) == file_rows("x", cut)
+    assert rows(columns.file_batch("x", short)) == file_rows("x", short) != []
+
+
+def flat(batches: list[pa.RecordBatch]) -> list[tuple[object, ...]]:
+    return [row for b in batches for row in rows(b)]

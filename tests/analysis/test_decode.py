@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from driver.analysis.corpus import FILE_LENGTH, file_sizes, generate_corpus
-from driver.analysis.decode import ROW_FIELDS, decode_file_for_spark, file_rows, host_of
+from driver.analysis.decode import ROW_FIELDS, file_rows, host_of
 from driver.analysis.report import Aggregates, write_report
 from driver.reports.loss_report import LossReportFile
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-class FakeAccumulator:
-    def __init__(self, zero):
-        self.value = zero
-
-    def add(self, term) -> None:
-        self.value = self.value | term if isinstance(self.value, set) else self.value + term
 
 
 @pytest.mark.parametrize(
@@ -63,30 +54,6 @@ def test_a_small_corpus_reads_back_the_same_with_both_decoders(tmp_path: Path) -
         total += len(rows)
     assert total == 5_000
     assert len(ROW_FIELDS) == len(rows[0])
-
-
-def test_decode_file_for_spark_skips_and_names_a_bad_file(tmp_path: Path) -> None:
-    corpus = generate_corpus(tmp_path, files=1, entries=100, seed=1)
-    data = corpus.files[0].read_bytes()
-    skipped, files, entries = FakeAccumulator(set()), FakeAccumulator(0), FakeAccumulator(0)
-    (row,) = decode_file_for_spark(("file:/good", data), skipped, files, entries)
-    assert (files.value, entries.value) == (1, 100)
-    # One row of columns per file: file, host, then one array per per-entry field, matching the row decoder.
-    assert row[:2] == ("file:/good", "good")
-    assert [tuple(column[i] for column in row[2:]) for i in range(100)] == [
-        r[2:] for r in file_rows("file:/good", data)
-    ]
-    assert [type(column).__name__ for column in row[2:]] == ["list"] * 2 + ["array"] * 6
-    assert decode_file_for_spark(("file:/empty", bytes(4096)), skipped, files, entries) == []
-    assert (files.value, entries.value) == (2, 100)
-    assert list(decode_file_for_spark(("file:/cut", data[:1000]), skipped, files, entries)) == []
-    garbage = np.random.default_rng(9).integers(0, 256, 4096, dtype=np.uint8).tobytes()
-    assert list(decode_file_for_spark(("file:/garbage", garbage), skipped, files, entries)) == []
-    assert (files.value, entries.value) == (2, 100)
-    reasons = dict(skipped.value)
-    assert set(reasons) == {"file:/cut", "file:/garbage"}
-    assert re.match(r"entry at offset \d+: .* runs past the end \(file is 1000 bytes\)", reasons["file:/cut"])
-    assert "offset 0" in reasons["file:/garbage"]
 
 
 def _aggregates(with_loss: bool) -> Aggregates:

@@ -38,7 +38,7 @@ def _alive_workers(status_url: str) -> int:
     try:
         with urllib.request.urlopen(status_url, timeout=2) as response:
             return int(json.load(response).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError):  # not up yet, or not the master's page: wait (the start times out)
         return 0
 
 
@@ -65,7 +65,13 @@ def spark_cluster(tmp_path: Path, workers: int = 2, cores_per_worker: int = 1) -
         SPARK_WORKER_DIR=str(tmp_path / "work"),
     )
     spark_class = str(home / "bin" / "spark-class")
-    port, ui_port = free_port("tcp"), free_port("tcp")
+    # Every port picked before any daemon starts, and each once: the OS may hand a just-released port out again,
+    # and a worker's web UI on the master's UI port would answer the status polls with its HTML page.
+    ports: list[int] = []
+    while len(ports) < 2 + workers:
+        if (candidate := free_port("tcp")) not in ports:
+            ports.append(candidate)
+    port, ui_port, *worker_ui_ports = ports
     master_url = f"spark://127.0.0.1:{port}"
     status_url = f"http://127.0.0.1:{ui_port}/json/"
     processes: list[subprocess.Popen[bytes]] = []
@@ -85,7 +91,7 @@ def spark_cluster(tmp_path: Path, workers: int = 2, cores_per_worker: int = 1) -
               "--webui-port", str(ui_port))  # fmt: skip
         for i in range(workers):
             start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                  "--cores", str(cores_per_worker), "--memory", "1g", "--webui-port", str(free_port("tcp")),
+                  "--cores", str(cores_per_worker), "--memory", "1g", "--webui-port", str(worker_ui_ports[i]),
                   "--work-dir", str(tmp_path / f"work-{i}"), master_url)  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT_S
         while _alive_workers(status_url) < workers:

@@ -2,8 +2,11 @@
 """Python publisher process -> Python subscriber process through OUR driver: our client against pyaeron's
 (the Aeron 1.53 C client's CPython bindings), over ``aeron:ipc`` and UDP loopback, 32 B and 1 KiB.
 
-Both clients run against the same driver in the same run (pyaeron in the Python 3.12 venv that
-tools/peers/install.py makes; when it cannot be made the comparisons are skipped and the reason printed).
+Both clients run against the same driver in the same run, on the same interpreter: the Python 3.12 venv that
+tools/peers/install.py makes for pyaeron (or ``--python``). Our client runs there from this checkout: the first
+run installs the project's runtime dependencies into that venv and builds the C fast path for that Python next to
+the checkout's own (``ours_on``); the JSON line says which fast path each side ran with. When pyaeron cannot be
+had the comparisons are skipped, the reason printed, and ours runs on this interpreter.
 Each side samples (time, messages so far, its own CPU seconds) every 0.1 s (tools/bench/python_clients_peer.py);
 the first 2 s after the first message are dropped and the rest cut into 1 s spans: a run's figure is the median
 of its per-second rates, and the benchmark's the median over ``--runs`` runs. CPU is each process's CPU time
@@ -23,12 +26,16 @@ import argparse
 import itertools
 import json
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
-from tools.bench.harness import Harness, free_udp_port
+from tools.bench.harness import ROOT, Harness, free_udp_port
 from tools.bench.report import BenchError, emit, host_info, progress
 from tools.peers import install
 from tools.peers.children import Proc
@@ -44,6 +51,76 @@ def pyaeron_python() -> tuple[str | None, str | None]:
         return str(install.install_pyaeron()), None
     except RuntimeError as exc:
         return None, str(exc)
+
+
+OURS_PROBE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); import driver.client; "
+    "from driver.concurrent.logbuffer import fastpath; print(fastpath.status())"
+)
+FAST_PATH = "fast path loaded"
+
+
+def _run(cmd: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def _fast_path_status(python: str) -> str:
+    probe = _run([python, "-c", OURS_PROBE, str(ROOT)], 120)
+    return probe.stdout.strip() if probe.returncode == 0 else f"not importable: {probe.stderr.strip()[-300:]}"
+
+
+def _stale_natives(python: str) -> bool:
+    """True when the checkout has no extension for ``python`` or one older than the C sources."""
+    suffix = _run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"], 60)
+    built = list((ROOT / "driver").rglob(f"*{suffix.stdout.strip()}")) if suffix.returncode == 0 else []
+    sources = [p.stat().st_mtime for p in (ROOT / "native").rglob("*") if p.suffix in (".c", ".h")]
+    return not built or (bool(sources) and min(p.stat().st_mtime for p in built) < max(sources))
+
+
+def ours_on(python: str) -> str:
+    """Make this checkout's client run on ``python`` with its C fast path; returns the fast path's status.
+
+    Installs the project's runtime dependencies into that interpreter's environment (pip) and, when the checkout
+    has no extension built for that Python (or one older than native/), builds the project's wheel with it and
+    puts the wheel's extension modules for that Python next to the checkout's own (as an editable build
+    would): the peer imports ``driver`` from the checkout on either interpreter."""
+    status = _fast_path_status(python)
+    if python == sys.executable or (status == FAST_PATH and not _stale_natives(python)):
+        return status  # this interpreter's build is the Makefile's business
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    progress(f"installing our client's dependencies and building its C fast path for {python}")
+    steps = [[python, "-m", "pip", "--disable-pip-version-check", "-q", "install", *dependencies]]
+    with tempfile.TemporaryDirectory(prefix="python-clients-wheel-") as wheels:
+        steps.append(
+            [
+                python,
+                "-m",
+                "pip",
+                "--disable-pip-version-check",
+                "-q",
+                "wheel",
+                "--no-deps",
+                "-w",
+                wheels,
+                str(ROOT),
+            ]
+        )
+        for step in steps:
+            result = _run(step)
+            if result.returncode != 0:
+                raise BenchError(
+                    f"{' '.join(step)} exited {result.returncode}: {result.stderr.strip()[-1000:]}"
+                )
+        suffix = _run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"], 60)
+        for wheel in Path(wheels).glob("*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                for name in archive.namelist():
+                    if name.startswith("driver/") and (
+                        name.endswith(suffix.stdout.strip())
+                        or (name.endswith(".so") and not (ROOT / name).exists())
+                    ):
+                        (ROOT / name).write_bytes(archive.read(name))
+    return _fast_path_status(python)
 
 
 def window(samples: list[list[float]]) -> tuple[float | None, float | None]:
@@ -139,12 +216,35 @@ def main() -> int:
         help="the message and batch loops of both clients: spin, or each client's backoff idle strategy",
     )
     parser.add_argument("--no-pyaeron", action="store_true")
+    parser.add_argument(
+        "--python",
+        help="the interpreter both clients run on (it needs pyaeron); default: the pyaeron venv of tools/peers",
+    )
     args = parser.parse_args()
 
     info = host_info()
-    pyaeron, why = (None, "--no-pyaeron") if args.no_pyaeron else pyaeron_python()
+    if args.no_pyaeron:
+        pyaeron, why = None, "--no-pyaeron"
+    elif args.python is not None:
+        probe = _run([args.python, "-c", "import pyaeron"], 120)
+        pyaeron, why = (args.python, None) if probe.returncode == 0 else (None, f"{args.python}: no pyaeron")
+    else:
+        pyaeron, why = pyaeron_python()
     if pyaeron is None:
         progress(f"pyaeron skipped: {why}")
+    ours_python = pyaeron or args.python or sys.executable
+    try:
+        ours_fast_path = ours_on(ours_python)
+    except (BenchError, OSError, subprocess.TimeoutExpired) as exc:
+        progress(f"our client cannot run on {ours_python}: {exc}")
+        return 2
+    progress(f"ours on {ours_python}: {ours_fast_path}")
+    pythons = {"ours": ours_python, "pyaeron": pyaeron}
+    versions = {
+        client: _run([python, "-c", "import sys; print(sys.version.split()[0])"], 60).stdout.strip()
+        for client, python in pythons.items()
+        if python is not None
+    }
     configs: list[tuple[str, str, str, int]] = []
     for transport in args.transports.split(","):
         for length in (int(x) for x in args.lengths.split(",")):
@@ -160,7 +260,7 @@ def main() -> int:
             order = configs if run % 2 == 0 else list(reversed(configs))
             for config in order:
                 client, mode, transport, length = config
-                python = sys.executable if client == "ours" else pyaeron
+                python = pythons[client]
                 try:
                     figures = one_run(
                         harness,
@@ -240,6 +340,8 @@ def main() -> int:
             "seconds": args.seconds,
             "idle": args.idle,
             "pyaeron": why or "yes",
+            "python": versions,
+            "ours_fast_path": ours_fast_path,
             "results": results,
             "ratios": ratios,
         }

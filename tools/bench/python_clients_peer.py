@@ -3,10 +3,10 @@
     python -m tools.bench.python_clients_peer pub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS LENGTH
     python -m tools.bench.python_clients_peer sub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS
 
-CLIENT is ``ours`` (this repository's driver.client, run by its venv) or ``pyaeron`` (run by the Python 3.12
-venv of tools/peers; nothing from this repository is imported then but the empty ``tools`` package files). MODE: ``message`` (offer / poll(handler),
-one call per message), ``batch`` (ours: ``offer_many`` / ``poll_batch``), ``asyncio`` (ours: ``offer_async`` /
-``async for ... in subscription.messages()``).
+CLIENT is ``ours`` (this checkout's driver.client) or ``pyaeron`` (nothing from this repository is imported
+then but the empty ``tools`` package files); python_clients.py runs both on the Python 3.12 venv of tools/peers.
+MODE: ``message`` (offer / poll(handler), one call per message), ``batch`` (ours: ``offer_many`` /
+``poll_batch``), ``asyncio`` (ours: ``offer_async`` / ``async for ... in subscription.messages()``).
 
 IDLE, for the ``message`` and ``batch`` loops: ``busy-spin`` (offer and poll again at once) or ``backoff``
 (each client's own backoff idle strategy with Agrona's defaults: 10 spins, 5 yields, then parks of 1 us
