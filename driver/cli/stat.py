@@ -92,16 +92,26 @@ def render_stat(cnc: CncFile, counter_filter: CounterFilter | None = None) -> st
     return "\n".join(lines)
 
 
-def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
+def _filtered_cnc(
+    args: argparse.Namespace, properties: dict[str, str]
+) -> tuple[CounterFilter, str, CncFile] | int:
+    """The command's counter filter, aeron dir and open cnc.dat; or the exit code of a usage or open failure."""
     try:
         counters = counter_filter(args)
     except ValueError as e:
         return fail(str(e), EXIT_USAGE)
     directory = aeron_dir(args, properties)
     try:
-        cnc = open_cnc(directory)
+        return counters, directory, open_cnc(directory)
     except (CncError, OSError) as e:
         return fail(str(e))
+
+
+def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    opened = _filtered_cnc(args, properties)
+    if isinstance(opened, int):
+        return opened
+    counters, directory, cnc = opened
     with contextlib.closing(cnc):
         if args.once and args.table:
             print(render_table(read_snapshot(cnc, with_errors=False), counters), flush=True)
@@ -118,15 +128,10 @@ def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def cmd_streams(args: argparse.Namespace, properties: dict[str, str]) -> int:
-    try:
-        counters = counter_filter(args)
-    except ValueError as e:
-        return fail(str(e), EXIT_USAGE)
-    directory = aeron_dir(args, properties)
-    try:
-        cnc = open_cnc(directory)
-    except (CncError, OSError) as e:
-        return fail(str(e))
+    opened = _filtered_cnc(args, properties)
+    if isinstance(opened, int):
+        return opened
+    counters, directory, cnc = opened
     with contextlib.closing(cnc):
         if args.once:
             reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
