@@ -68,7 +68,13 @@ def test_the_exporter_follows_the_jobs_and_stat_shows_their_counters(service_env
 
         replay_payloads(env, {"dataset_id": status["dataset_id"], "rate": 50, "repeat": 2}, "aeron:ipc", 1001)
         replayed = wait_for(
-            lambda: (s := scrape(server)) and job(s, "job_messages", "replay") == 3000 and s, 5, ""
+            # The repeat is counted once its last message is out: wait for both, not the messages alone.
+            lambda: (s := scrape(server))
+            and job(s, "job_messages", "replay") == 3000
+            and s.get(("aeron_service_replay_repeats_done", ())) == 2
+            and s,
+            5,
+            "",
         )
         assert replayed[("aeron_service_replay_repeats_done", ())] == 2
         assert replayed[("aeron_service_replay_repeat", ())] == 2
