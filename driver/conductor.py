@@ -32,6 +32,7 @@ from driver.concurrent.counter_types import (
 from driver.concurrent.counters import AtomicCounter, CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
+from driver.concurrent.word_watch import WatchVersion, Word
 from driver.context import DriverContext
 from driver.ipc_publication import IpcPublication
 from driver.ipc_publication import State as IpcState
@@ -275,6 +276,8 @@ class DriverConductor:
         self._loss_report = loss_report
         self._network_publications: list[NetworkPublication] = []
         self._images: list[PublicationImage] = []
+        # Bumped as subscriber (and spy) positions come and go: the runner's watch (watched_words) follows.
+        self.watch_version = WatchVersion()
         # The conductor's own bookkeeping of the endpoints it handed to the sender and receiver: an
         # endpoint is closed (by its agent, on command) only when its last user is gone.
         self._send_endpoints: dict[str, SendChannelEndpoint] = {}
@@ -295,6 +298,26 @@ class DriverConductor:
     def on_start(self) -> None:
         self._to_driver.set_consumer_heartbeat_time(self._epoch_clock_ms())
         self._next_timer_ns = self._nano_clock() + self._timer_interval_ns
+
+    def watched_words(self) -> list[Word]:
+        """What clients write that gives this agent work: the to-driver ring's tail (a command) and every
+        subscriber's and spy's position (a publisher's limit or a receiver's window may move on)."""
+        words = [self._to_driver.tail_word()]
+        for ipc in self._ipc_publications:
+            words += [position.word() for position in ipc.subscriber_positions]
+        for image in self._images:
+            words += [position.word() for position in image.subscriber_positions]
+        for publication in self._network_publications:
+            words += [position.word() for position in publication.spy_positions]
+        return words
+
+    def has_queued_work(self) -> bool:
+        return bool(
+            self.commands
+            or self._pending_logs
+            or self._sender_proxy.backlog
+            or self._receiver_proxy.backlog
+        )
 
     def do_work(self) -> int:
         now_ns = self._nano_clock()
@@ -486,6 +509,7 @@ class DriverConductor:
                 ended.append(publication)
         for publication in ended:
             self._ipc_publications.remove(publication)
+            self.watch_version.bump()
             self._released_by.pop(publication, None)
             self._active_session_ids.discard(publication.session_id)
             for link in self._subscription_links.values():
@@ -793,8 +817,10 @@ class DriverConductor:
             self._nano_clock(),
             exclusive,
             self._ipc_limit_watch,
+            self.watch_version,
         )
         self._ipc_publications.append(publication)
+        self.watch_version.bump()
         self._active_session_ids.add(session_id)
         return publication
 
@@ -1399,11 +1425,13 @@ class DriverConductor:
             )
             if multicast
             else None,
+            watch_version=self.watch_version,
         )
         # The endpoint is the publication's until it is cleaned up (lingered out), not until its last
         # publisher leaves: a draining or lingering publication still sends on it.
         self._send_endpoint_refs[endpoint] += 1
         self._network_publications.append(publication)
+        self.watch_version.bump()
         self._active_session_ids.add(session_id)
         self._sender_proxy.new_network_publication(publication)
         return publication
@@ -1422,6 +1450,7 @@ class DriverConductor:
                 ended.append(publication)
         for publication in ended:
             self._network_publications.remove(publication)
+            self.watch_version.bump()
             publication.close()
         return len(ended)
 
@@ -1671,6 +1700,7 @@ class DriverConductor:
             nak_policy=(
                 UnicastNakPolicy(ctx.nak_unicast_delay_ns) if is_reliable and not endpoint.is_multicast else None
             ),
+            watch_version=self.watch_version,
         )
         image.setup_flags = setup.flags
         image.stream_naks_sent = stream_counters.receiver_naks_sent(
@@ -1679,6 +1709,7 @@ class DriverConductor:
         for link, position in zip(links, positions, strict=True):
             self._link(image, link, position)
         self._images.append(image)
+        self.watch_version.bump()
         self._receiver_proxy.new_publication_image(endpoint, image)
         for link, position in zip(links, positions, strict=True):
             self._client_proxy.on_available_image(
@@ -1705,6 +1736,7 @@ class DriverConductor:
                 ended.append(image)
         for image in ended:
             self._images.remove(image)
+            self.watch_version.bump()
             for link in self._subscription_links.values():
                 link.unlink(image)
             image.close()

@@ -422,6 +422,23 @@ class DriverContext:
         "ns",
         "first park of the backoff strategy (capped by aeron.idle.max.park), also after a cycle that moved little",
     )
+    idle_probe: bool = _setting(
+        "aeron.idle.probe",
+        parse_bool,
+        True,
+        "bool",
+        "a park that ends on its timer after an idle cycle first checks the words clients write (publication "
+        "tails, subscriber positions, the command ring) and parks again if none moved (a full cycle still runs "
+        "each millisecond)",
+    )
+    idle_probe_spin_ns: int = _setting(
+        "aeron.idle.probe.spin",
+        parse_duration_ns,
+        0,
+        "ns",
+        "after a cycle that moved a little, how long to watch those words without giving up the CPU before "
+        "parking (0 = park at once; needs aeron.idle.probe)",
+    )
     idle_dormant_park_ns: int = _setting(
         "aeron.idle.dormant.park",
         parse_duration_ns,

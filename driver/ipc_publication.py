@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
+from driver.concurrent.word_watch import WatchVersion
 from driver.protocol.untethered import UntetheredSubscriptions, window_limit
 from driver.raw_log import RawLog
 
@@ -51,6 +52,7 @@ class IpcPublication:
         now_ns: int,
         is_exclusive: bool,
         limit_watch: dict[IpcPublication, None] | None = None,
+        watch_version: WatchVersion | None = None,
     ) -> None:
         self.registration_id = registration_id
         self.channel = channel
@@ -82,6 +84,7 @@ class IpcPublication:
         # thousands of idle publications cost nothing between timer ticks.
         self._limit_watch: dict[IpcPublication, None] = {} if limit_watch is None else limit_watch
         self.subscriber_positions: list[AtomicCounter] = []
+        self._watch_version = watch_version or WatchVersion()
         self.untethered = UntetheredSubscriptions()
         self.consumer_position = self.producer_position()
         self._clean_position = self.consumer_position
@@ -111,6 +114,7 @@ class IpcPublication:
     def add_subscriber(self, position: AtomicCounter) -> None:
         lbd.set_is_connected(self._meta, True)
         self.subscriber_positions = [*self.subscriber_positions, position]
+        self._watch_version.bump()
         if self.state is State.ACTIVE:
             self._limit_watch[self] = None
 
@@ -136,9 +140,11 @@ class IpcPublication:
     def drop_subscriber_position(self, position: AtomicCounter) -> None:
         """Out of flow control (a new list: other agents may be iterating the old one)."""
         self.subscriber_positions = [p for p in self.subscriber_positions if p is not position]
+        self._watch_version.bump()
 
     def restore_subscriber_position(self, position: AtomicCounter) -> None:
         self.subscriber_positions = [*self.subscriber_positions, position]
+        self._watch_version.bump()
 
     # --- links from clients ------------------------------------------------------------------
 
@@ -244,4 +250,5 @@ class IpcPublication:
         for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
             position.close()  # resting untethered positions are out of the list
         self.subscriber_positions = []
+        self._watch_version.bump()
         self.raw_log.free()

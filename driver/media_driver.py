@@ -28,6 +28,7 @@ from driver.agent.idle_strategy import (
 )
 from driver.agent.runner import AgentRunner, CompositeAgent
 from driver.agent.scheduling import restore, use_realtime
+from driver.agent.work_probe import WorkProbe
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION, CncError, CncFile, CncLengths
@@ -378,6 +379,12 @@ class MediaDriver:
             is_dormant=self.is_dormant,
         )
 
+    def _probe(self, agent: Any) -> WorkProbe | None:
+        if not self.ctx.idle_probe:
+            return None
+        members = agent.agents if isinstance(agent, CompositeAgent) else [agent]
+        return WorkProbe.for_agents(members, spin_ns=self.ctx.idle_probe_spin_ns)
+
     async def run(self) -> None:
         """Run every agent until ``request_stop()`` (also when that came first); then shut down in two
         phases. In INVOKER threading mode there is nothing to run: use :attr:`invoker` instead."""
@@ -391,7 +398,8 @@ class MediaDriver:
         if self._stop_requested:
             self._stop_event.set()
         self._runners = [
-            AgentRunner(agent, self._idle_strategy(name), self.on_error) for agent, name in self._agents()
+            AgentRunner(agent, self._idle_strategy(name), self.on_error, self._probe(agent))
+            for agent, name in self._agents()
         ]
         # Socket readiness wakes the runner that polls the socket (sender: control, receiver: data).
         for runner in self._runners:

@@ -15,6 +15,7 @@ from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
+from driver.concurrent.word_watch import WatchVersion, Word
 from driver.protocol import frames
 from driver.protocol.response_channel import NO_RESPONSE, ResponseParams
 from driver.protocol.retransmit_handler import RetransmitHandler
@@ -67,6 +68,7 @@ class NetworkPublication:
         naks_received: AtomicCounter | None = None,
         response: ResponseParams = NO_RESPONSE,
         fc_receivers: AtomicCounter | None = None,
+        watch_version: WatchVersion | None = None,
     ) -> None:
         self.fc_receivers = fc_receivers
         self.response = response
@@ -132,6 +134,7 @@ class NetworkPublication:
         """When a receiver was last heard from (the conductor re-resolves a named endpoint gone quiet)."""
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
         self.spy_positions: list[AtomicCounter] = []
+        self._watch_version = watch_version or WatchVersion()
         self.untethered = UntetheredSubscriptions()
         position = self.producer_position()
         self._clean_position = position
@@ -140,6 +143,11 @@ class NetworkPublication:
     @property
     def log_file_name(self) -> str:
         return self.raw_log.file_name
+
+    def tail_words(self) -> list[Word]:
+        """The term tail fields publishers move with each offer, for the sender's watch (mapped while the
+        sender holds this publication: the conductor frees the log only after the sender lets go)."""
+        return [(self._meta, lbd.TERM_TAIL_COUNTERS_OFFSET + i * 8) for i in range(lbd.PARTITION_COUNT)]
 
     def producer_position(self) -> int:
         return lbd.producer_position(
@@ -398,6 +406,7 @@ class NetworkPublication:
 
     def add_subscriber(self, spy_position: AtomicCounter) -> None:
         self.spy_positions = [*self.spy_positions, spy_position]
+        self._watch_version.bump()
         if self._spies_simulate_connection:
             lbd.set_is_connected(self._meta, True)
             self.is_connected = True
@@ -418,9 +427,11 @@ class NetworkPublication:
     def drop_subscriber_position(self, spy_position: AtomicCounter) -> None:
         """Out of flow control (a new list: the sender may be iterating the old one)."""
         self.spy_positions = [p for p in self.spy_positions if p is not spy_position]
+        self._watch_version.bump()
 
     def restore_subscriber_position(self, spy_position: AtomicCounter) -> None:
         self.spy_positions = [*self.spy_positions, spy_position]
+        self._watch_version.bump()
 
     def inc_ref(self) -> None:
         self.ref_count += 1
@@ -496,4 +507,5 @@ class NetworkPublication:
         for spy in [*self.spy_positions, *(e.position for e in self.untethered.entries)]:
             spy.close()  # resting untethered spies are out of the list
         self.spy_positions = []
+        self._watch_version.bump()
         self.raw_log.free()

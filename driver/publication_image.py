@@ -15,6 +15,7 @@ from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.term_gap_filler import try_fill_gap
 from driver.concurrent.logbuffer.term_rebuilder import insert
+from driver.concurrent.word_watch import WatchVersion
 from driver.protocol import frames
 from driver.protocol.loss_detector import LossDetector
 from driver.protocol.nak_policy import UnicastNakPolicy
@@ -70,6 +71,7 @@ class PublicationImage:
         now_ns: int,
         epoch_clock_ms,
         nak_policy: UnicastNakPolicy | None = None,
+        watch_version: WatchVersion | None = None,
     ) -> None:
         self.correlation_id = correlation_id
         self.channel_endpoint = channel_endpoint
@@ -78,6 +80,7 @@ class PublicationImage:
         self.initial_term_id = initial_term_id
         self.raw_log = raw_log
         self.subscriber_positions = subscriber_positions
+        self._watch_version = watch_version or WatchVersion()
         self.untethered = UntetheredSubscriptions()
         self.stream_naks_sent: AtomicCounter | None = None
         """``rcv-naks-sent`` of this image (set by the conductor)."""
@@ -359,6 +362,7 @@ class PublicationImage:
 
     def add_subscriber(self, position: AtomicCounter) -> None:
         self.subscriber_positions = [*self.subscriber_positions, position]
+        self._watch_version.bump()
 
     def remove_subscriber(self, position: AtomicCounter) -> None:
         self.drop_subscriber_position(position)
@@ -377,9 +381,11 @@ class PublicationImage:
     def drop_subscriber_position(self, position: AtomicCounter) -> None:
         """Out of the status messages' position (a new list: the receiver may be iterating the old one)."""
         self.subscriber_positions = [p for p in self.subscriber_positions if p is not position]
+        self._watch_version.bump()
 
     def restore_subscriber_position(self, position: AtomicCounter) -> None:
         self.subscriber_positions = [*self.subscriber_positions, position]
+        self._watch_version.bump()
 
     def is_accepting_subscriptions(self) -> bool:
         return bool(self.subscriber_positions) and self.state in (State.INIT, State.ACTIVE)
@@ -416,4 +422,5 @@ class PublicationImage:
         for position in [*self.subscriber_positions, *(e.position for e in self.untethered.entries)]:
             position.close()  # resting untethered positions are out of the list
         self.subscriber_positions = []
+        self._watch_version.bump()
         self.raw_log.free()

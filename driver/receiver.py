@@ -12,6 +12,7 @@ from functools import partial
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
+from driver.concurrent.word_watch import WatchVersion, Word
 from driver.data_packet_dispatcher import DataPacketDispatcher
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
@@ -45,6 +46,7 @@ class Receiver:
         )
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
+        self.watch_version = WatchVersion()  # nothing to watch: datagrams wake it through the loop
         self._batch = ReceiveBatch(gro=True)  # splits what a socket with UDP_GRO coalesced
         self._endpoints: list[tuple[ReceiveChannelEndpoint, DataPacketDispatcher]] = []
         self._dispatchers: dict[ReceiveChannelEndpoint, DataPacketDispatcher] = {}
@@ -188,6 +190,12 @@ class Receiver:
             )
 
     # --- duty cycle -------------------------------------------------------------------------------
+
+    def watched_words(self) -> list[Word]:
+        return []  # its work arrives as datagrams (socket readiness) or from the conductor (commands)
+
+    def has_queued_work(self) -> bool:
+        return bool(self.commands) or bool(self._conductor_proxy.backlog)
 
     def do_work(self) -> int:
         # Commands that did not fit the conductor's queue go first, before any newer one is offered.

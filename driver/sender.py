@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
+from driver.concurrent.word_watch import WatchVersion, Word
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
@@ -35,6 +36,7 @@ class Sender:
         self.waker: Waker | None = None  # set by the runner: socket readiness ends its park
         self._nano_clock = nano_clock
         self._publications: list[NetworkPublication] = []
+        self.watch_version = WatchVersion()  # bumped as publications come and go (watched_words)
         self._endpoints: list[SendChannelEndpoint] = []
         self._batch = ReceiveBatch(max_messages=32, slot_length=2048)
         self._round_robin_index = 0
@@ -73,11 +75,13 @@ class Sender:
     def on_new_network_publication(self, publication: NetworkPublication) -> None:
         publication.channel_endpoint.add_publication(publication)
         self._publications.append(publication)
+        self.watch_version.bump()
 
     def on_remove_network_publication(self, publication: NetworkPublication) -> None:
         publication.channel_endpoint.remove_publication(publication)
         if publication in self._publications:
             self._publications.remove(publication)
+            self.watch_version.bump()
         publication.has_sender_released = True  # as 1.15.1: the conductor frees it after this
 
     def on_resolution_change(self, endpoint: SendChannelEndpoint, address: tuple[str, int]) -> None:
@@ -90,6 +94,14 @@ class Sender:
         endpoint.remove_destination(address)
 
     # --- duty cycle -------------------------------------------------------------------------------
+
+    def watched_words(self) -> list[Word]:
+        """What publishers write that gives this agent work: each publication's term tails."""
+        return [word for publication in self._publications for word in publication.tail_words()]
+
+    def has_queued_work(self) -> bool:
+        proxy = self._conductor_proxy
+        return bool(self.commands) or (proxy is not None and bool(proxy.backlog))
 
     def do_work(self) -> int:
         if not self._endpoints and not self.commands:

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from driver.agent.idle_strategy import OS_YIELD, SPIN, YIELD, BackoffIdleStrategy, IdleStrategy, Waker
 from driver.agent.park_timer import ParkTimer
+from driver.agent.work_probe import WorkProbe
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,13 @@ class AgentRunner:
         agent: Agent,
         idle_strategy: IdleStrategy | None = None,
         error_handler: Callable[[BaseException], None] | None = None,
+        probe: WorkProbe | None = None,
     ) -> None:
+        """``probe``: when a park ends on its timer after a cycle that did nothing, ask it first and park
+        again if nothing moved (driver/agent/work_probe.py); a wake by I/O always runs the cycle."""
         self.agent = agent
+        self.probe = probe
+        self._last_work = 1
         self.idle_strategy: IdleStrategy = idle_strategy or BackoffIdleStrategy()
         self.error_handler = error_handler or (
             lambda e: log.error("agent %s failed", agent.role_name, exc_info=e)
@@ -122,9 +128,11 @@ class AgentRunner:
         self._parked = False
         if not self._running:
             return
-        agent, idle, loop = self.agent, self.idle_strategy, self._loop
+        agent, idle, loop, probe = self.agent, self.idle_strategy, self._loop, self.probe
         assert loop is not None
         while True:
+            if probe is not None:
+                probe.before_cycle()
             try:
                 work = agent.do_work()
             except Exception as e:
@@ -135,6 +143,15 @@ class AgentRunner:
             delay_ns = idle.next_delay_ns(work)
             if delay_ns != SPIN:
                 break
+        self._last_work = work
+        if delay_ns > 0 and work > 0 and probe is not None and probe.spin_ns and probe.moves_soon():
+            self._handle = loop.call_soon(self._tick)  # an answer is already there: no park
+            return
+        self._wait(delay_ns)
+
+    def _wait(self, delay_ns: int) -> None:
+        loop = self._loop
+        assert loop is not None
         if delay_ns == YIELD:
             self._handle = loop.call_soon(self._tick)
         elif delay_ns == OS_YIELD:
@@ -151,6 +168,12 @@ class AgentRunner:
         timer = self._park_timer
         # A stale readiness (the park was already ended by a wake, or re-armed) consumes nothing: no cycle.
         if timer is not None and timer.clear() and self._parked and self._handle is None:
+            probe = self.probe
+            if probe is not None and not self._last_work and probe.is_quiet():
+                delay_ns = self.idle_strategy.next_delay_ns(0)
+                if delay_ns > 0:  # a park: nothing to do, so no cycle (a spin or yield runs it)
+                    self._wait(delay_ns)
+                    return
             self._tick()
 
     def _report(self, error: Exception) -> None:

@@ -275,6 +275,10 @@ class AtomicCounter:
     def get(self) -> int:
         return self._values.get_int64_volatile(self._offset)
 
+    def word(self) -> tuple[AtomicBuffer, int]:
+        """The value's buffer and offset, for a watch over it (driver/concurrent/word_watch.py)."""
+        return self._values, self._offset
+
     def get_weak(self) -> int:
         return self._values.get_int64(self._offset)
 

@@ -96,6 +96,10 @@ class ManyToOneRingBuffer:
     def capacity(self) -> int:
         return self._capacity
 
+    def tail_word(self) -> tuple[AtomicBuffer, int]:
+        """The producers' tail position field, for a watch over it: it moves with every record written."""
+        return self._buffer, self._tail_position_index
+
     @property
     def max_msg_length(self) -> int:
         return self._max_msg_length

@@ -74,13 +74,14 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
     """Our driver (``mediadriver run``) with its UDP sends and reads stamped; the stamps go to ``out`` at exit."""
     from driver import cli
     from driver.agent import runner as runner_module
+    from driver.agent.work_probe import WorkProbe
     from driver.conductor import DriverConductor
     from driver.media.udp_transport import UdpTransport
     from driver.receiver import Receiver
     from driver.sender import Sender
 
     records: list[tuple[int, int, int]] = []
-    cycles: dict[str, Any] = {"ticks": 0, "parks": 0}
+    cycles: dict[str, Any] = {"ticks": 0, "parks": 0, "probes_quiet": 0, "probes_busy": 0}
     clock = time.monotonic_ns
     send_term_burst, send, receive_batch = (
         UdpTransport.send_term_burst,
@@ -120,6 +121,31 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
             cycles["parks"] += 1
 
     runner_module.AgentRunner._tick = counted_tick  # type: ignore[method-assign]
+    park_timer = runner_module.ParkTimer
+    arm, on_park_timer = park_timer.arm, runner_module.AgentRunner._on_park_timer
+    armed: dict[str, int] = {"due_ns": 0}
+    late_ns: list[int] = []
+
+    def timed_arm(self: Any, delay_ns: int) -> None:
+        armed["due_ns"] = clock() + delay_ns
+        arm(self, delay_ns)
+
+    def timed_on_park_timer(self: Any) -> None:
+        if armed["due_ns"]:
+            late_ns.append(clock() - armed["due_ns"])
+            armed["due_ns"] = 0
+        on_park_timer(self)
+
+    is_quiet = WorkProbe.is_quiet
+
+    def counted_is_quiet(self: Any) -> bool:
+        quiet = is_quiet(self)
+        cycles["probes_quiet" if quiet else "probes_busy"] += 1
+        return quiet
+
+    WorkProbe.is_quiet = counted_is_quiet  # type: ignore[method-assign]
+    park_timer.arm = timed_arm  # type: ignore[method-assign]
+    runner_module.AgentRunner._on_park_timer = timed_on_park_timer  # type: ignore[method-assign]
     do_work = runner_module.CompositeAgent.do_work
     cycle_ns: dict[bool, list[int]] = {True: [], False: []}
 
@@ -157,6 +183,12 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
             busy, idle = (sorted(cycle_ns[k]) for k in (True, False))
             cycles["busy_cycle_us"] = busy[len(busy) // 2] / 1000 if busy else None
             cycles["idle_cycle_us"] = idle[len(idle) // 2] / 1000 if idle else None
+            late = sorted(late_ns)
+            cycles["park_late_us"] = (
+                {q: late[int(len(late) * f)] / 1000 for q, f in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+                if late
+                else None
+            )
             cycles["idle_agent_us"] = {
                 name: sorted(values)[len(values) // 2] / 1000 if values else None
                 for name, values in agent_ns.items()
@@ -239,10 +271,14 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         "split_us": split,
         "rtt_p99_us": histogram["p99_us"],
         "duty_cycles_per_s": round(data["ticks"] / data["seconds"]),
+        "probes_per_s": {
+            k: round(data[f"probes_{k}"] / data["seconds"]) for k in ("quiet", "busy")
+        },
         "parked_share": round(data["parks"] / max(1, data["ticks"]), 3),
         "busy_cycle_us": data["busy_cycle_us"],
         "idle_cycle_us": data["idle_cycle_us"],
         "idle_agent_us": data["idle_agent_us"],
+        "park_late_us": data["park_late_us"],
     }
 
 
