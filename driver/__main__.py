@@ -4,7 +4,8 @@ import sys
 
 from driver import stop_signals
 
-# Held at import, before the CLI's own imports: importing it takes a few hundred ms, when a signal would kill.
+# Held at import, before the CLI's imports (its own, then in main() the command's family: a few hundred ms for
+# `run`), when a signal would kill.
 stop_signals.hold()
 
 from driver.cli import main as cli_main  # noqa: E402  (after the hold, on purpose)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from driver.agent.scheduling import restore, use_realtime
+from driver.cli import FAMILIES, build_parser
 from driver.client import Aeron, RegistrationError
 from tests.support.wait import wait_for
 
@@ -20,6 +22,28 @@ def mediadriver(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[
     return subprocess.run(
         [sys.executable, "-m", "driver", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+# What the driver, the archive server, the service and the exporter import; a command that reads a cnc.dat needs
+# none of them, and waited for them all (~0.3 s) when the command line imported every command family.
+HEAVY = ("driver.archive.archive", "driver.service", "numpy", "prometheus_client", "asyncio")
+# `python -m driver ARGS`, then the HEAVY modules it imported on a last line of stderr (this process has them all).
+REPORT_IMPORTS = (
+    "import runpy, sys\n"
+    "try:\n"
+    "    runpy.run_module('driver', run_name='__main__', alter_sys=True)\n"
+    "finally:\n"
+    f"    print('imported:', *(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+)
+
+
+def heavy_imports(*args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-c", REPORT_IMPORTS, *args], capture_output=True, text=True, timeout=20
+    )
+    *_, last = result.stderr.splitlines()
+    assert last.startswith("imported:"), result.stderr
+    return result, last.split()[1:]
 
 
 def test_stat_once_prints_aeron_stat_lines(driver_process) -> None:
@@ -127,3 +151,61 @@ def test_low_latency_profile_runs_and_a_property_still_overrides_it(driver_proce
     unknown = mediadriver("run", "--dir", str(tmp_path / "b"), "--profile", "fastest")
     assert unknown.returncode == 2
     assert "low-latency" in unknown.stderr
+
+
+def test_commands_that_read_a_cnc_file_import_only_their_own_family(driver_process) -> None:
+    driver = driver_process()
+    directory = str(driver.aeron_dir)
+    for args in (["stat", "--once"], ["streams", "--once"], ["errors"], ["loss"]):
+        result, heavy = heavy_imports(*args, "--dir", directory)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip()
+        assert heavy == [], f"{args[0]} imported {heavy}"
+    result, heavy = heavy_imports("stat", "--once", "--table", "-Daeron.dir=" + directory)
+    assert result.returncode == 0 and "Bytes sent" in result.stdout, result.stderr
+    assert heavy == []
+    # The check sees a family that does import them: the archive's runs the archive server.
+    result, heavy = heavy_imports("archive", "--help")
+    assert result.returncode == 0
+    assert "driver.archive.archive" in heavy and "asyncio" in heavy
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(actions[0].choices) if actions else {}
+
+
+def _helps(parser: argparse.ArgumentParser, path: str = "mediadriver") -> dict[str, str]:
+    """Every (sub)command's help text, by its command line, down the whole tree."""
+    helps = {path: parser.format_help()}
+    for name, sub in _subcommands(parser).items():
+        helps.update(_helps(sub, f"{path} {name}"))
+    return helps
+
+
+def test_each_command_alone_has_the_help_it_has_among_all_commands() -> None:
+    everything = build_parser()
+    assert list(_subcommands(everything)) == list(
+        FAMILIES
+    )  # `mediadriver --help` lists them in the table's order
+    all_helps = _helps(everything)
+    for command, family in FAMILIES.items():
+        alone = build_parser(command)
+        assert list(_subcommands(alone)) == [c for c, f in FAMILIES.items() if f == family]
+        helps = _helps(_subcommands(alone)[command], f"mediadriver {command}")
+        assert helps == {path: all_helps[path] for path in helps}
+
+
+def test_no_known_command_first_lists_every_command() -> None:
+    for args in (["--help"], ["-h", "stat"]):
+        result = mediadriver(*args)
+        assert result.returncode == 0
+        assert all(f"    {command}" in result.stdout for command in FAMILIES), result.stdout
+    for args in ([], ["bogus", "--once"], ["--once", "stat"]):
+        result = mediadriver(*args)
+        assert result.returncode == 2
+        assert result.stderr.startswith("usage: mediadriver [-h] COMMAND ...\nmediadriver: error: ")
+    assert (
+        "invalid choice: 'bogus' (choose from " + ", ".join(map(repr, FAMILIES)) + ")"
+        in mediadriver("bogus").stderr
+    )

@@ -1,38 +1,61 @@
 """The ``mediadriver`` command: run the driver, and read any 1.15.1 cnc.dat (ours or the Java driver's).
 
-Each command family registers its own parser in its own module (run, stat, terminate, loss, archive, service,
-analyze_loss); they share only ``driver.cli.common``. This module assembles the parser and dispatches.
+Each command family registers its parsers in its own module, named in ``FAMILIES``; the families share only
+``common.py`` (``run`` and ``archive`` also ``long_running.py``). This module assembles the parser and dispatches,
+importing only the family of the command being run: between them the families import the driver, the archive, the
+service and numpy, which a short command such as ``stat --once`` need not wait for.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from driver import stop_signals
-from driver.cli import analyze_loss, archive, loss, run, service, stat, terminate
 from driver.cli.common import EXIT_USAGE, fail
 from driver.context import ConfigurationError, parse_property_args
 from driver.util.extras import MissingExtra, missing_extra
 
+FAMILIES: dict[str, str] = {
+    "run": "run",
+    "stat": "stat",
+    "streams": "stat",
+    "exporter": "exporter",
+    "errors": "errors",
+    "terminate": "terminate",
+    "loss": "loss",
+    "archive": "archive",  # the server and its tools
+    "serve": "serve",
+    "record": "service",
+    "replay": "service",
+    "datasets": "service",
+    "page": "service",
+    "analyze-loss": "analyze_loss",
+}
+"""Each command -> the module of this package whose ``add_parsers`` registers it, in the order `mediadriver --help`
+lists them."""
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command or, given one of ``FAMILIES``, of only that command's family."""
     parser = argparse.ArgumentParser(
         prog="mediadriver",
         description="An Aeron 1.15.1 compatible media driver on asyncio/uvloop. Any command also takes "
         "-Daeron.name=value properties; AERON_* environment variables are read too.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    # The order is the one `mediadriver --help` lists.
-    run.add_parser(sub)
-    stat.add_parsers(sub)  # stat, streams, exporter, errors
-    terminate.add_parser(sub)
-    loss.add_parser(sub)
-    archive.add_parser(sub)  # the server and its tools
-    service.add_parsers(sub)  # serve, record, replay, datasets, page
-    analyze_loss.add_parser(sub)
+    families = [FAMILIES[command]] if command in FAMILIES else dict.fromkeys(FAMILIES.values())
+    for family in families:
+        importlib.import_module(f"{__name__}.{family}").add_parsers(sub)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The known command a command line (without its -D properties) runs, if its first argument names one; else
+    None, and main() builds every family's parser: the top-level help and usage errors list every command."""
+    return argv[0] if argv and argv[0] in FAMILIES else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         properties, rest = parse_property_args(argv)
     except ConfigurationError as e:
         return fail(str(e), EXIT_USAGE)
-    args = build_parser().parse_args(rest)
+    args = build_parser(command_of(rest)).parse_args(rest)
     if not _runs_until_stopped(args):
         stop_signals.release()  # held since start-up (driver.__main__): short commands get the usual handling
     command = args.command
@@ -57,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _runs_until_stopped(args: argparse.Namespace) -> bool:
-    return args.handler is run.cmd_run or (args.handler is archive.cmd_archive and args.archive_tool is None)
+    """The driver, and the archive server (the archive command without a tool)."""
+    return args.command == "run" or (args.command == "archive" and args.archive_tool is None)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> in
     return run(args)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser = add_analysis_parser(sub)
     parser.set_defaults(handler=cmd_analyze_loss)
-    return parser

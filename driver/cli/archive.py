@@ -20,7 +20,8 @@ from driver.archive.checksums import checksum_path, verify_checksums
 from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
 from driver.archive_launcher import run_standalone
 from driver.cli.archive_replicate import add_replicate_parser
-from driver.cli.common import EXIT_OK, EXIT_USAGE, archive_context, fail, run_loop
+from driver.cli.common import EXIT_OK, EXIT_USAGE, fail
+from driver.cli.long_running import archive_context, run_loop
 from driver.client.exceptions import AeronError
 from driver.views.archive_catalog import (
     DEFAULT_ARCHIVE_DIR,
@@ -189,7 +190,7 @@ def _verify_checksums(archive_dir, d, v) -> None:
         v.notes.append(f"checksums hold up to {stop}")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     """``archive``: with no tool subcommand, runs the archive server."""
     archive = sub.add_parser(
         "archive",
@@ -211,7 +212,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     archive.formatter_class = argparse.RawDescriptionHelpFormatter
     archive.set_defaults(handler=cmd_archive)
     add_tool_parsers(archive)
-    return archive
 
 
 def add_tool_parsers(archive: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
 """What every ``mediadriver`` command shares: exit codes, the one-line failure, the aeron dir a command reads, a
-mapped cnc.dat, the archive's settings and the event loop of the long-running commands."""
+mapped cnc.dat. Light on purpose: every command imports it (the long-running ones' parts are in long_running.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
-import uvloop
-
-from driver.archive.archive_context import ArchiveContext
 from driver.concurrent.cnc_file import CNC_FILE, CncError, CncFile, check_version
-from driver.context import ConfigurationError, default_aeron_dir
+from driver.context import default_aeron_dir
 
 PROG = "mediadriver"
 EXIT_OK = 0
@@ -54,25 +49,3 @@ def open_cnc(aeron_dir: str, timeout_s: float = 1.0) -> CncFile:
         cnc.close()
         raise
     return cnc
-
-
-def archive_context(
-    args: argparse.Namespace, properties: dict[str, str], aeron_dir: str | None = None
-) -> tuple[ArchiveContext | None, int | None]:
-    """(ArchiveContext, None) or (None, exit code) after printing why the settings cannot be used."""
-    explicit = {
-        "archive_dir": getattr(args, "archive_dir", None),
-        "aeron_dir": aeron_dir,
-        "threading_mode": getattr(args, "archive_threading_mode", None),
-    }
-    try:
-        ctx = ArchiveContext.from_sources(explicit, properties)
-    except ConfigurationError as e:  # a setting the archive cannot use (ArchiveConfigurationError too)
-        return None, fail(str(e), EXIT_USAGE)
-    warn_unknown(ctx.unknown_properties)
-    return ctx, None
-
-
-def run_loop(coro_factory: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Run a long-running command's coroutine on uvloop."""
-    uvloop.run(coro_factory())

@@ -12,7 +12,7 @@ def cmd_loss(args: argparse.Namespace, properties: dict[str, str]) -> int:
     return run_loss_stat(aeron_dir(args, properties), args.format)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     loss = sub.add_parser("loss", help="print the driver's loss-report.dat, like LossStat")
     loss.add_argument("--dir", help="aeron dir (or the loss-report.dat file itself)")
     loss.add_argument(
@@ -22,4 +22,3 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="table (default) or csv, exactly as LossStat",
     )
     loss.set_defaults(handler=cmd_loss)
-    return loss

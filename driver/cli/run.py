@@ -13,7 +13,8 @@ from driver import stop_signals
 from driver.archive.archive import ArchiveStartError
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
-from driver.cli.common import EXIT_USAGE, archive_context, fail, run_loop, warn_unknown
+from driver.cli.common import EXIT_USAGE, fail, warn_unknown
+from driver.cli.long_running import archive_context, run_loop
 from driver.context import PROFILES, ConfigurationError, DriverContext
 from driver.exporter import MetricsServer
 from driver.media_driver import DriverStartError, MediaDriver
@@ -160,7 +161,7 @@ async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx: 
     return http
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser(
         "run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2"
     )
@@ -197,4 +198,3 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     run.epilog = "settings (-Dname=value or NAME_IN_CAPS env):\n" + settings
     run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.set_defaults(handler=cmd_run)
-    return run

@@ -1,5 +1,5 @@
-"""``mediadriver serve`` (driver/service/command.py), then ``record``, ``replay``, ``datasets`` and ``page``: the
-record & replay service's API from the command line (docs/service.md section 7).
+"""``mediadriver record``, ``replay``, ``datasets`` and ``page``: the record & replay service's API from the command
+line (docs/service.md section 7); ``serve``, which runs the service, is serve.py's.
 
 Plain HTTP with the standard library (urllib), so these commands need neither the ``service`` extra nor anything
 else beyond the driver's own dependencies. Errors print the API's JSON ``error`` and exit 1; ``--wait`` polls the
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from driver.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
-from driver.service.command import add_serve_parser
 from driver.service.token_file import TOKEN_ENV, read_token, token_path
 
 DEFAULT_URL = "http://127.0.0.1:8080"  # `mediadriver serve`'s default port
@@ -475,8 +474,7 @@ def _stream_option(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """serve, then the client's record, replay, datasets and page."""
-    add_serve_parser(sub)
+    """record, replay, datasets and page (``serve`` is serve.py's)."""
     record = sub.add_parser(
         "record", help="record streams into a data set through the record & replay service"
     )

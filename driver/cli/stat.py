@@ -1,13 +1,11 @@
-"""``mediadriver stat``, ``streams``, ``exporter`` and ``errors``: a running driver read through its cnc.dat (ours
-or the Java driver's), once or as a live screen, or served to Prometheus."""
+"""``mediadriver stat`` and ``streams``: a running driver's counters read through its cnc.dat (ours or the Java
+driver's), once or as a live screen."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 
@@ -15,15 +13,10 @@ from driver.cli.common import EXIT_USAGE, aeron_dir, fail, open_cnc
 from driver.concurrent.cnc_file import CncError, CncFile
 from driver.concurrent.counter_types import decode_counter, read_counters
 from driver.concurrent.counters import CountersReader
-from driver.concurrent.error_log import format_error_log
-from driver.exporter import DEFAULT_PORT as DEFAULT_METRICS_PORT
-from driver.exporter import MetricsServer
 from driver.status.driver_snapshot import CncWatcher, DriverSnapshot, read_snapshot
 from driver.util.text import printable
 from driver.views.stat_view import CounterFilter, render_table
 from driver.views.streams import render_streams
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def add_filter_options(parser: argparse.ArgumentParser, types: bool = True) -> None:
@@ -124,7 +117,7 @@ def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:
     )
 
 
-# --- streams, exporter ---------------------------------------------------------------------------------
+# --- streams ----------------------------------------------------------------------------------------
 
 
 def cmd_streams(args: argparse.Namespace, properties: dict[str, str]) -> int:
@@ -146,45 +139,11 @@ def cmd_streams(args: argparse.Namespace, properties: dict[str, str]) -> int:
     )
 
 
-def cmd_exporter(args: argparse.Namespace, properties: dict[str, str]) -> int:
-    directory = aeron_dir(args, properties)
-    try:
-        server = MetricsServer(directory, args.port, args.host, args.stale_after)
-    except OSError as e:
-        return fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}; choose another --port")
-    stop = threading.Event()
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda _s, _f: stop.set())
-    print(f"mediadriver: exporter serving {server.url} for {directory}; Ctrl-C stops it", flush=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.close()
-    print("mediadriver: exporter stopped", flush=True)
-    return 0
-
-
-# --- errors --------------------------------------------------------------------------------------------
-
-
-def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
-    try:
-        cnc = open_cnc(aeron_dir(args, properties))
-    except (CncError, OSError) as e:
-        return fail(str(e))
-    with contextlib.closing(cnc):
-        # Line breaks and tabs are the stack traces' own layout; the driver escapes client text in messages
-        # when it records them (docs/errorlog.md), any other control character is escaped here.
-        print(printable(format_error_log(cnc.error_log_buffer), keep="\n\t"), flush=True)
-    return 0
-
-
 # --- parsers -------------------------------------------------------------------------------------------
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """stat, streams, exporter and errors, in that order (``mediadriver --help`` lists them so)."""
+    """stat, then streams."""
     stat = sub.add_parser("stat", help="print the counters of a driver, like AeronStat")
     stat.add_argument("--dir", help="aeron dir")
     stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
@@ -199,23 +158,3 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     streams.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
     add_filter_options(streams, types=False)
     streams.set_defaults(handler=cmd_streams)
-
-    exporter = sub.add_parser(
-        "exporter", help="serve a driver's counters to Prometheus (maps cnc.dat read-only)"
-    )
-    exporter.add_argument("--dir", help="aeron dir")
-    exporter.add_argument(
-        "--port", type=int, default=DEFAULT_METRICS_PORT, help=f"default {DEFAULT_METRICS_PORT}; 0 picks one"
-    )
-    exporter.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    exporter.add_argument(
-        "--stale-after",
-        type=float,
-        default=10.0,
-        help="aeron_up turns 0 once the driver heartbeat is this many seconds old (default 10, aeron.driver.timeout)",
-    )
-    exporter.set_defaults(handler=cmd_exporter)
-
-    errors = sub.add_parser("errors", help="print the driver's distinct error log, like ErrorStat")
-    errors.add_argument("--dir", help="aeron dir")
-    errors.set_defaults(handler=cmd_errors)

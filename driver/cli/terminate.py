@@ -41,7 +41,7 @@ def cmd_terminate(args: argparse.Namespace, properties: dict[str, str]) -> int:
     )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     terminate = sub.add_parser(
         "terminate", help="ask a running driver to stop (TERMINATE_DRIVER; the driver must allow it)"
     )
@@ -51,4 +51,3 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--timeout", type=float, default=5.0, help="seconds to wait for the driver to stop"
     )
     terminate.set_defaults(handler=cmd_terminate)
-    return terminate

@@ -15,7 +15,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
-from driver.cli.stat import DEFAULT_METRICS_PORT
+from driver.cli.exporter import DEFAULT_METRICS_PORT
 from driver.concurrent.counter_types import decode_counter
 from driver.exporter import DEFAULT_PORT
 from driver.exporter.collector import snapshot_metrics
