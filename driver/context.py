@@ -434,10 +434,11 @@ class DriverContext:
     idle_probe_spin_ns: int = _setting(
         "aeron.idle.probe.spin",
         parse_duration_ns,
-        0,
+        1_000,  # media_driver.IDLE_PROBE_SPIN_NS
         "ns",
         "after a cycle that moved a little, how long to watch those words without giving up the CPU before "
-        "parking (0 = park at once; needs aeron.idle.probe)",
+        "parking: a client's answer already there runs the next cycle at once (0 = park at once; needs "
+        "aeron.idle.probe)",
     )
     idle_dormant_park_ns: int = _setting(
         "aeron.idle.dormant.park",

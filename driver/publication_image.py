@@ -259,6 +259,11 @@ class PublicationImage:
         """Schedule an SM on the next rebuild check rather than at the end of the SM timeout."""
         self._time_of_last_sm_schedule_ns -= 10**12
 
+    @property
+    def has_pending_sends(self) -> bool:
+        """The conductor left a status message or NAKs for the receiver to send."""
+        return self._sm_pending or bool(self._pending_gaps)
+
     def process_pending_loss(self) -> int:
         if not self._pending_gaps:
             return 0

@@ -195,7 +195,10 @@ class Receiver:
         return []  # its work arrives as datagrams (socket readiness) or from the conductor (commands)
 
     def has_queued_work(self) -> bool:
-        return bool(self.commands) or bool(self._conductor_proxy.backlog)
+        if self.commands or self._conductor_proxy.backlog:
+            return True
+        # What the conductor scheduled for this agent to send (a status message, NAKs).
+        return any(image.has_pending_sends for image in self._images)
 
     def do_work(self) -> int:
         # Commands that did not fit the conductor's queue go first, before any newer one is offered.

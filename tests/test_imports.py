@@ -92,6 +92,7 @@ NATIVE_OWNERS = {
     "amd_udp.h": "driver.media.udp_batch",
     "amd_timer.h": "driver.agent.park_timer",
     "amd_crc.h": "driver.concurrent.frame_checksums",
+    "amd_watch.h": "driver.concurrent.word_watch",
 }
 # The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.

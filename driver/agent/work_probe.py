@@ -54,7 +54,8 @@ class WorkProbe:
         self._cycle_interval_ns = cycle_interval_ns
         self._clock = clock
         self._watch = WordWatch()
-        self._versions: tuple[int, ...] = ()
+        self._version_objects = tuple(agent.watch_version for agent in self._agents)
+        self._versions = -1
         self._last_cycle_ns = clock()
 
     @classmethod
@@ -66,8 +67,9 @@ class WorkProbe:
         watched = [agent for agent in agents if isinstance(agent, Watched)]
         return cls(watched, cycle_interval_ns, spin_ns) if watched and len(watched) == len(agents) else None
 
-    def _versions_now(self) -> tuple[int, ...]:
-        return tuple(agent.watch_version.value for agent in self._agents)
+    def _versions_now(self) -> int:
+        # Versions only grow, so their sum changes whenever any of them does.
+        return sum([version.value for version in self._version_objects])
 
     def before_cycle(self) -> None:
         """A full duty cycle starts: what moves from now on is news to the next :meth:`is_quiet`."""

@@ -157,14 +157,20 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
 
     runner_module.CompositeAgent.do_work = timed_do_work  # type: ignore[method-assign]
     agent_ns: dict[str, list[int]] = {}
+    agent_busy_ns: dict[str, list[int]] = {}
     for agent_class in (DriverConductor, Sender, Receiver):
         samples = agent_ns[agent_class.__name__] = []
+        busy_samples = agent_busy_ns[agent_class.__name__] = []
 
-        def timed(self: Any, _work: Any = agent_class.do_work, _samples: list[int] = samples) -> int:
+        def timed(
+            self: Any,
+            _work: Any = agent_class.do_work,
+            _samples: list[int] = samples,
+            _busy: list[int] = busy_samples,
+        ) -> int:
             started_ns = clock()
             work = _work(self)
-            if not work:
-                _samples.append(clock() - started_ns)
+            (_busy if work else _samples).append(clock() - started_ns)
             return work
 
         agent_class.do_work = timed  # type: ignore[method-assign]
@@ -189,6 +195,10 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
                 if late
                 else None
             )
+            cycles["busy_agent_us"] = {
+                name: sorted(values)[len(values) // 2] / 1000 if values else None
+                for name, values in agent_busy_ns.items()
+            }
             cycles["idle_agent_us"] = {
                 name: sorted(values)[len(values) // 2] / 1000 if values else None
                 for name, values in agent_ns.items()
@@ -278,6 +288,7 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         "busy_cycle_us": data["busy_cycle_us"],
         "idle_cycle_us": data["idle_cycle_us"],
         "idle_agent_us": data["idle_agent_us"],
+        "busy_agent_us": data["busy_agent_us"],
         "park_late_us": data["park_late_us"],
     }
 
