@@ -377,3 +377,19 @@ def test_setup_for_an_existing_image_records_the_new_connection(env: Env, clock)
     env.receiver.do_work()
     assert [a for _, _, a in env.sent()] == [SOURCE]
     assert [a for _, a in second.take()] == [OTHER_SOURCE]
+
+
+def test_what_the_conductor_schedules_counts_as_queued_work_until_the_receiver_sends_it(env: Env, clock) -> None:
+    """A parked receiver's work probe (driver/agent/work_probe.py) must not skip the cycle that sends the
+    status message and NAK the conductor scheduled on an image (DEDICATED mode: another runner did that)."""
+    env.deliver(setup_packet())
+    [(setup, endpoint, transport_index, control, source)] = env.created
+    image = env.create_image(setup, endpoint, transport_index, control, source)
+    env.receiver.do_work()  # the add-image command
+    assert not env.receiver.has_queued_work() and env.receiver.watched_words() == []
+    env.deliver(data_packet(SESSION_ID, 0, b"a" * 100), data_packet(SESSION_ID, 256, b"b" * 100))
+    image.track_rebuild(clock.nano_clock(), SM_TIMEOUT_NS)  # the conductor schedules an SM and a NAK
+    assert env.receiver.has_queued_work()
+    env.receiver.do_work()
+    assert [t for t, _, _ in env.sent()] == [frames.HDR_TYPE_SM, frames.HDR_TYPE_NAK]
+    assert not env.receiver.has_queued_work()

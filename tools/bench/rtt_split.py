@@ -15,8 +15,9 @@ read is stamped with its age. The stages, medians over the timed round trips (µ
 
 Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
-and per agent the median time of a duty cycle that did nothing (the timing wrappers add about 0.2 µs each),
-so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
+and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
+about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
+answered a park's end without a cycle, so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
 the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
     .venv/bin/python -m tools.bench.rtt_split                            # our defaults
