@@ -434,7 +434,10 @@ class DriverContext:
     idle_probe_spin_ns: int = _setting(
         "aeron.idle.probe.spin",
         parse_duration_ns,
-        1_000,  # media_driver.IDLE_PROBE_SPIN_NS
+        # One look: a client on the other core has often answered by the time the cycle ends, while a park costs
+        # a timer's arming and wake-up, ~30 us on a VM (tools/bench/rtt_split.py: Java Ping/Pong p50 134 -> 104 us
+        # with the probe and this look; longer spins only delay a client that shares this core).
+        1_000,
         "ns",
         "after a cycle that moved a little, how long to watch those words without giving up the CPU before "
         "parking: a client's answer already there runs the next cycle at once (0 = park at once; needs "

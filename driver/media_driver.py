@@ -61,11 +61,6 @@ commands handled: one small message), the shortest park before the next cycle. W
 Java Ping/Pong on 2 cores): a Python duty cycle costs 10-20 us, so each spin or extra cycle keeps a
 busy-spinning client off its core and the round trip waits behind it; parking at once lets the client answer
 first."""
-IDLE_PROBE_SPIN_NS = 1_000
-"""aeron.idle.probe.spin: after such a cycle, one look at the words clients write before parking. A client on
-the other core has often answered by the time the cycle ends (its echo is in its publication), and a park
-then costs a timer's arming and its wake-up, ~30 us on a virtual machine (tools/bench/rtt_split.py: Java
-Ping/Pong p50 134 -> 104 us with the probe and this look; longer spins only delay a client on this core)."""
 
 
 class DriverStartError(RuntimeError):

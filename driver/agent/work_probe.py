@@ -85,21 +85,16 @@ class WorkProbe:
     def is_quiet(self) -> bool:
         """True when a duty cycle now would find nothing: nothing queued, no watched word moved since the last
         full cycle started, and that cycle was less than the interval ago."""
-        if self._clock() - self._last_cycle_ns >= self._cycle_interval_ns:
+        if self._clock() - self._last_cycle_ns >= self._cycle_interval_ns or self._must_run():
             return False
-        if self._versions_now() != self._versions:
-            return False  # the word set changed: the cycle rebuilds the watch (a freed log is never read)
-        for agent in self._agents:
-            if agent.has_queued_work():
-                return False
         return not self._watch.changed()
 
     def moves_soon(self) -> bool:
         """After a duty cycle that did a little work: True when something is queued or a watched word moves
         within ``spin_ns`` (run the next cycle now), False when the agent should park."""
-        if self._versions_now() != self._versions:
-            return True
-        for agent in self._agents:
-            if agent.has_queued_work():
-                return True
-        return self._watch.spin(self.spin_ns)
+        return self._must_run() or self._watch.spin(self.spin_ns)
+
+    def _must_run(self) -> bool:
+        """Something queued between agents, or the word set changed (then the cycle rebuilds the watch before
+        any load, so a freed log is never read): the next cycle runs whatever the words say."""
+        return self._versions_now() != self._versions or any(agent.has_queued_work() for agent in self._agents)
