@@ -32,7 +32,7 @@ from driver.concurrent.counter_types import (
 from driver.concurrent.counters import AtomicCounter, CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
-from driver.concurrent.word_watch import WatchVersion, Word
+from driver.concurrent.word_watch import WatchVersion, Word, WordWatch
 from driver.context import DriverContext
 from driver.ipc_publication import IpcPublication
 from driver.ipc_publication import State as IpcState
@@ -107,6 +107,9 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_NS = 100_000_000
 """The to-driver consumer heartbeat is written at least this often (and on every timer tick)."""
+SWEEP_MOVED_BYTES = 1024
+"""Positions that moved this far in total since the last sweep make the next cycle sweep whatever the interval
+(aeron.conductor.sweep.interval): a stream keeps its publisher limits and status messages current every cycle."""
 
 
 def _parse_ipc_uri(channel: str) -> ChannelUri:
@@ -292,6 +295,14 @@ class DriverConductor:
         self._unblock_timeout_ns = ctx.client_liveness_timeout_ns
         self._last_consumer_position = to_driver.consumer_position()
         self._time_of_last_consumer_move_ns = nano_clock()
+        # The sweep over positions (publisher limits, image rebuilds and status messages) runs every cycle
+        # while they stream or a command came, else every sweep interval (_sweep_due).
+        self._sweep_interval_ns = ctx.conductor_sweep_interval_ns
+        self._sweep_watch = WordWatch()
+        self._sweep_watch_version = -1
+        self._sweep_moved = 0
+        self._sweep_gaps = False
+        self._next_sweep_ns = 0
 
     # --- agent -------------------------------------------------------------------------------
 
@@ -337,11 +348,50 @@ class DriverConductor:
             # aeron.driver.timeout whatever the timer interval.
             self._next_heartbeat_ns = now_ns + HEARTBEAT_INTERVAL_NS
             self._to_driver.set_consumer_heartbeat_time(self._epoch_clock_ms())
+        if (self._images or self._network_publications or self._ipc_limit_watch) and self._sweep_due(now_ns, work):
+            work += self._sweep(now_ns)
+        return work
+
+    def _sweep_due(self, now_ns: int, work: int) -> bool:
+        """Whether this cycle sweeps the positions: a command or a new resource, a stream's worth of movement,
+        an image with gaps (its NAK timers), or the interval since the last sweep."""
+        if self._sweep_interval_ns <= 0:
+            return True
+        if self._sweep_watch_version != self.watch_version.value:
+            self._sweep_watch.watch(self._sweep_words())
+            self._sweep_watch_version = self.watch_version.value
+            return True
+        self._sweep_moved += self._sweep_watch.moved()
+        return bool(
+            work or self._sweep_gaps or self._sweep_moved >= SWEEP_MOVED_BYTES or now_ns >= self._next_sweep_ns
+        )
+
+    def _sweep_words(self) -> list[Word]:
+        """The positions the sweep reads that others write (counters in cnc.dat, mapped while the driver runs)."""
+        words = []
+        for ipc in self._ipc_publications:
+            words += [position.word() for position in ipc.subscriber_positions]
+        for image in self._images:
+            words += [position.word() for position in image.subscriber_positions]
+            words.append(image.hwm_position.word())
+        for publication in self._network_publications:
+            words.append(publication.sender_position.word())
+            words += [position.word() for position in publication.spy_positions]
+        return words
+
+    def _sweep(self, now_ns: int) -> int:
+        """Publisher limits, image rebuilds (loss scans, status messages to schedule) and IPC limits."""
+        self._sweep_moved = 0
+        self._next_sweep_ns = now_ns + self._sweep_interval_ns
+        work = 0
         if self._images:
             sm_timeout_ns = self._ctx.status_message_timeout_ns
+            gaps = False
             for image in self._images:
                 if image.is_tracking_rebuild:
                     work += image.track_rebuild(now_ns, sm_timeout_ns)
+                    gaps = gaps or image.loss_detector.has_gaps
+            self._sweep_gaps = gaps
         if self._network_publications:
             for network_publication in self._network_publications:
                 if network_publication.state is NetState.ACTIVE:

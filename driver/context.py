@@ -450,6 +450,17 @@ class DriverContext:
         "ns",
         "park of a driver with no clients and no resources (0 = always aeron.idle.max.park)",
     )
+    conductor_sweep_interval_ns: int = _setting(
+        "aeron.conductor.sweep.interval",
+        parse_duration_ns,
+        # A Python sweep costs several µs a cycle that a request and its answer wait for (tools/bench/rtt_split.py,
+        # Ping/Pong p50 107 -> 96-98 us on a 2-vCPU VM, 103 at 100 us); a stream (positions moving by kilobytes)
+        # sweeps every cycle.
+        200_000,
+        "ns",
+        "how often the conductor looks at positions (publisher limits, image rebuilds and status messages) while "
+        "they move by less than a kilobyte a cycle: at most this long after a message (0 = every cycle)",
+    )
     conductor_idle_strategy: str = _setting(
         "aeron.conductor.idle.strategy", parse_idle_strategy, "backoff", "name", _IDLE_DOC + " (DEDICATED)"
     )

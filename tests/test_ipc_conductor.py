@@ -240,6 +240,42 @@ def test_limit_moves_count_as_work_only_when_they_come_quickly(
         assert log.term_buffers[0].get_bytes(2 * gain + 64, 1) == b"\xff"  # never ahead of the reader
 
 
+def test_positions_that_trickle_are_swept_once_an_interval_and_a_stream_at_once(
+    client: Client, driver: MediaDriver, clock
+) -> None:
+    """The conductor's sweep (publisher limits, image rebuilds, status messages) runs in every cycle while positions
+    move by a kilobyte or more, but only once per aeron.conductor.sweep.interval while they trickle: a request and
+    its answer do not wait for a Python sweep per message."""
+    interval_ns = driver.ctx.conductor_sweep_interval_ns
+    assert interval_ns == 200_000  # the default
+    client.add_subscription()
+    client_events = client.add_publication()[1]
+    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
+    ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+    counters, conductor = driver.counters, driver.conductor
+    gain = TERM_LENGTH // 8
+    start = counters.get_counter_value(ready.publication_limit_counter_id)
+    assert start == TERM_LENGTH
+    clock.nanos += interval_ns
+    conductor.do_work()
+    counters.set_counter_value(image.subscriber_position_id, gain - 256)  # a stream's worth: swept at once
+    conductor.do_work()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == start  # not yet a trip of the limit
+    counters.set_counter_value(image.subscriber_position_id, gain + 256)  # 512 bytes: a trickle, left for later
+    conductor.do_work()
+    clock.nanos += interval_ns - 1
+    conductor.do_work()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == start
+    clock.nanos += 1
+    conductor.do_work()
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == gain + 256 + TERM_LENGTH
+    counters.set_counter_value(image.subscriber_position_id, gain + 768)
+    conductor.do_work()
+    counters.set_counter_value(image.subscriber_position_id, 2 * gain + 768)
+    conductor.do_work()  # 512 + 8 KiB since the last sweep: a stream again
+    assert counters.get_counter_value(ready.publication_limit_counter_id) == 2 * gain + 768 + TERM_LENGTH
+
+
 def test_limit_of_a_publication_whose_subscribers_come_and_go(client: Client, driver: MediaDriver) -> None:
     """Only publications with subscribers are polled every duty cycle: the last one leaving holds the limit at
     what it read, and a new one opens the window again."""

@@ -60,6 +60,11 @@ class WordWatch:
         """Whether any watched word differs from what the last call (or ``watch``) saw; remembers the values."""
         return lib.amd_watch_changed(self._words, self._seen, self._count) != 0
 
+    def moved(self) -> int:
+        """How far the watched words moved since the last look, summed over them (bytes, for positions);
+        remembers the values like :meth:`changed`."""
+        return lib.amd_watch_moved(self._words, self._seen, self._count)
+
     def spin(self, spin_ns: int) -> bool:
         """:meth:`changed`, repeated without giving up the CPU for at most ``spin_ns``, until something moves."""
         return lib.amd_watch_spin(self._words, self._seen, self._count, spin_ns) != 0

@@ -10,6 +10,10 @@
  * them differed from what seen held (0: nothing moved since the last call). */
 int32_t amd_watch_changed(int64_t *const *words, int64_t *seen, int32_t count);
 
+/* amd_watch_changed's loads and stores, summing how far the words moved: the total of |value - seen[i]|
+ * (saturating at INT64_MAX), so a caller tells a trickle (a message now and then) from a stream. */
+int64_t amd_watch_moved(int64_t *const *words, int64_t *seen, int32_t count);
+
 /* amd_watch_changed, again and again without giving up the CPU, until a word moves or spin_ns (CLOCK_MONOTONIC)
  * have passed: right after an agent handed a client its data, the client's answer often lands within
  * microseconds, far sooner than a timer could wake the agent. Returns what the last amd_watch_changed did. */

@@ -25,6 +25,24 @@ int32_t amd_watch_changed(int64_t *const *words, int64_t *seen, int32_t count)
     return changed;
 }
 
+int64_t amd_watch_moved(int64_t *const *words, int64_t *seen, int32_t count)
+{
+    uint64_t moved = 0;
+    for (int32_t i = 0; i < count; i++)
+    {
+        const int64_t value = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);
+        if (value != seen[i])
+        {
+            /* In unsigned arithmetic: a word reused for another counter may jump anywhere. */
+            const uint64_t delta = value > seen[i] ? (uint64_t)value - (uint64_t)seen[i]
+                                                   : (uint64_t)seen[i] - (uint64_t)value;
+            moved = moved + delta < moved ? UINT64_MAX : moved + delta;
+            seen[i] = value;
+        }
+    }
+    return moved > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)moved;
+}
+
 int32_t amd_watch_spin(int64_t *const *words, int64_t *seen, int32_t count, int64_t spin_ns)
 {
     const int64_t deadline = monotonic_ns() + spin_ns;

@@ -45,6 +45,21 @@ def test_only_a_moved_word_is_news_and_only_once(mapped: AtomicBuffer) -> None:
     assert not watch.changed()
 
 
+def test_moved_sums_how_far_the_words_went_either_way(mapped: AtomicBuffer) -> None:
+    watch = WordWatch([(mapped, 0), (mapped, 64)])
+    assert watch.moved() == 0
+    mapped.put_int64_release(0, 64)
+    mapped.put_int64_release(64, 1024)
+    assert watch.moved() == 1088
+    assert watch.moved() == 0  # remembered
+    mapped.put_int64_release(64, 1000)  # a word reused for another counter may go back
+    assert watch.moved() == 24
+    mapped.put_int64_release(0, -(2**63))
+    mapped.put_int64_release(64, 2**63 - 1)
+    assert watch.moved() == 2**63 - 1  # saturates
+    assert not watch.changed()
+
+
 def test_a_new_word_set_replaces_the_old_one(mapped: AtomicBuffer) -> None:
     watch = WordWatch([(mapped, 0)])
     watch.watch([(mapped, 128)])
