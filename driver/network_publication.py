@@ -203,11 +203,10 @@ class NetworkPublication:
                     self.flow_control.on_idle(now_ns, position, position, self.is_end_of_stream)
                 )
             else:
-                self.sender_limit.set(
-                    self.flow_control.on_idle(
-                        now_ns, self.sender_limit.get(), sender_position, self.is_end_of_stream
-                    )
-                )
+                limit = self.sender_limit.get()
+                new_limit = self.flow_control.on_idle(now_ns, limit, sender_position, self.is_end_of_stream)
+                if new_limit != limit:  # the common idle cycle: no store (a full fence) of the same value
+                    self.sender_limit.set(new_limit)
         if self._status_message_deadline_ns - now_ns < 0 and self.has_receivers:
             self.has_receivers = False
         self.retransmit_handler.process_timeouts(now_ns, self.resend)

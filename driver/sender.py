@@ -63,7 +63,9 @@ class Sender:
         self._endpoints.append(endpoint)
         if self.waker is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: INVOKER mode polls anyway
-                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker)
+                # Status messages and NAKs come seldom: a cycle reads the socket only once the loop saw it
+                # readable (a system call saved per endpoint and idle cycle).
+                endpoint.transport.register_reader(asyncio.get_running_loop(), self.waker, skip_unready_reads=True)
 
     def on_close_send_channel_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         if endpoint in self._endpoints:

@@ -60,6 +60,7 @@ class _MaxPositionFlowControl:
 
     __slots__ = (
         "_last_position",
+        "_next_expiry_ns",
         "_receiver_ids",
         "_should_linger",
         "_time_of_last_sm_ns",
@@ -72,6 +73,7 @@ class _MaxPositionFlowControl:
         self._time_of_last_sm_ns = 0
         self._should_linger = True
         self._receiver_ids: dict[int, int] = {}  # receiver id -> time of its last SM, for receiver_count only
+        self._next_expiry_ns = 0  # no receiver times out before this (an SM only moves a receiver's time on)
 
     def initialize(self, initial_term_id: int, term_length: int) -> None:
         pass
@@ -94,10 +96,12 @@ class _MaxPositionFlowControl:
         return limit if limit > sender_limit else sender_limit
 
     def on_idle(self, now_ns: int, sender_limit: int, sender_position: int, is_end_of_stream: bool) -> int:
-        if self._receiver_ids:
+        if self._receiver_ids and self._next_expiry_ns - now_ns < 0:
             timeout = self.receiver_timeout_ns
             for receiver_id in [r for r, t in self._receiver_ids.items() if t + timeout - now_ns < 0]:
                 del self._receiver_ids[receiver_id]
+            if self._receiver_ids:
+                self._next_expiry_ns = min(self._receiver_ids.values()) + timeout
         if (
             is_end_of_stream
             and self._should_linger

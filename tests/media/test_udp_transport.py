@@ -23,7 +23,7 @@ from driver.concurrent.counters import AtomicCounter
 from driver.media.network_lookup import resolve_host, system_interfaces
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch, SendBatch
-from driver.media.udp_transport import ChannelEndpointError, UdpTransport
+from driver.media.udp_transport import LOOKS_BETWEEN_READS, ChannelEndpointError, UdpTransport
 from driver.protocol.control_protocol import ErrorCode
 from driver.protocol.udp_channel import UdpChannel
 from tests.support import free_port
@@ -395,6 +395,84 @@ def test_register_reader_only_wakes(transports, factory) -> None:
         assert loop.run_until_complete(main()) == 1
         assert wakes >= 1
         assert reached == []
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    "factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
+)
+def test_a_socket_watched_with_skip_unready_reads_is_read_only_after_the_loop_says_readable(transports, factory, monkeypatch) -> None:
+    """A duty cycle does not spend a system call on a socket the loop has not seen readable since a read left it
+    empty; whatever arrives is still read, at the cycle after the loop's next look."""
+    sender, receiver = unicast_pair(transports)
+    loop = factory()
+    calls = 0
+    real_receive = ReceiveBatch.receive
+
+    def counting_receive(self: ReceiveBatch, fd: int) -> int:
+        nonlocal calls
+        calls += 1
+        return real_receive(self, fd)
+
+    monkeypatch.setattr(ReceiveBatch, "receive", counting_receive)
+
+    async def main() -> list[int]:
+        receiver.register_reader(asyncio.get_running_loop(), Waker(), skip_unready_reads=True)
+        counts = []
+        with ReceiveBatch(4, 64) as b:
+            counts.append(receiver.receive_batch(b))  # nothing there: read once, then known empty
+            counts.append(receiver.receive_batch(b))
+            counts.append(calls)
+            sender.send(b"r" * 32)
+            for _ in range(200):  # the loop's turns until it has seen the socket readable
+                await asyncio.sleep(0.001)
+                if (received := receiver.receive_batch(b)) > 0:
+                    counts.append(received)
+                    break
+            counts.append(receiver.receive_batch(b))  # drained by that read: no call
+            receiver.unregister_reader(asyncio.get_running_loop())
+            sender.send(b"r" * 32)
+            counts.append(receive_all(receiver, b, 1).__len__())  # unwatched: every read looks
+        return counts
+
+    try:
+        assert loop.run_until_complete(main()) == [0, 0, 1, 1, 0, 1]
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    "factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
+)
+def test_a_send_socket_told_port_unreachable_still_wakes_its_agent_and_is_read(transports, factory) -> None:
+    """A publication sending where nobody listens yet gets an ICMP port unreachable on its socket; libuv then stops
+    watching the socket. The next read skips the error and watches it again, so a status message that comes later
+    still ends the sender's park and is read."""
+    port = free_port()
+    sender = transports(UdpTransport.open_send(channel(f"aeron:udp?endpoint=127.0.0.1:{port}")))
+    loop = factory()
+
+    async def main() -> int:
+        woken = asyncio.Event()
+        waker = Waker()
+        waker.bind(woken.set)
+        sender.register_reader(asyncio.get_running_loop(), waker, skip_unready_reads=True)
+        with ReceiveBatch(4, 64) as b:
+            sender.send(b"s" * 32)  # nobody listens: port unreachable
+            await asyncio.sleep(0.02)
+            for _ in range(LOOKS_BETWEEN_READS):  # whatever the loop said, the error is read within this many
+                assert sender.receive_batch(b) == 0
+            await asyncio.sleep(0.01)
+            woken.clear()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as peer:
+                peer.bind(("127.0.0.1", port))
+                peer.sendto(b"m" * 32, sender.local_address)  # a status message, say
+                await asyncio.wait_for(woken.wait(), 2)
+                return sender.receive_batch(b)
+
+    try:
+        assert loop.run_until_complete(main()) == 1
     finally:
         loop.close()
 
