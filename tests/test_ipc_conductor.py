@@ -70,6 +70,14 @@ def decode(events: list[tuple[int, bytes]], event: cp.Event):
     return [decoders[event](memoryview(body)) for t, body in events if t == event]
 
 
+def one_subscriber_publication(client: Client):
+    """A subscription, then a publication on its stream: (the subscriber's image, the publication's ready)."""
+    client.add_subscription()
+    client_events = client.add_publication()[1]
+    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
+    return image, decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+
+
 @pytest.fixture
 def driver(aeron_dir: Path, clock) -> MediaDriver:
     ctx = DriverContext(aeron_dir=str(aeron_dir), publication_linger_timeout_ns=2_000_000_000)
@@ -218,10 +226,7 @@ def test_limit_moves_count_as_work_only_when_they_come_quickly(
 ) -> None:
     """A move soon after the previous one keeps the conductor polling; one after a quiet spell does not reset the
     idle backoff (the next needs window/8 more bytes consumed). Limit and cleaning are the same either way."""
-    client.add_subscription()
-    client_events = client.add_publication()[1]
-    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
-    ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+    image, ready = one_subscriber_publication(client)
     counters, conductor = driver.counters, driver.conductor
     gain = TERM_LENGTH // 8
     with LogBuffers(ready.log_file_name) as log:
@@ -248,10 +253,7 @@ def test_positions_that_trickle_are_swept_once_an_interval_and_a_stream_at_once(
     its answer do not wait for a Python sweep per message."""
     interval_ns = driver.ctx.conductor_sweep_interval_ns
     assert interval_ns == 200_000  # the default
-    client.add_subscription()
-    client_events = client.add_publication()[1]
-    (image,) = decode(client_events, cp.Event.ON_AVAILABLE_IMAGE)
-    ready = decode(client_events, cp.Event.ON_PUBLICATION_READY)[0]
+    image, ready = one_subscriber_publication(client)
     counters, conductor = driver.counters, driver.conductor
     gain = TERM_LENGTH // 8
     start = counters.get_counter_value(ready.publication_limit_counter_id)
