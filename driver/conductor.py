@@ -384,14 +384,14 @@ class DriverConductor:
         self._sweep_moved = 0
         self._next_sweep_ns = now_ns + self._sweep_interval_ns
         work = 0
+        gaps = False
         if self._images:
             sm_timeout_ns = self._ctx.status_message_timeout_ns
-            gaps = False
             for image in self._images:
                 if image.is_tracking_rebuild:
                     work += image.track_rebuild(now_ns, sm_timeout_ns)
                     gaps = gaps or image.loss_detector.has_gaps
-            self._sweep_gaps = gaps
+        self._sweep_gaps = gaps  # also when the last image went: no NAK timers left to keep sweeping for
         if self._network_publications:
             for network_publication in self._network_publications:
                 if network_publication.state is NetState.ACTIVE:

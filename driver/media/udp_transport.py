@@ -550,8 +550,9 @@ class UdpTransport:
     def register_reader(
         self, loop: asyncio.AbstractEventLoop, waker: Waker, skip_unready_reads: bool = False
     ) -> None:
-        """Wake ``waker`` when the socket becomes readable. The callback only wakes: the agent reads
-        (``receive_batch``) and decodes in its duty cycle (design.md section 6 rule 3)."""
+        """Wake ``waker`` when the socket becomes readable. The callback only wakes and notes the socket readable
+        (``skip_unready_reads``: reads between are skipped); the agent reads (``receive_batch``) and decodes in
+        its duty cycle (docs/design.md section 3)."""
         if self._recv_sock is None:
             raise RuntimeError(f"register_reader on a closed transport for {self._uri()}")
         if self._reader_loop is not None:
