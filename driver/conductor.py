@@ -313,7 +313,11 @@ class DriverConductor:
     def watched_words(self) -> list[Word]:
         """What clients write that gives this agent work: the to-driver ring's tail (a command) and every
         subscriber's and spy's position (a publisher's limit or a receiver's window may move on)."""
-        words = [self._to_driver.tail_word()]
+        return [self._to_driver.tail_word(), *self._consumer_position_words()]
+
+    def _consumer_position_words(self) -> list[Word]:
+        """Every subscriber's and spy's position: what consumers write that moves limits and windows on."""
+        words = []
         for ipc in self._ipc_publications:
             words += [position.word() for position in ipc.subscriber_positions]
         for image in self._images:
@@ -368,15 +372,9 @@ class DriverConductor:
 
     def _sweep_words(self) -> list[Word]:
         """The positions the sweep reads that others write (counters in cnc.dat, mapped while the driver runs)."""
-        words = []
-        for ipc in self._ipc_publications:
-            words += [position.word() for position in ipc.subscriber_positions]
-        for image in self._images:
-            words += [position.word() for position in image.subscriber_positions]
-            words.append(image.hwm_position.word())
-        for publication in self._network_publications:
-            words.append(publication.sender_position.word())
-            words += [position.word() for position in publication.spy_positions]
+        words = self._consumer_position_words()
+        words += [image.hwm_position.word() for image in self._images]
+        words += [publication.sender_position.word() for publication in self._network_publications]
         return words
 
     def _sweep(self, now_ns: int) -> int:

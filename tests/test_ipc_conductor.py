@@ -260,7 +260,7 @@ def test_positions_that_trickle_are_swept_once_an_interval_and_a_stream_at_once(
     assert start == TERM_LENGTH
     clock.nanos += interval_ns
     conductor.do_work()
-    counters.set_counter_value(image.subscriber_position_id, gain - 256)  # a stream's worth: swept at once
+    counters.set_counter_value(image.subscriber_position_id, gain - 256)  # a stream's worth, short of a limit trip
     conductor.do_work()
     assert counters.get_counter_value(ready.publication_limit_counter_id) == start  # not yet a trip of the limit
     counters.set_counter_value(image.subscriber_position_id, gain + 256)  # 512 bytes: a trickle, left for later
