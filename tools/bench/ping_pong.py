@@ -222,7 +222,7 @@ def main() -> int:
         result[f"{kind}_runs"] = [
             {"error": r["error"]}
             if "error" in r
-            else {k: r[k] for k in ("p50_us", "p99_us", "p999_us", "max_us", "mean_us")}
+            else {k: r[k] for k in ("p25_us", "p50_us", "p75_us", "p99_us", "p999_us", "max_us", "mean_us")}
             for r in results[kind]
         ]
     emit(result)

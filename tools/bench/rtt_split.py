@@ -13,7 +13,11 @@ read is stamped with its age. The stages, medians over the timed round trips (µ
 - ``pong_read``: the receiver read the echo;
 - ``rtt``: Ping's own p50 (it polled the echo from the image).
 
-Each stage's own time is the difference to the previous one (``split``). Also the driver's duty-cycle rate, how
+Each stage's own time is the difference to the previous one (``split``), and Ping's quartiles (the round trips
+are spread wide here: the median moves a long way between runs when it falls between two humps). Also the
+driver's CPU per round trip (its CPU time while Ping ran over Ping's round trips, warm-up included: with a
+busy-spinning client on each of two cores the kernel gives the driver about half of the core it shares, so the
+round trip grows with this figure), the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
 and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
 about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench.compare import add_prop_args, parse_props
+from tools.bench.cpu import tree_cpu_seconds
 from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers, wait_ready
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
 from tools.bench.samples import parse_histogram
@@ -251,6 +256,7 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
             watch=[pong, driver],
             fail_on_exception=[pong],
         )
+        cpu_before = tree_cpu_seconds(driver.pid)
         ping = h.java("io.aeron.samples.Ping", client_props, stdin=b"n\n")
         h.wait_for(
             lambda: ping.find(r"^#\[Max\s*=") is not None,
@@ -259,6 +265,7 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
             watch=[pong, ping, driver],
             fail_on_exception=[pong, ping],
         )
+        driver_cpu_s = tree_cpu_seconds(driver.pid) - cpu_before
         histogram = parse_histogram(ping.text())
         driver.signal(signal.SIGTERM)
         deadline = time.monotonic() + 10
@@ -281,6 +288,11 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         "stages_us": {**stages, "rtt": rtt},
         "split_us": split,
         "rtt_p99_us": histogram["p99_us"],
+        "rtt_quartiles_us": [histogram["p25_us"], histogram["p50_us"], histogram["p75_us"]],
+        # Ping's round trips, warm-up included, over the driver's CPU while Ping ran (its start-up is ~1 %).
+        "driver_cpu_us_per_round_trip": round(
+            driver_cpu_s * 1e6 / (warmup + args.messages), 1
+        ),
         "duty_cycles_per_s": round(data["ticks"] / data["seconds"]),
         "probes_per_s": {
             k: round(data[f"probes_{k}"] / data["seconds"]) for k in ("quiet", "busy")

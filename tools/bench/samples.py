@@ -73,7 +73,8 @@ HISTOGRAM_MAX = re.compile(r"#\[Max\s*=\s*([\d.]+),\s*Total count\s*=\s*(\d+)\]"
 
 
 def parse_histogram(text: str) -> dict[str, Any]:
-    """p50/p90/p99/p99.9 (first row whose cumulative count reaches the fraction), mean and max, in microseconds."""
+    """p25/p50/p75/p90/p99/p99.9 (first row whose cumulative count reaches the fraction), mean and max, in
+    microseconds."""
     start = text.find("Histogram of RTT latencies")
     body = text[start:] if start >= 0 else text
     rows = []
@@ -90,7 +91,14 @@ def parse_histogram(text: str) -> dict[str, Any]:
         need = fraction * count
         return next((value for value, cumulative in rows if cumulative >= need), rows[-1][0])
 
-    result = {"p50_us": at(0.50), "p90_us": at(0.90), "p99_us": at(0.99), "p999_us": at(0.999)}
+    result = {
+        "p25_us": at(0.25),
+        "p50_us": at(0.50),
+        "p75_us": at(0.75),
+        "p90_us": at(0.90),
+        "p99_us": at(0.99),
+        "p999_us": at(0.999),
+    }
     result["max_us"] = float(maxi.group(1))
     result["mean_us"] = float(mean.group(1)) if mean else None
     result["count"] = count

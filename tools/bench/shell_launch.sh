@@ -16,8 +16,9 @@
 # counts, one line a second) and the driver's CPU is read from /proc before and after the window.
 # Round trips (-p: Pong, then Ping over UDP loopback, ports 40124/40125, 2 x 10,000 warm-up, ROUND_TRIPS
 # timed, default 100,000):
-#   <driver> p50_us=<...> p99_us=<...> count=<n> out=<dir>
-# read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 %).
+#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> out=<dir>
+# read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 % / 25 % / 75 %): the
+# quartiles show a spread that moves the median a long way between runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -89,10 +90,12 @@ if [ -n "$pingpong" ]; then
     END {
       if (!total) { print kind " failed: no histogram in " out "/ping.out"; exit 2 }
       for (i = 1; i <= n; i++) {
+        if (!p25 && count[i] >= 0.25 * total) p25 = value[i]
         if (!p50 && count[i] >= 0.5 * total) p50 = value[i]
+        if (!p75 && count[i] >= 0.75 * total) p75 = value[i]
         if (!p99 && count[i] >= 0.99 * total) p99 = value[i]
       }
-      print kind " p50_us=" p50 " p99_us=" p99 " count=" total " out=" out
+      print kind " p50_us=" p50 " p99_us=" p99 " count=" total " p25_us=" p25 " p75_us=" p75 " out=" out
     }' "$out/ping.out"
   exit
 fi
