@@ -307,9 +307,10 @@ class MediaDriver:
             ) from e
 
     def on_error(self, error: BaseException) -> None:
-        """Every error the driver observes: counted, and kept once per distinct kind in the error log."""
-        self.system_counters.get(SystemCounterDescriptor.ERRORS).increment()
+        """Every error the driver observes: kept once per distinct kind in the error log, then counted (as Aeron's
+        CountedErrorHandler: whoever sees the count go up finds the entry already logged)."""
         self.error_log.record(error)
+        self.system_counters.get(SystemCounterDescriptor.ERRORS).increment()
 
     # --- running ---------------------------------------------------------------------------------
 

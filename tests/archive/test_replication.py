@@ -43,7 +43,9 @@ class Archives:
                 "aeron.archive.dir": str(base / name),
                 "aeron.archive.threading.mode": "SHARED",
                 "aeron.archive.replication.channel": "aeron:udp?endpoint=127.0.0.1:0",
-                "aeron.archive.replication.progress.timeout": "1s",
+                # Short, so a lost source ends a copy soon; not 1 s: on 2 busy cores a following copy once
+                # stood still that long with its source alive.
+                "aeron.archive.replication.progress.timeout": "3s",
             }
             driver = pool.ours(self.props[name], args=["--archive"])
             self.drivers[name] = driver
