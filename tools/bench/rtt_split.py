@@ -194,6 +194,7 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
         with open(out, "w") as f:
             busy, idle = (sorted(cycle_ns[k]) for k in (True, False))
             cycles["busy_cycle_us"] = busy[len(busy) // 2] / 1000 if busy else None
+            cycles["busy_cycles"], cycles["idle_cycles"] = len(busy), len(idle)
             cycles["idle_cycle_us"] = idle[len(idle) // 2] / 1000 if idle else None
             late = sorted(late_ns)
             cycles["park_late_us"] = (
@@ -294,6 +295,11 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
             driver_cpu_s * 1e6 / (warmup + args.messages), 1
         ),
         "duty_cycles_per_s": round(data["ticks"] / data["seconds"]),
+        # Over the driver's whole run (Pong's and Ping's start-up add a few hundred).
+        "cycles_per_round_trip": {
+            kind: round(data[f"{kind}_cycles"] / (warmup + args.messages), 2) for kind in ("busy", "idle")
+        },
+        "parks_per_round_trip": round(data["parks"] / (warmup + args.messages), 2),
         "probes_per_s": {
             k: round(data[f"probes_{k}"] / data["seconds"]) for k in ("quiet", "busy")
         },
