@@ -266,7 +266,8 @@ def test_retention_keeps_a_long_capture_under_its_cap_while_three_replays_run(tm
                 receiver.close()
 
         # The retention clock jumps past max_age: every data set not in use goes at the next pass.
-        wait_for(lambda: time.monotonic() - started > 7 * CUT_S, 80, "7 cuts of capture", interval=0.5)
+        # Half way between two cuts: the data set cut last has been listed by the sampler before it goes.
+        wait_for(lambda: time.monotonic() - started > 7.5 * CUT_S, 80, "7 cuts of capture", interval=0.5)
         before = env.client.get(f"{API}/record").json()["rolling"]
         skew_ns[0] = 2 * 3600 * 1_000_000_000
         wait_for(lambda: not capture_sets(), 10, "the aged data sets to go", interval=0.2)
