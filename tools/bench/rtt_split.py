@@ -16,8 +16,8 @@ read is stamped with its age. The stages, medians over the timed round trips (µ
 Each stage's own time is the difference to the previous one (``split``), and Ping's quartiles (the round trips
 are spread wide here: the median moves a long way between runs when it falls between two humps). Also the
 driver's CPU per round trip (its CPU time while Ping ran over Ping's round trips, warm-up included: with a
-busy-spinning client on each of two cores the kernel gives the driver about half of the core it shares, so the
-round trip grows with this figure), the driver's duty-cycle rate, how
+busy-spinning client on each of two cores the driver shares a core with one of them and waits for its turn, so
+the round trip grows with this figure), the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
 and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
 about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
