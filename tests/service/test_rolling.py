@@ -152,9 +152,10 @@ def test_bad_rotate_parameters_are_422s_naming_them(service_env: ServiceEnv) -> 
 TERM = 64 * 1024
 CAP = 4 * 1024 * 1024
 SLACK = 512 * 1024
-CUT_S = 4.0
 """Past the cap for a moment: what a second of capture brings between two retention passes, a segment reserved
 ahead per recording, files of purged recordings not yet unlinked."""
+CUT_S = 4.0
+"""How often the long capture below is cut into a new data set."""
 
 
 def archive_disk_use(archive_dir: Path) -> int:
@@ -197,7 +198,7 @@ class Sampler(threading.Thread):
 @pytest.mark.slow
 def test_retention_keeps_a_long_capture_under_its_cap_while_three_replays_run(tmp_path: Path) -> None:
     """A capture cut every 4 s for 48 s from an IPC and a UDP publisher (1,000 messages a second each, so the
-    archive passes its cap about half way): retention by disk use keeps the archive under its cap throughout; three
+    archive passes its cap about two thirds of the way): retention by disk use keeps the archive under its cap throughout; three
     replays of different data sets run at once with every message; a jump of the retention clock past max_age drops
     every data set not in use."""
     skew_ns = [0]
