@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from pyspark.sql import functions as F
 from driver.analysis.corpus import FILE_LENGTH, generate_corpus
 from driver.analysis.job import AnalysisResult, analyze, create_session
 from driver.reports.loss_report import CorruptLossReportError, LossReportFile, entry_length
+from tests.support.scratch import scratch_dir
 
 pytestmark = pytest.mark.slow
 
@@ -58,8 +60,16 @@ def _row_hash(row: tuple[Any, ...]) -> int:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
-    root = tmp_path_factory.mktemp("fleet")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The module's files (the fleet's loss reports, the analysis's output), removed after it."""
+    with scratch_dir(tmp_path_factory, "analyze-loss") as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def fleet(scratch: Path) -> Fleet:
+    root = scratch / "fleet"
+    root.mkdir()
     started = time.perf_counter()
     corpus = generate_corpus(root, FILES, ENTRIES, seed=11)
     generate_seconds = time.perf_counter() - started
@@ -107,14 +117,14 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run(spark: SparkSession, fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Run:
+def run(spark: SparkSession, fleet: Fleet, scratch: Path) -> Run:
     progress: list[str] = []
 
     def record(message: str) -> None:
         progress.append(message)
         print(f"analyze-loss: {message}", file=sys.stderr, flush=True)
 
-    result = analyze(spark, [fleet.pattern], tmp_path_factory.mktemp("analysis"), progress=record)
+    result = analyze(spark, [fleet.pattern], scratch / "analysis", progress=record)
     return Run(result, progress)
 
 

@@ -20,6 +20,7 @@ driver_pool    function  driver processes (ours: ``python -m driver run``; Java'
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from tests.support.driver_pool import DriverPool, DriverProcess
 from tests.support.java_archive import JavaArchive, archive_channels, start_java_archive
 from tests.support.java_peers import JAVA_SOURCES, JavaPeers, compile_java_sources, find_peer_paths
 from tests.support.our_archive import OurArchive, embedded_archive, start_our_archive
+from tests.support.scratch import scratch_dir
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,10 +65,11 @@ def _archive_on_driver(
     """One archive of ``kind`` ("java"/"ours": the real archive on that driver; "ours-embedded",
     "ours-standalone": ours), stopped with its driver after the module."""
     pool = DriverPool()
+    scratch = ExitStack()
     try:
         props = {"aeron.spies.simulate.connection": "true"}
         archive_props = archive_channels() | getattr(request.module, "JAVA_ARCHIVE_PROPS", {})
-        archive_dir = factory.mktemp(f"archive-{kind}")
+        archive_dir = scratch.enter_context(scratch_dir(factory, f"archive-{kind}"))
         archive: JavaArchive | OurArchive
         if kind == "ours-embedded":
             embedded = props | archive_props | {"aeron.archive.dir": str(archive_dir)}
@@ -74,7 +77,7 @@ def _archive_on_driver(
             archive = embedded_archive(driver.log, archive_dir, embedded)
         elif kind == "ours-standalone":
             driver = pool.java(props, peers=peers)
-            log_path = factory.mktemp("archive-log") / "archive.log"
+            log_path = scratch.enter_context(scratch_dir(factory, "archive-log")) / "archive.log"
             archive = start_our_archive(driver.aeron_dir, archive_dir, archive_props, log_path)
         else:
             driver = pool.java(props, peers=peers) if kind == "java" else pool.ours(props)
@@ -85,6 +88,7 @@ def _archive_on_driver(
             archive.stop()
     finally:
         problems = pool.close()
+        scratch.close()
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 

@@ -33,6 +33,7 @@ from driver.client import Aeron, ExclusivePublication, RegistrationError
 from tests.support.driver_pool import DriverPool
 from tests.support.java_archive import archive_channels, start_java_archive
 from tests.support.our_archive import start_our_archive
+from tests.support.scratch import scratch_dir
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -175,23 +176,23 @@ def recorded(
 ) -> Iterator[Recorded]:
     """The scripts recorded by the real archive into one directory and by ours into another, on our driver."""
     pool = DriverPool()
-    base = tmp_path_factory.mktemp("archive-files")
-    try:
-        driver = pool.ours({"aeron.publication.linger.timeout": str(LINGER_NS)})
-        aeron = Aeron.connect(driver.aeron_dir)
+    with scratch_dir(tmp_path_factory, "archive-files") as base:
         try:
-            java_dir, our_dir = base / "java", base / "ours"
-            for kind, archive_dir in (("java", java_dir), ("ours", our_dir)):
-                with RunningArchive(
-                    kind, archive_java, aeron, driver.aeron_dir, archive_dir, base
-                ) as archive:
-                    ids = [record(aeron, archive, script) for script in SCRIPTS]
-                    assert ids == [0, 1]
-            yield Recorded(driver.aeron_dir, aeron, archive_java, java_dir, our_dir)
+            driver = pool.ours({"aeron.publication.linger.timeout": str(LINGER_NS)})
+            aeron = Aeron.connect(driver.aeron_dir)
+            try:
+                java_dir, our_dir = base / "java", base / "ours"
+                for kind, archive_dir in (("java", java_dir), ("ours", our_dir)):
+                    with RunningArchive(
+                        kind, archive_java, aeron, driver.aeron_dir, archive_dir, base
+                    ) as archive:
+                        ids = [record(aeron, archive, script) for script in SCRIPTS]
+                        assert ids == [0, 1]
+                yield Recorded(driver.aeron_dir, aeron, archive_java, java_dir, our_dir)
+            finally:
+                aeron.close()
         finally:
-            aeron.close()
-    finally:
-        problems = pool.close()
+            problems = pool.close()
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 

@@ -344,14 +344,14 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.client import AeronArchive, SourceLocation
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron
-from tests.support import EmbeddedDriver, free_port, new_aeron_dir
+from tests.support import EmbeddedDriver, free_port
 
-archive_dir, base = sys.argv[1], sys.argv[2]
+archive_dir, aeron_dir = sys.argv[1], sys.argv[2]
 control = f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}"
 ctx = ArchiveContext(archive_dir=archive_dir, control_channel=control, threading_mode="SHARED",
                      recording_events_channel=f"aeron:udp?endpoint=127.0.0.1:{free_port('udp')}",
                      segment_file_length=1 << 20)
-driver = EmbeddedDriver(new_aeron_dir(__import__("pathlib").Path(base)), on_created=lambda d: connect_embedded(d, ctx),
+driver = EmbeddedDriver(__import__("pathlib").Path(aeron_dir), on_created=lambda d: connect_embedded(d, ctx),
                         term_buffer_length=65536, ipc_term_buffer_length=65536)
 aeron = Aeron.connect(driver.aeron_dir)
 archive = AeronArchive.connect(aeron, control_request_channel=control,
@@ -371,7 +371,7 @@ while True:
 def test_recovery_after_kill_9_stops_at_the_last_frame_whose_checksum_holds(tmp_path: Path) -> None:
     archive_dir = tmp_path / "crashed"
     with subprocess.Popen(
-        [sys.executable, "-c", CRASHING_RECORDER, str(archive_dir), str(tmp_path)],
+        [sys.executable, "-c", CRASHING_RECORDER, str(archive_dir), str(new_aeron_dir(tmp_path))],
         stdout=subprocess.PIPE, cwd=ROOT, text=True,
     ) as child:  # fmt: skip
         try:

@@ -23,6 +23,7 @@ from driver.archive.segment_file import (
     segment_position,
 )
 from driver.util.bit_util import align
+from tests.support.scratch import scratch_dir
 
 pytestmark = pytest.mark.interop
 
@@ -34,17 +35,18 @@ PAYLOAD = 1000
 
 @pytest.fixture(scope="module")
 def recorded(archive_java: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
-    archive_dir = tmp_path_factory.mktemp("java-archive") / "archive"
-    aeron_dir = f"/dev/shm/aeron-archive-files-{uuid.uuid4().hex[:12]}"
-    try:
-        result = archive_java.run(
-            "JavaArchiveRecorder", archive_dir, aeron_dir, MESSAGES, timeout=90.0, check=True
-        )
-    finally:
-        shutil.rmtree(aeron_dir, ignore_errors=True)
-    recording_id, start, stop = map(int, result.stdout.split())
-    assert (recording_id, start) == (0, START)
-    yield archive_dir, aeron_dir, stop
+    with scratch_dir(tmp_path_factory, "java-archive") as base:
+        archive_dir = base / "archive"
+        aeron_dir = f"/dev/shm/aeron-archive-files-{uuid.uuid4().hex[:12]}"
+        try:
+            result = archive_java.run(
+                "JavaArchiveRecorder", archive_dir, aeron_dir, MESSAGES, timeout=90.0, check=True
+            )
+        finally:
+            shutil.rmtree(aeron_dir, ignore_errors=True)
+        recording_id, start, stop = map(int, result.stdout.split())
+        assert (recording_id, start) == (0, START)
+        yield archive_dir, aeron_dir, stop
 
 
 def test_catalog_and_mark_file(recorded: tuple[Path, str, int]) -> None:

@@ -24,6 +24,7 @@ from tests.support.driver_pool import DriverPool
 from tests.support.embedded import embedded_driver
 from tests.support.java_archive import archive_channels
 from tests.support.recording_files import assert_same_recording
+from tests.support.scratch import scratch_dir
 
 LOCAL = dict(
     control_request_channel="aeron:ipc", control_request_stream_id=11, control_response_channel="aeron:ipc"
@@ -66,13 +67,14 @@ def _connect(aeron_dir: Path) -> AeronArchive | None:
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
     pool = DriverPool()
-    try:
-        archives = Archives(pool, tmp_path_factory.mktemp("replication"))
-        yield archives
-        for client in archives.clients.values():
-            client.close()
-    finally:
-        problems = pool.close()
+    with scratch_dir(tmp_path_factory, "replication") as base:
+        try:
+            archives = Archives(pool, base)
+            yield archives
+            for client in archives.clients.values():
+                client.close()
+        finally:
+            problems = pool.close()
     assert not problems, problems
 
 

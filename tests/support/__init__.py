@@ -60,6 +60,10 @@ What is here, and when to use which:
     concurrent offer path (NativeOffer), as a client's ``Publication.offer`` writes them: ``offer`` returns
     what ``Publication.offer`` would, ``append`` retries rotations. Use it for any test that needs messages
     in a log (a network publication to send, a reference stream to cut into datagrams).
+``scratch_dir(factory, name)`` (scratch.py)
+    A ``tmp_path_factory`` dir removed when its block ends: use it in every module- or session-scoped fixture
+    that writes recordings, segments or other bulk (pytest would keep them until the run ends). Import from
+    ``tests.support.scratch``.
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts

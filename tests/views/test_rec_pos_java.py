@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from driver.cli import main
 from driver.exporter.collector import CncCollector
 from tests.archive.conftest import archive_java  # noqa: F401  (fixtures)
+from tests.support.scratch import scratch_dir
 
 pytestmark = pytest.mark.interop
 
@@ -29,18 +30,19 @@ def live_recording(
     archive_java: Any,  # noqa: F811  (the imported fixture)
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, Path, list[int]]]:
-    archive_dir = tmp_path_factory.mktemp("java-archive-live") / "archive"
-    aeron_dir = Path(f"/dev/shm/aeron-archive-live-{uuid.uuid4().hex[:12]}")
-    proc = archive_java.spawn("JavaArchiveLive", archive_dir, aeron_dir, MESSAGES, stdin=True)
-    try:
-        lines = proc.read_until(r"^RECORDING ", 60)
-        fields = next(line for line in lines if line.startswith("RECORDING ")).split()[1:]
-        yield archive_dir, aeron_dir, [int(f) for f in fields]
-        proc.write_line("stop")
-        proc.wait(30)
-    finally:
-        proc.stop()
-        shutil.rmtree(aeron_dir, ignore_errors=True)
+    with scratch_dir(tmp_path_factory, "java-archive-live") as base:
+        archive_dir = base / "archive"
+        aeron_dir = Path(f"/dev/shm/aeron-archive-live-{uuid.uuid4().hex[:12]}")
+        proc = archive_java.spawn("JavaArchiveLive", archive_dir, aeron_dir, MESSAGES, stdin=True)
+        try:
+            lines = proc.read_until(r"^RECORDING ", 60)
+            fields = next(line for line in lines if line.startswith("RECORDING ")).split()[1:]
+            yield archive_dir, aeron_dir, [int(f) for f in fields]
+            proc.write_line("stop")
+            proc.wait(30)
+        finally:
+            proc.stop()
+            shutil.rmtree(aeron_dir, ignore_errors=True)
 
 
 def test_stat_streams_and_exporter_show_the_recording(
