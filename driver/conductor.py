@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from driver.agent.command_queue import CommandQueue
-from driver.client_command_adapter import ClientCommandAdapter, CommandDeferred, ControlProtocolError
+from driver.client_command_adapter import (
+    COMMAND_DRAIN_LIMIT,
+    ClientCommandAdapter,
+    CommandDeferred,
+    ControlProtocolError,
+)
 from driver.client_proxy import ClientProxy, max_channel_length
 from driver.concurrent.counter_types import (
     CLIENT_HEARTBEAT_TYPE_ID,
@@ -303,6 +308,7 @@ class DriverConductor:
         self._sweep_moved = 0
         self._sweep_gaps = False
         self._next_sweep_ns = 0
+        self._commands_left = False
 
     # --- agent -------------------------------------------------------------------------------
 
@@ -329,6 +335,7 @@ class DriverConductor:
     def has_queued_work(self) -> bool:
         return bool(
             self.commands
+            or self._commands_left
             or self._pending_logs
             or self._sender_proxy.backlog
             or self._receiver_proxy.backlog
@@ -338,7 +345,11 @@ class DriverConductor:
         now_ns = self._nano_clock()
         # Commands that did not fit the sender's or receiver's queue go first, in order, as room frees.
         work = self._sender_proxy.flush() + self._receiver_proxy.flush()
-        work += self.receive_commands(now_ns)
+        commands_read = self.receive_commands(now_ns)
+        # A full drain may have left commands in the ring whose tail no longer moves: the probe must not call
+        # the next park quiet (has_queued_work).
+        self._commands_left = commands_read >= COMMAND_DRAIN_LIMIT
+        work += commands_read
         if self._pending_logs:
             work += self._resume_pending_logs()
         # Each step is skipped when it has nothing to look at: an idle driver wakes ~1000 times a second.

@@ -69,11 +69,11 @@ class AgentRunner:
         error_handler: Callable[[BaseException], None] | None = None,
         probe: WorkProbe | None = None,
     ) -> None:
-        """``probe``: when a park ends on its timer after a cycle that did nothing, ask it first and park
-        again if nothing moved (driver/agent/work_probe.py); a wake by I/O always runs the cycle."""
+        """``probe``: when a park ends on its timer, ask it first and park again if nothing moved
+        (driver/agent/work_probe.py), also after a cycle that did work: what that work leaves to do is queued
+        (the probe sees it) or comes back as a datagram; a wake by I/O always runs the cycle."""
         self.agent = agent
         self.probe = probe
-        self._last_work = 1
         self.idle_strategy: IdleStrategy = idle_strategy or BackoffIdleStrategy()
         self.error_handler = error_handler or (
             lambda e: log.error("agent %s failed", agent.role_name, exc_info=e)
@@ -143,7 +143,6 @@ class AgentRunner:
             delay_ns = idle.next_delay_ns(work)
             if delay_ns != SPIN:
                 break
-        self._last_work = work
         if delay_ns > 0 and work > 0 and probe is not None and probe.spin_ns and probe.moves_soon():
             self._handle = loop.call_soon(self._tick)  # an answer is already there: no park
             return
@@ -169,7 +168,7 @@ class AgentRunner:
         # A stale readiness (the park was already ended by a wake, or re-armed) consumes nothing: no cycle.
         if timer is not None and timer.clear() and self._parked and self._handle is None:
             probe = self.probe
-            if probe is not None and not self._last_work and probe.is_quiet():
+            if probe is not None and probe.is_quiet():
                 delay_ns = self.idle_strategy.next_delay_ns(0)
                 if delay_ns > 0:  # a park: nothing to do, so no cycle (a spin or yield runs it)
                     self._wait(delay_ns)

@@ -1,5 +1,6 @@
-"""WorkProbe and the runner's use of it: a park that ends on its timer after an idle cycle costs no duty cycle
-while nothing a client writes has moved; a moved word, queued work or a changed word set runs the cycle."""
+"""WorkProbe and the runner's use of it: a park that ends on its timer costs no duty cycle while nothing a client
+writes has moved, whether the cycle before it did work or not; a moved word, queued work or a changed word set
+runs the cycle."""
 
 from __future__ import annotations
 
@@ -131,6 +132,35 @@ def test_the_runner_skips_idle_cycles_while_nothing_moves_and_runs_one_when_a_wo
         settled = agent.cycles
         buffer.put_int64_release(0, 42)
         await wait_until(lambda: agent.cycles > settled)
+        runner.stop()
+        await runner.join(1.0)
+
+    event_loop_under_test.run(scenario())
+
+
+def test_after_a_cycle_that_did_work_a_park_runs_no_cycle_until_a_word_moves_or_work_is_queued(
+    event_loop_under_test,
+) -> None:
+    """A request answered (a cycle with a little work, then a park) costs no further cycle while nothing moves:
+    the idle cycle each round trip used to run."""
+
+    async def scenario() -> None:
+        buffer = AtomicBuffer(bytearray(64))
+        agent = WatchedAgent(buffer)
+        # As the driver's: a cycle that moved less than busy_work parks (rather than yields) before the next.
+        idle = BackoffIdleStrategy(max_spins=0, max_yields=0, min_park_ns=50_000, max_park_ns=200_000, busy_work=256)
+        runner = AgentRunner(CompositeAgent([agent]), idle, probe=WorkProbe([agent], cycle_interval_ns=10**12))
+        runner.start()
+        await wait_until(lambda: agent.cycles >= 1)
+        for step in range(2):
+            settled = agent.cycles
+            if step == 0:
+                buffer.put_int64_release(0, 42)  # a client wrote: one cycle with work
+            else:
+                agent.queued = 1  # work another agent queued: one cycle
+            await wait_until(lambda settled=settled: agent.cycles > settled)
+            await asyncio.sleep(0.1)  # the parks after it end on their timer, and the probe answers them
+            assert agent.cycles == settled + 1
         runner.stop()
         await runner.join(1.0)
 
