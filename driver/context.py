@@ -427,7 +427,7 @@ class DriverContext:
         parse_bool,
         True,
         "bool",
-        "a park that ends on its timer after an idle cycle first checks the words clients write (publication "
+        "a park that ends on its timer first checks the words clients write (publication "
         "tails, subscriber positions, the command ring) and parks again if none moved (a full cycle still runs "
         "each millisecond)",
     )
