@@ -33,7 +33,7 @@ from typing import Any
 from driver.archive.codecs import SourceLocation
 from driver.client import Aeron
 from tests.support.archive_host import ArchiveHost
-from tests.support.embedded import new_aeron_dir
+from tests.support.embedded import new_aeron_dir, remove_aeron_dirs
 from tests.support.wait import wait_for
 from tools.bench.report import emit, host_info, progress
 from tools.peers import netns
@@ -165,32 +165,35 @@ def main() -> int:
     replication: list[tuple[float, float]] = []
     plain: list[tuple[float, float]] = []
     merges: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="replbench-") as tmp, netns.two_hosts(tag="replbench") as (a, b):
-        base = Path(tmp)
-        source = ArchiveHost(a, base, "a", "-Daeron.spies.simulate.connection=true")
-        copy = ArchiveHost(
-            b, base, "b", f"-Daeron.archive.replication.channel=aeron:udp?endpoint={b.address}:0"
-        )
-        try:
-            progress(f"recording {args.mib} MiB on A")
-            recording_id, stop = record_stopped(source, args.mib)
-            time.sleep(6)  # the recorded publication's linger: until then A's driver holds its session id
-            for run in range(args.runs):
-                if run:
-                    time.sleep(6)  # the last copy's replay publication lingers with the recorded session id
-                replication.append(replicate_once(source, copy, recording_id, stop))
-                plain.append(plain_replay_once(source, copy, recording_id, stop, 41_000 + run))
-                progress(
-                    f"run {run + 1}: replication {replication[-1][1]:.1f} MB/s copying "
-                    f"({replication[-1][0]:.1f} from the request), plain replay {plain[-1][1]:.1f} MB/s "
-                    f"({plain[-1][0]:.1f} from the request)"
-                )
-            for run in range(args.merge_runs):
-                merges.append(merge_once(source, copy, a, b, base, 42_000 + 10 * run))
-                progress(f"merged with live {merges[-1]:.2f} s after the request")
-        finally:
-            copy.close()
-            source.close()
+    try:
+        with tempfile.TemporaryDirectory(prefix="replbench-") as tmp, netns.two_hosts(tag="replbench") as (a, b):
+            base = Path(tmp)
+            source = ArchiveHost(a, base, "a", "-Daeron.spies.simulate.connection=true")
+            copy = ArchiveHost(
+                b, base, "b", f"-Daeron.archive.replication.channel=aeron:udp?endpoint={b.address}:0"
+            )
+            try:
+                progress(f"recording {args.mib} MiB on A")
+                recording_id, stop = record_stopped(source, args.mib)
+                time.sleep(6)  # the recorded publication's linger: until then A's driver holds its session id
+                for run in range(args.runs):
+                    if run:
+                        time.sleep(6)  # the last copy's replay publication lingers with the recorded session id
+                    replication.append(replicate_once(source, copy, recording_id, stop))
+                    plain.append(plain_replay_once(source, copy, recording_id, stop, 41_000 + run))
+                    progress(
+                        f"run {run + 1}: replication {replication[-1][1]:.1f} MB/s copying "
+                        f"({replication[-1][0]:.1f} from the request), plain replay {plain[-1][1]:.1f} MB/s "
+                        f"({plain[-1][0]:.1f} from the request)"
+                    )
+                for run in range(args.merge_runs):
+                    merges.append(merge_once(source, copy, a, b, base, 42_000 + 10 * run))
+                    progress(f"merged with live {merges[-1]:.2f} s after the request")
+            finally:
+                copy.close()
+                source.close()
+    finally:
+        remove_aeron_dirs()  # after the drivers stopped: new_aeron_dir put them on /dev/shm, not in tmp
     ours = statistics.median(r[1] for r in replication)
     reference = statistics.median(p[1] for p in plain)
     ratio = ours / reference
