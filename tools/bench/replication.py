@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -165,35 +166,32 @@ def main() -> int:
     replication: list[tuple[float, float]] = []
     plain: list[tuple[float, float]] = []
     merges: list[float] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="replbench-") as tmp, netns.two_hosts(tag="replbench") as (a, b):
-            base = Path(tmp)
-            source = ArchiveHost(a, base, "a", "-Daeron.spies.simulate.connection=true")
-            copy = ArchiveHost(
-                b, base, "b", f"-Daeron.archive.replication.channel=aeron:udp?endpoint={b.address}:0"
+    with ExitStack() as stack:
+        # Undone in reverse: the archive clients, the namespaces (their drivers stop), the temporary dir, and last
+        # the aeron dirs new_aeron_dir put on /dev/shm (outside the temporary dir).
+        stack.callback(remove_aeron_dirs)
+        base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replbench-")))
+        a, b = stack.enter_context(netns.two_hosts(tag="replbench"))
+        source = ArchiveHost(a, base, "a", "-Daeron.spies.simulate.connection=true")
+        stack.callback(source.close)
+        copy = ArchiveHost(b, base, "b", f"-Daeron.archive.replication.channel=aeron:udp?endpoint={b.address}:0")
+        stack.callback(copy.close)
+        progress(f"recording {args.mib} MiB on A")
+        recording_id, stop = record_stopped(source, args.mib)
+        time.sleep(6)  # the recorded publication's linger: until then A's driver holds its session id
+        for run in range(args.runs):
+            if run:
+                time.sleep(6)  # the last copy's replay publication lingers with the recorded session id
+            replication.append(replicate_once(source, copy, recording_id, stop))
+            plain.append(plain_replay_once(source, copy, recording_id, stop, 41_000 + run))
+            progress(
+                f"run {run + 1}: replication {replication[-1][1]:.1f} MB/s copying "
+                f"({replication[-1][0]:.1f} from the request), plain replay {plain[-1][1]:.1f} MB/s "
+                f"({plain[-1][0]:.1f} from the request)"
             )
-            try:
-                progress(f"recording {args.mib} MiB on A")
-                recording_id, stop = record_stopped(source, args.mib)
-                time.sleep(6)  # the recorded publication's linger: until then A's driver holds its session id
-                for run in range(args.runs):
-                    if run:
-                        time.sleep(6)  # the last copy's replay publication lingers with the recorded session id
-                    replication.append(replicate_once(source, copy, recording_id, stop))
-                    plain.append(plain_replay_once(source, copy, recording_id, stop, 41_000 + run))
-                    progress(
-                        f"run {run + 1}: replication {replication[-1][1]:.1f} MB/s copying "
-                        f"({replication[-1][0]:.1f} from the request), plain replay {plain[-1][1]:.1f} MB/s "
-                        f"({plain[-1][0]:.1f} from the request)"
-                    )
-                for run in range(args.merge_runs):
-                    merges.append(merge_once(source, copy, a, b, base, 42_000 + 10 * run))
-                    progress(f"merged with live {merges[-1]:.2f} s after the request")
-            finally:
-                copy.close()
-                source.close()
-    finally:
-        remove_aeron_dirs()  # after the drivers stopped: new_aeron_dir put them on /dev/shm, not in tmp
+        for run in range(args.merge_runs):
+            merges.append(merge_once(source, copy, a, b, base, 42_000 + 10 * run))
+            progress(f"merged with live {merges[-1]:.2f} s after the request")
     ours = statistics.median(r[1] for r in replication)
     reference = statistics.median(p[1] for p in plain)
     ratio = ours / reference
