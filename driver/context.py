@@ -422,6 +422,17 @@ class DriverContext:
         "ns",
         "first park of the backoff strategy (capped by aeron.idle.max.park), also after a cycle that moved little",
     )
+    idle_min_park_adapt: bool = _setting(
+        "aeron.idle.min.park.adapt",
+        parse_bool,
+        # How soon a client answers depends on the host: on a 2-vCPU VM whose driver shares a core with a
+        # busy-spinning Pong, a 16 us park woke before Pong had answered (a wasted wake-up of ~23 us of CPU,
+        # then a longer park): Java Ping/Pong p50 190 us; at 24 us 133 us (tools/bench/shell_launch.sh -p).
+        True,
+        "bool",
+        "the park after a cycle that moved a little (aeron.idle.min.park) lengthens, up to 4 times, while "
+        "the answer it waits for comes after it ends, and shortens back as answers come sooner",
+    )
     idle_probe: bool = _setting(
         "aeron.idle.probe",
         parse_bool,

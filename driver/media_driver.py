@@ -374,6 +374,7 @@ class MediaDriver:
             min_park_ns=min(self.ctx.idle_min_park_ns, max_park_ns),
             max_park_ns=max_park_ns,
             busy_work=IDLE_BUSY_WORK,
+            adaptive_answer_park=self.ctx.idle_min_park_adapt,
             # A driver nobody uses parks longer; a client's first command then waits <= this
             # (clients allow seconds), and the ≤ 1 ms park resumes as soon as it is served.
             dormant_park_ns=self.ctx.idle_dormant_park_ns,

@@ -17,6 +17,9 @@ OS_YIELD = -2
 """Give the CPU to another thread or process (``sched_yield``), then run the next cycle after the loop's turn."""
 SPINS_PER_LOOP_TURN = 16
 """Busy spinning still hands the loop a turn this often: other runners and the stop request need it."""
+ANSWER_PARK_GROWTH = 4
+"""An adaptive answer park (``BackoffIdleStrategy``) lengthens to at most this many times the shortest park:
+beyond it an answer is no longer what the agent is waiting for, and the backoff's doubling takes over."""
 
 
 class Waker:
@@ -55,17 +58,27 @@ class BackoffIdleStrategy:
         dormant_park_ns: int = 0,
         is_dormant: Callable[[], bool] | None = None,
         busy_work: int = 1,
+        adaptive_answer_park: bool = False,
     ) -> None:
         """``is_dormant`` (optional): when it says there is nothing at all to serve, parks last
         ``dormant_park_ns`` instead of ``max_park_ns`` (a driver with no clients need not wake 1000x/s).
         ``busy_work``: a duty cycle that did at least this much work runs the next one at once (a stream is
-        flowing); one that did less (a single message's worth) parks ``min_park_ns`` first, so that the
-        processes it serves get the CPU to answer before the agent looks again. 1 = Agrona's behaviour."""
+        flowing); one that did less (a single message's worth) parks first, the *answer park*, so that the
+        processes it serves get the CPU to answer before the agent looks again. 1 = Agrona's behaviour.
+        The answer park is ``min_park_ns``; with ``adaptive_answer_park`` it lengthens by a quarter each
+        time the cycle after it finds nothing (the answer came later than the park ended: a wake-up for
+        nothing, and on a small machine one that takes the CPU from the client still answering) and
+        shortens by a thirty-second each time it finds work, within ``min_park_ns`` and
+        ``ANSWER_PARK_GROWTH`` times that: about one answer park in eight then wakes too soon."""
         if not 0 < min_park_ns <= max_park_ns:
             raise ValueError(f"need 0 < min_park_ns ({min_park_ns}) <= max_park_ns ({max_park_ns})")
         if busy_work < 1:
             raise ValueError(f"need busy_work ({busy_work}) >= 1")
         self.busy_work = busy_work
+        self.adaptive_answer_park = adaptive_answer_park
+        self.answer_park_ns = min_park_ns
+        self.max_answer_park_ns = min(min_park_ns * ANSWER_PARK_GROWTH, max_park_ns)
+        self._answer_due = False
         self.dormant_park_ns = dormant_park_ns
         self.is_dormant = is_dormant if dormant_park_ns > 0 else None
         self.max_spins = max_spins
@@ -84,12 +97,21 @@ class BackoffIdleStrategy:
 
     def next_delay_ns(self, work_count: int) -> int:
         """SPIN, YIELD, or a park in nanoseconds, after a duty cycle that did ``work_count`` work."""
+        if self._answer_due:  # the call after an answer park says whether the answer was there
+            self._answer_due = False
+            park_ns = self.answer_park_ns
+            if work_count > 0:
+                self.answer_park_ns = max(park_ns - (park_ns >> 5), self.min_park_ns)
+            else:
+                self.answer_park_ns = min(park_ns + (park_ns >> 2), self.max_answer_park_ns)
         if work_count > 0:
             self.reset()
             if work_count < self.busy_work:  # park at once, then go on backing off from there
+                park_ns = self.answer_park_ns
+                self._answer_due = self.adaptive_answer_park
                 self._spins, self._yields = self.max_spins, self.max_yields
-                self._park_ns = min(self.min_park_ns * 2, self.max_park_ns)
-                return self.min_park_ns
+                self._park_ns = min(park_ns * 2, self.max_park_ns)
+                return park_ns
             return YIELD  # a busy agent still gives the other agents on the loop a turn
         if self._spins < self.max_spins:
             self._spins += 1

@@ -86,6 +86,48 @@ def test_little_work_parks_the_shortest_park_at_once_and_much_work_runs_the_next
     assert decisions(strategy, [0, 0, 0, 0]) == [SPIN, SPIN, YIELD, 16_000]
 
 
+def test_an_adaptive_answer_park_lengthens_while_answers_come_late_and_shortens_as_they_come_sooner() -> None:
+    strategy = BackoffIdleStrategy(
+        max_spins=0, max_yields=0, min_park_ns=16_000, max_park_ns=1_000_000, busy_work=256,
+        adaptive_answer_park=True,
+    )
+    assert strategy.next_delay_ns(65) == 16_000, "the first answer park is the shortest park"
+    assert strategy.next_delay_ns(0) == 32_000, "nothing there yet: the backoff goes on"
+    assert strategy.next_delay_ns(65) == 20_000, "and the next answer park is a quarter longer"
+    for _ in range(20):  # answers keep coming after the park ends: it grows to 4 x the shortest park
+        strategy.next_delay_ns(0)
+        strategy.next_delay_ns(65)
+    assert strategy.answer_park_ns == 64_000
+    assert strategy.next_delay_ns(65) == 62_000, "the answer was there: a thirty-second shorter"
+    for _ in range(200):  # answers come at once: back to the shortest park, never below it
+        strategy.next_delay_ns(65)
+    assert strategy.next_delay_ns(65) == 16_000
+
+
+def test_an_answer_park_is_fixed_unless_asked_to_adapt_and_a_stream_leaves_it_alone() -> None:
+    fixed = BackoffIdleStrategy(
+        max_spins=0, max_yields=0, min_park_ns=16_000, max_park_ns=1_000_000, busy_work=256
+    )
+    assert decisions(fixed, [65, 0, 65, 0, 65]) == [16_000, 32_000, 16_000, 32_000, 16_000]
+    adaptive = BackoffIdleStrategy(
+        max_spins=0, max_yields=0, min_park_ns=16_000, max_park_ns=1_000_000, busy_work=256,
+        adaptive_answer_park=True,
+    )
+    assert decisions(adaptive, [4096, 0, 0, 4096]) == [YIELD, 16_000, 32_000, YIELD]
+    assert adaptive.answer_park_ns == 16_000, "no answer park was taken: nothing to learn"
+
+
+def test_an_adaptive_answer_park_stays_within_the_longest_park() -> None:
+    strategy = BackoffIdleStrategy(
+        max_spins=0, max_yields=0, min_park_ns=40_000, max_park_ns=100_000, busy_work=256,
+        adaptive_answer_park=True,
+    )
+    for _ in range(20):
+        strategy.next_delay_ns(65)
+        strategy.next_delay_ns(0)
+    assert strategy.next_delay_ns(65) == 100_000
+
+
 def test_busy_work_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="busy_work"):
         BackoffIdleStrategy(busy_work=0)
