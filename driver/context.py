@@ -465,9 +465,10 @@ class DriverContext:
         "aeron.conductor.sweep.interval",
         parse_duration_ns,
         # A Python sweep costs several µs a cycle that a request and its answer wait for (tools/bench/rtt_split.py,
-        # Ping/Pong p50 107 -> 96-98 us on a 2-vCPU VM, 103 at 100 us); a stream (positions moving by kilobytes)
-        # sweeps every cycle.
-        200_000,
+        # Ping/Pong p50 107 -> 96-98 us on a 2-vCPU VM, 103 at 100 us; shell launches, 3 pairs: 200 us 107-110,
+        # 1 ms 102-105); a stream (positions moving by a kilobyte) sweeps every cycle, and a trickle of less
+        # than a kilobyte a millisecond is far from any limit or status message threshold.
+        1_000_000,
         "ns",
         "how often the conductor looks at positions (publisher limits, image rebuilds and status messages) while "
         "they move by less than a kilobyte a cycle: at most this long after a message (0 = every cycle)",
