@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 PUBLICATION_SETUP_TIMEOUT_NS = 100_000_000
 PUBLICATION_HEARTBEAT_TIMEOUT_NS = 100_000_000
 SEND_BURST = 64  # datagrams per publication per sender duty cycle (one sendmmsg; flow control bounds it)
+FLOW_CONTROL_IDLE_INTERVAL_NS = 1_000_000
+"""How often an idle publication lets its flow control look at its timers (receivers gone quiet, the end of a
+stream's linger; seconds and milliseconds): not in every Python duty cycle."""
 
 
 class State(enum.Enum):
@@ -130,6 +133,7 @@ class NetworkPublication:
             0 if spies_simulate_connection else connection_timeout_ns
         )
         self._time_of_last_activity_ns = now_ns
+        self._next_flow_control_idle_ns = now_ns
         self.time_of_last_status_message_ns = now_ns
         """When a receiver was last heard from (the conductor re-resolves a named endpoint gone quiet)."""
         self._blocked_log_watch = BlockedLogWatch(0, now_ns, unblock_timeout_ns)
@@ -164,10 +168,11 @@ class NetworkPublication:
             return 0  # no client has asked for this answer path yet: nowhere to send
         sender_position = self.sender_position.get()
         bits = self.position_bits_to_shift
-        active_term_id = lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id)
         term_offset = sender_position & self._term_length_mask
         if self.should_send_setup_frame:
-            self._setup_message_check(now_ns, active_term_id, term_offset)
+            self._setup_message_check(
+                now_ns, lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id), term_offset
+            )
         # A Python duty cycle costs far more than Java's, so send a burst of datagrams per cycle rather
         # than one: same wire behaviour, the cycle's overhead spread over up to SEND_BURST datagrams.
         if (
@@ -190,7 +195,10 @@ class NetworkPublication:
                 bytes_sent += sent
                 burst += 1
         if bytes_sent == 0:
-            bytes_sent = self._heartbeat_message_check(now_ns, active_term_id, term_offset)
+            if now_ns - (self._time_of_last_send_or_heartbeat_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) > 0:
+                bytes_sent = self._send_heartbeat(
+                    now_ns, lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id), term_offset
+                )
             if (
                 self._spies_simulate_connection
                 and self.spy_positions
@@ -202,14 +210,16 @@ class NetworkPublication:
                 self.sender_limit.set(
                     self.flow_control.on_idle(now_ns, position, position, self.is_end_of_stream)
                 )
-            else:
+            elif now_ns - self._next_flow_control_idle_ns >= 0 or self.is_end_of_stream:
+                self._next_flow_control_idle_ns = now_ns + FLOW_CONTROL_IDLE_INTERVAL_NS
                 limit = self.sender_limit.get()
                 new_limit = self.flow_control.on_idle(now_ns, limit, sender_position, self.is_end_of_stream)
                 if new_limit != limit:  # the common idle cycle: no store (a full fence) of the same value
                     self.sender_limit.set(new_limit)
         if self._status_message_deadline_ns - now_ns < 0 and self.has_receivers:
             self.has_receivers = False
-        self.retransmit_handler.process_timeouts(now_ns, self.resend)
+        if self.retransmit_handler.has_actions:
+            self.retransmit_handler.process_timeouts(now_ns, self.resend)
         return bytes_sent
 
     def _send_term_burst(self, now_ns: int, sender_position: int) -> int | None:
@@ -297,9 +307,8 @@ class NetworkPublication:
             if self.has_receivers:
                 self.should_send_setup_frame = False
 
-    def _heartbeat_message_check(self, now_ns: int, active_term_id: int, term_offset: int) -> int:
-        if now_ns - (self._time_of_last_send_or_heartbeat_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) <= 0:
-            return 0
+    def _send_heartbeat(self, now_ns: int, active_term_id: int, term_offset: int) -> int:
+        """A heartbeat (a data frame with no payload at the sender's position) when the stream went quiet."""
         heartbeat = frames.encode_heartbeat(
             self.session_id, self.stream_id, active_term_id, term_offset, self.is_end_of_stream
         )

@@ -210,8 +210,8 @@ class Receiver:
         for endpoint, dispatcher in self._endpoints:
             work += self._poll(endpoint, dispatcher, now_ns)
         for image in self._images:
-            work += image.send_pending_status_message()
-            work += image.process_pending_loss()
+            if image.has_pending_sends:  # what the conductor left to send: a status message, NAKs
+                work += image.send_pending_status_message() + image.process_pending_loss()
         if self._pending_setups and self._pending_setups[0][0] <= now_ns:
             expired = [p for p in self._pending_setups if p[0] <= now_ns]
             self._pending_setups = [p for p in self._pending_setups if p[0] > now_ns]

@@ -85,6 +85,11 @@ class RetransmitHandler:
         if action is not None and action[0] == _DELAYED:
             del self._actions[(term_id, term_offset)]
 
+    @property
+    def has_actions(self) -> bool:
+        """A retransmit is delayed or lingering: :meth:`process_timeouts` has timers to look at."""
+        return bool(self._actions)
+
     def process_timeouts(self, now_ns: int, retransmit: Retransmit) -> int:
         """Retransmit delayed actions that are due, end lingering ones that expired; returns the work done."""
         actions = self._actions
