@@ -120,6 +120,22 @@ def test_each_runner_idles_as_its_setting_says(
         assert asyncio.run(main()) == expected
 
 
+@pytest.mark.parametrize(("adapt", "expected"), [("true", True), ("false", False)])
+def test_the_backoff_adapts_its_answer_park_unless_told_not_to(aeron_dir: Path, adapt: str, expected: bool) -> None:
+    ctx = DriverContext.from_sources({"aeron_dir": str(aeron_dir)}, {"aeron.idle.min.park.adapt": adapt}, {})
+    with MediaDriver(ctx) as driver:
+
+        async def main() -> list[bool]:
+            task = asyncio.ensure_future(driver.run())
+            await asyncio.sleep(0.05)
+            adaptive = [r.idle_strategy.adaptive_answer_park for r in driver._runners]
+            driver.request_stop()
+            await asyncio.wait_for(task, 5)
+            return adaptive
+
+        assert asyncio.run(main()) == [expected]
+
+
 @pytest.mark.parametrize("strategy", ["busy-spin", "yield"])
 def test_udp_exchange_with_agents_that_never_park(embedded_driver, strategy: str) -> None:
     driver = embedded_driver(
