@@ -428,9 +428,7 @@ class DriverContext:
         # How soon a client answers depends on the host: on a 2-vCPU VM whose driver shares a core with a
         # busy-spinning Pong, a 16 us park woke before Pong had answered (a wasted wake-up of ~23 us of CPU,
         # then a longer park): Java Ping/Pong p50 190 us; at 24 us 133 us (tools/bench/shell_launch.sh -p).
-        # Off by default: with it on, archive replication's catch-up before a live merge crawled (6 MB/s,
-        # tests/system/test_archive_replication.py past its 60 s limit) for a cause not yet found.
-        False,
+        True,
         "bool",
         "the park after a cycle that moved a little (aeron.idle.min.park) lengthens, up to 4 times, while "
         "the answer it waits for comes after it ends, and shortens back as answers come sooner",
