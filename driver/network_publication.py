@@ -170,9 +170,7 @@ class NetworkPublication:
         bits = self.position_bits_to_shift
         term_offset = sender_position & self._term_length_mask
         if self.should_send_setup_frame:
-            self._setup_message_check(
-                now_ns, lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id), term_offset
-            )
+            self._setup_message_check(now_ns, sender_position)
         # A Python duty cycle costs far more than Java's, so send a burst of datagrams per cycle rather
         # than one: same wire behaviour, the cycle's overhead spread over up to SEND_BURST datagrams.
         if (
@@ -196,9 +194,7 @@ class NetworkPublication:
                 burst += 1
         if bytes_sent == 0:
             if now_ns - (self._time_of_last_send_or_heartbeat_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) > 0:
-                bytes_sent = self._send_heartbeat(
-                    now_ns, lbd.compute_term_id_from_position(sender_position, bits, self.initial_term_id), term_offset
-                )
+                bytes_sent = self._send_heartbeat(now_ns, sender_position)
             if (
                 self._spies_simulate_connection
                 and self.spy_positions
@@ -287,8 +283,15 @@ class NetworkPublication:
         self.sender_position.set(sender_position + available + padding)
         return available
 
-    def _setup_message_check(self, now_ns: int, active_term_id: int, term_offset: int) -> None:
+    def _term_id_and_offset(self, position: int) -> tuple[int, int]:
+        """The term id and offset of ``position``: only setups and heartbeats need the id, so the send path
+        does not compute it."""
+        term_id = lbd.compute_term_id_from_position(position, self.position_bits_to_shift, self.initial_term_id)
+        return term_id, position & self._term_length_mask
+
+    def _setup_message_check(self, now_ns: int, sender_position: int) -> None:
         if now_ns - (self._time_of_last_setup_ns + PUBLICATION_SETUP_TIMEOUT_NS) > 0:
+            active_term_id, term_offset = self._term_id_and_offset(sender_position)
             self._time_of_last_setup_ns = now_ns
             self._time_of_last_send_or_heartbeat_ns = now_ns
             setup = frames.encode_setup(
@@ -307,8 +310,9 @@ class NetworkPublication:
             if self.has_receivers:
                 self.should_send_setup_frame = False
 
-    def _send_heartbeat(self, now_ns: int, active_term_id: int, term_offset: int) -> int:
+    def _send_heartbeat(self, now_ns: int, sender_position: int) -> int:
         """A heartbeat (a data frame with no payload at the sender's position) when the stream went quiet."""
+        active_term_id, term_offset = self._term_id_and_offset(sender_position)
         heartbeat = frames.encode_heartbeat(
             self.session_id, self.stream_id, active_term_id, term_offset, self.is_end_of_stream
         )
