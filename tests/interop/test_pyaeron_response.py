@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.concurrent.counter_types import RECEIVER_HWM_TYPE_ID
+from driver.concurrent.counter_types import RECEIVER_HWM_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
 from tests.interop.test_pyaeron import PEER, _free_udp_port, _pyaeron_python
 from tests.support.wait import wait_for
 
@@ -37,6 +37,16 @@ def _image_correlation_id(driver, session_id: int) -> int | None:
             if key_session_id == session_id and key_stream_id == STREAM_ID:
                 return registration_id
     return None
+
+
+def _stream_counters(driver) -> str:
+    """The driver's counters other than its system counters, a line each: what a failed run left to look at
+    (which positions, images and response setups each side got)."""
+    return "\n".join(
+        f"  {counter.type_id:3d} {counter.label}: {counter.value}"
+        for counter in driver.counters().values()
+        if counter.type_id != SYSTEM_COUNTER_TYPE_ID
+    )
 
 
 def _read_line(proc: subprocess.Popen[str], prefix: str, deadline: float) -> str:
@@ -88,7 +98,10 @@ def test_pyaeron_client_gets_its_answers_over_a_response_channel(our_driver, tmp
                     proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=10)
 
-    report = f"--- client (exit {client.returncode}):\n{client_out}\n--- server (exit {server.returncode}):\n{server_out}"
+    report = (
+        f"--- client (exit {client.returncode}):\n{client_out}\n--- server (exit {server.returncode}):\n{server_out}"
+        f"\n--- server driver:\n{_stream_counters(server_driver)}\n--- client driver:\n{_stream_counters(client_driver)}"
+    )
     assert client.returncode == 0 and server.returncode == 0, report
     assert f"ANSWERED {REQUESTS}" in client_out, report
     assert f"ANSWERED {REQUESTS}" in server_out, report
