@@ -372,8 +372,6 @@ class ReplicationSession:
                     replay_destination=self.replay_destination,
                     live_destination=self.live_destination,
                     start_position=self.start_position,
-                    # The image's rcv-hwm proves live joined within the window: without it only an image position
-                    # past the source's recording position does, which a quick source recorder can put off for long.
                     counters_reader=self.host.aeron.counters_reader,
                 )
                 self._to(State.MERGE)

@@ -139,6 +139,7 @@ def merge_of(archive: FakeArchive, subscription: FakeSubscription, start: int = 
         recording,
         replay_destination=REPLAY,
         live_destination=LIVE,
+        counters_reader=None,  # no driver: only the image position can prove live
         start_position=start,
     )
 

@@ -149,9 +149,9 @@ class ReplayMerge:
         *,
         replay_destination: str,
         live_destination: str,
+        counters_reader: CountersReader | None,
         start_position: int = NULL_POSITION,
         counter: Counter | None = None,
-        counters_reader: CountersReader | None = None,
     ) -> None:
         self._replay_uri = _endpoint_channel(replay_destination, "replay_destination")
         _endpoint_channel(live_destination, "live_destination")
@@ -163,7 +163,9 @@ class ReplayMerge:
         self.start_position = recording.start_position if start_position == NULL_POSITION else start_position
         self.counter = counter
         self.counters_reader = counters_reader
-        """The consumer's driver's counters, where the image's receiver high-water mark (rcv-hwm) is read."""
+        """The consumer's driver's counters, where the image's receiver high-water mark (rcv-hwm) is read. Required
+        (None only where there is no driver, as in the state-table tests): without it only an image position past the
+        recording position proves that live feeds the image, a race the source's recorder can win for long."""
         self.live_add_threshold = min(recording.term_buffer_length >> 2, LIVE_ADD_MAX_WINDOW)
         self.state = State.RESOLVE_REPLAY_PORT
         self.trace: list[TraceEntry] = []
