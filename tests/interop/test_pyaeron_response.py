@@ -15,6 +15,7 @@ import struct
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def _image_correlation_id(driver, session_id: int) -> int | None:
     return None
 
 
-def _stream_counters(driver) -> str:
+def _stream_counters(driver: Any) -> str:
     """The driver's counters other than its system counters, a line each: what a failed run left to look at
     (which positions, images and response setups each side got)."""
     return "\n".join(
@@ -98,10 +99,12 @@ def test_pyaeron_client_gets_its_answers_over_a_response_channel(our_driver, tmp
                     proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=10)
 
-    report = (
-        f"--- client (exit {client.returncode}):\n{client_out}\n--- server (exit {server.returncode}):\n{server_out}"
-        f"\n--- server driver:\n{_stream_counters(server_driver)}\n--- client driver:\n{_stream_counters(client_driver)}"
-    )
-    assert client.returncode == 0 and server.returncode == 0, report
-    assert f"ANSWERED {REQUESTS}" in client_out, report
-    assert f"ANSWERED {REQUESTS}" in server_out, report
+    def report() -> str:  # only on failure: the drivers' counters are read then
+        return (
+            f"--- client (exit {client.returncode}):\n{client_out}\n--- server (exit {server.returncode}):\n{server_out}"
+            f"\n--- server driver:\n{_stream_counters(server_driver)}\n--- client driver:\n{_stream_counters(client_driver)}"
+        )
+
+    assert client.returncode == 0 and server.returncode == 0, report()
+    assert f"ANSWERED {REQUESTS}" in client_out, report()
+    assert f"ANSWERED {REQUESTS}" in server_out, report()
