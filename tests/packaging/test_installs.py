@@ -3,7 +3,8 @@ manylinux wheel where no compiler exists. Each install then runs tools/smoke/ins
 tree: a driver with its archive, 20,000 IPC messages with the fast path loaded, UDP, a recording replayed.
 
 The venvs (with the dependencies installed) are kept under .cache/packaging/ between runs; the package itself is
-reinstalled from the freshly built sdist or wheel every time.
+reinstalled from the freshly built sdist or wheel every time. The four installs (three sdists, the wheel) run at once
+(each is mostly pip waiting on downloads, and one C compile), so the first test pays for all of them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -74,14 +77,49 @@ def smoke(venv: Path, tmp_path: Path) -> dict[str, object]:
     return report
 
 
-@pytest.mark.parametrize("version", SUPPORTED)
-def test_sdist_installs_and_runs_on_each_python(version: str, dist: Dist, tmp_path: Path) -> None:
+def install_sdist(version: str, sdist: Path) -> Path | None:
+    """A venv of CPython ``version`` with ``sdist`` installed as pip installs one (built in isolation, then its
+    dependencies); None when the machine has no such Python."""
     python = find_python(version)
     if python is None:
-        pytest.skip(f"no CPython {version} on this machine (pyenv install {version} adds one)")
+        return None
     venv = venv_for(python, f"sdist-{version}")
-    pip(venv, "--force-reinstall", "--no-deps", str(dist.sdist))  # built here, in isolation
-    pip(venv, str(dist.sdist))  # its dependencies, when the cached venv lacks them
+    pip(venv, "--force-reinstall", "--no-deps", str(sdist))  # built here, in isolation
+    pip(venv, str(sdist))  # its dependencies, when the cached venv lacks them
+    return venv
+
+
+def install_wheel(wheel: Path) -> Path:
+    """A venv of the Python ``wheel`` was built for, with it and its dependencies installed from wheels only and
+    no compiler to fall back on."""
+    wheel_python = wheel.name.split("-")[2]  # cp311: the Python it was built for
+    version = f"{wheel_python[2]}.{wheel_python[3:]}"
+    python = find_python(version) or sys.executable
+    venv = venv_for(python, f"wheel-{version}")
+    no_compiler = clean_env(CC="/bin/false", CXX="/bin/false", LDSHARED="/bin/false")
+    pip(venv, "--only-binary", ":all:", str(wheel), env=no_compiler)  # dependencies: wheels only
+    pip(venv, "--only-binary", ":all:", "--force-reinstall", "--no-deps", str(wheel), env=no_compiler)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def installs(dist: Dist) -> Iterator[dict[str, Future[Path | None]]]:
+    """Every supported Python's sdist install and the wheel's, started together; each test waits for its own."""
+    with ThreadPoolExecutor(max_workers=len(SUPPORTED) + 1) as pool:
+        futures: dict[str, Future[Path | None]] = {
+            version: pool.submit(install_sdist, version, dist.sdist) for version in SUPPORTED
+        }
+        futures["wheel"] = pool.submit(install_wheel, dist.wheel)
+        yield futures
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_sdist_installs_and_runs_on_each_python(
+    version: str, installs: dict[str, Future[Path | None]], tmp_path: Path
+) -> None:
+    venv = installs[version].result()
+    if venv is None:
+        pytest.skip(f"no CPython {version} on this machine (pyenv install {version} adds one)")
     report = smoke(venv, tmp_path)
     assert report["python"].startswith(version + ".")  # type: ignore[union-attr]
     assert str(report["package"]).startswith(str(venv))  # not this source tree
@@ -107,14 +145,9 @@ def test_neither_the_wheel_nor_the_sdist_ships_the_tools_or_the_tests(dist: Dist
         assert [n for n in names if n.split("/", 1)[0] in ("tools", "tests")] == []
 
 
-def test_wheel_installs_without_a_compiler(dist: Dist, tmp_path: Path) -> None:
-    wheel_python = dist.wheel.name.split("-")[2]  # cp311: the Python it was built for
-    version = f"{wheel_python[2]}.{wheel_python[3:]}"
-    python = find_python(version) or sys.executable
-    venv = venv_for(python, f"wheel-{version}")
-    no_compiler = clean_env(CC="/bin/false", CXX="/bin/false", LDSHARED="/bin/false")
-    pip(venv, "--only-binary", ":all:", str(dist.wheel), env=no_compiler)  # dependencies: wheels only
-    pip(venv, "--only-binary", ":all:", "--force-reinstall", "--no-deps", str(dist.wheel), env=no_compiler)
+def test_wheel_installs_without_a_compiler(installs: dict[str, Future[Path | None]], tmp_path: Path) -> None:
+    venv = installs["wheel"].result()
+    assert venv is not None
     report = smoke(venv, tmp_path)
     assert report["fastpath"] == "fast path loaded"
     assert (report["ipc"], report["replayed"]) == (20_000, 500)
