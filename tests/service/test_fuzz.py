@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.service_env import ServiceEnv
 
-FUZZ_SECONDS = 40
+FUZZ_SECONDS = 25
 DOCUMENTED = {
     # A channel the schema's pattern admits ("aeron:" and anything) that the URI grammar refuses: 422.
     ("ST202", "POST /api/v1/record"),
