@@ -23,6 +23,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -108,6 +109,14 @@ def spark() -> Any:
     session = create_session("local[2]")
     yield session
     session.stop()
+    # stop() leaves pyspark's gateway JVM running (1 GB, and a few % of a core) until this process exits: the
+    # rest of the suite should not share the machine with it. It exits when its stdin closes.
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()
+        gateway.proc.wait(timeout=60)
+        SparkContext._gateway = SparkContext._jvm = None
 
 
 @dataclass
