@@ -16,9 +16,12 @@
 # counts, one line a second) and the driver's CPU is read from /proc before and after the window.
 # Round trips (-p: Pong, then Ping over UDP loopback, ports 40124/40125, 2 x 10,000 warm-up, ROUND_TRIPS
 # timed, default 100,000):
-#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> out=<dir>
+#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> driver_cpu_us_per_rtt=<...> out=<dir>
 # read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 % / 25 % / 75 %): the
-# quartiles show a spread that moves the median a long way between runs.
+# quartiles show a spread that moves the median a long way between runs. driver_cpu_us_per_rtt: the driver's
+# CPU (from /proc) while Ping ran, over all its round trips, warm-up included (Ping's JVM start-up, with the
+# driver idle, adds well under 1 us): on two cores shared with two busy-spinning clients, what the driver
+# takes is what the clients wait for.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -71,6 +74,8 @@ else
 fi
 driver=$!
 pids+=("$driver")
+# The driver's user + system CPU in clock ticks (fields 14 and 15 of /proc/PID/stat).
+cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
 for _ in $(seq 300); do [ -s "$dir/cnc.dat" ] && break; sleep 0.1; done
 sleep 1
 
@@ -82,8 +87,11 @@ if [ -n "$pingpong" ]; then
   setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 < /dev/null &
   pids+=("$!")
   sleep 2
+  cpu0=$(cpu)
   echo n | setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1
-  awk -v kind="$kind" -v out="$out" '
+  cpu1=$(cpu)
+  awk -v kind="$kind" -v out="$out" -v cpu_ticks=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \
+    -v rtts=$((round_trips + 20000)) '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
     /#\[Max +=/ { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
@@ -95,7 +103,8 @@ if [ -n "$pingpong" ]; then
         if (!p75 && count[i] >= 0.75 * total) p75 = value[i]
         if (!p99 && count[i] >= 0.99 * total) p99 = value[i]
       }
-      print kind " p50_us=" p50 " p99_us=" p99 " count=" total " p25_us=" p25 " p75_us=" p75 " out=" out
+      printf "%s p50_us=%s p99_us=%s count=%s p25_us=%s p75_us=%s driver_cpu_us_per_rtt=%.1f out=%s\n",
+        kind, p50, p99, total, p25, p75, cpu_ticks / hz * 1e6 / rtts, out
     }' "$out/ping.out"
   exit
 fi
@@ -107,7 +116,6 @@ setsid "$java" -cp "$jar" "${samples[@]}" -Daeron.sample.messages=1000000000000 
   io.aeron.samples.StreamingPublisher > "$out/pub.out" 2>&1 < /dev/null &
 pids+=("$!")
 
-cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
 # The window starts once the subscriber has printed a nonzero total, after the warm-up seconds.
 for _ in $(seq 600); do grep -q 'totals [1-9]' "$out/sub.out" 2>/dev/null && break; sleep 0.1; done
 sleep "$warmup"
