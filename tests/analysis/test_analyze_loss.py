@@ -109,8 +109,8 @@ def spark() -> Any:
     session = create_session("local[2]")
     yield session
     session.stop()
-    # stop() leaves pyspark's gateway JVM running (1 GB, and a few % of a core) until this process exits: the
-    # rest of the suite should not share the machine with it. It exits when its stdin closes.
+    # stop() leaves pyspark's gateway JVM (1.2 GB resident) running until this process exits: the rest of the
+    # suite should not share the machine with it. It exits when its stdin closes.
     gateway = SparkContext._gateway
     if gateway is not None:
         gateway.shutdown()
