@@ -19,9 +19,9 @@
 #   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> driver_cpu_us_per_rtt=<...> out=<dir>
 # read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 % / 25 % / 75 %): the
 # quartiles show a spread that moves the median a long way between runs. driver_cpu_us_per_rtt: the driver's
-# CPU (from /proc) while Ping ran, over all its round trips, warm-up included (Ping's JVM start-up, with the
-# driver idle, adds well under 1 us): on two cores shared with two busy-spinning clients, what the driver
-# takes is what the clients wait for.
+# CPU (from /proc) over the timed round trips, from Ping's "Pinging" line (after its warm-up) to its exit, per
+# round trip: on two cores shared with two busy-spinning clients, what the driver takes is what the clients
+# wait for.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -87,11 +87,16 @@ if [ -n "$pingpong" ]; then
   setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 < /dev/null &
   pids+=("$!")
   sleep 2
+  echo n | setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1 &
+  ping=$!
+  pids+=("$ping")
+  # Steady state: the driver's CPU from the end of Ping's warm-up (it prints "Pinging N messages") to its exit.
+  until grep -q '^Pinging' "$out/ping.out" 2>/dev/null || ! kill -0 "$ping" 2>/dev/null; do sleep 0.02; done
   cpu0=$(cpu)
-  echo n | setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1
+  wait "$ping" || true
   cpu1=$(cpu)
   awk -v kind="$kind" -v out="$out" -v cpu_ticks=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \
-    -v rtts=$((round_trips + 20000)) '
+    -v rtts="$round_trips" '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
     /#\[Max +=/ { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
