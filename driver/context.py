@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
+from driver.agent.scheduling import MAX_SLICE_NS, MIN_SLICE_NS
 from driver.protocol.untethered import UntetheredTimeouts
 from driver.termination import parse_termination_validator
 from driver.util.bit_util import is_power_of_two
@@ -500,6 +501,15 @@ class DriverContext:
         "SCHED_FIFO priority of the thread running the agents; 0 = normal scheduling "
         "(needs CAP_SYS_NICE or RLIMIT_RTPRIO, else a warning)",
     )
+    scheduler_slice_ns: int = _setting(
+        "aeron.driver.scheduler.slice",
+        parse_duration_ns,
+        # driver/agent/scheduling.py says why: a woken driver preempts busy-spinning clients sooner.
+        100_000,
+        "ns",
+        "time slice the thread running the agents asks for under normal scheduling (Linux 6.12+, "
+        "100us-100ms; 0 = the kernel's default)",
+    )
     # -D properties given in the aeron.* namespace that no setting knows (reported, not fatal, as in Java).
     unknown_properties: list[str] = field(default_factory=list)
 
@@ -552,6 +562,10 @@ class DriverContext:
             raise ConfigurationError("aeron.client.liveness.timeout must be at least 1 ms")
         if not 0 < self.idle_max_park_ns <= 1_000_000:
             raise ConfigurationError("aeron.idle.max.park must be between 1 ns and 1 ms")
+        if self.scheduler_slice_ns and not MIN_SLICE_NS <= self.scheduler_slice_ns <= MAX_SLICE_NS:
+            raise ConfigurationError(
+                f"aeron.driver.scheduler.slice={self.scheduler_slice_ns} ns: must be 0 or between 100us and 100ms"
+            )
         if self.idle_min_park_ns <= 0:
             raise ConfigurationError("aeron.idle.min.park must be at least 1 ns (aeron.idle.max.park caps it)")
 

@@ -27,7 +27,7 @@ from driver.agent.idle_strategy import (
     YieldingIdleStrategy,
 )
 from driver.agent.runner import AgentRunner, CompositeAgent
-from driver.agent.scheduling import restore, use_realtime
+from driver.agent.scheduling import restore, use_realtime, use_slice
 from driver.agent.work_probe import WorkProbe
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
@@ -414,6 +414,10 @@ class MediaDriver:
             restore_scheduling, refused = use_realtime(self.ctx.realtime_priority)
             if refused is not None:
                 log.warning("aeron.driver.realtime.priority: %s; running with normal scheduling", refused)
+        if restore_scheduling is None and self.ctx.scheduler_slice_ns:
+            refused = use_slice(self.ctx.scheduler_slice_ns)
+            if refused is not None:
+                log.debug("aeron.driver.scheduler.slice: %s; the kernel's default slice applies", refused)
         for runner in self._runners:
             runner.start()
         try:
@@ -424,6 +428,8 @@ class MediaDriver:
             await asyncio.gather(*(runner.join(timeout_s=5.0) for runner in self._runners))
             if restore_scheduling is not None:
                 restore(restore_scheduling)
+            elif self.ctx.scheduler_slice_ns:
+                use_slice(0)
 
     def is_dormant(self) -> bool:
         """Nothing to serve (its agents then park aeron.idle.dormant.park): see DriverConductor.is_dormant."""

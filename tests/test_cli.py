@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.agent.scheduling import restore, use_realtime
+from driver.agent.scheduling import restore, use_realtime, use_slice
 from driver.cli import FAMILIES, build_parser
 from driver.client import Aeron, RegistrationError
 from tests.support.wait import wait_for
@@ -130,6 +130,33 @@ def test_low_latency_profile_runs_the_driver_real_time_where_permitted(
     bad = mediadriver("run", "--dir", str(tmp_path / "bad"), "-Daeron.driver.realtime.priority=100")
     assert bad.returncode == 2
     assert "aeron.driver.realtime.priority='100'" in bad.stderr and "1-99" in bad.stderr
+
+
+def test_driver_asks_for_a_short_scheduler_slice_where_the_kernel_has_custom_slices(
+    driver_process, tmp_path: Path
+) -> None:
+    if _slice_ns(os.getpid()) is None or use_slice(200_000) is not None:
+        pytest.skip("this kernel has no custom slices for normal scheduling (Linux 6.12+)")
+    use_slice(0)
+    default_ns = _slice_ns(os.getpid())
+    driver = driver_process()
+    wait_for(lambda: _slice_ns(driver.proc.pid) == 100_000, 10, "the driver's thread to ask for a 100 us slice")
+    own = driver_process("-Daeron.driver.scheduler.slice=0", directory=tmp_path / "own")
+    with Aeron.connect(aeron_dir=own.aeron_dir) as aeron:
+        aeron.add_counter(1001, "served")
+    assert _slice_ns(own.proc.pid) == default_ns, "0 leaves the kernel's default slice"
+    bad = mediadriver("run", "--dir", str(tmp_path / "bad"), "-Daeron.driver.scheduler.slice=50us")
+    assert bad.returncode == 2
+    assert "aeron.driver.scheduler.slice=50000 ns" in bad.stderr and "100us and 100ms" in bad.stderr
+
+
+def _slice_ns(pid: int) -> int | None:
+    """The main thread's time slice under EEVDF (se.slice in /proc/PID/sched), None when not shown."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/sched").read_text().splitlines():
+            if line.startswith("se.slice"):
+                return int(float(line.split(":")[1]))
+    return None
 
 
 def _may_use_realtime() -> bool:
