@@ -16,12 +16,15 @@
 # counts, one line a second) and the driver's CPU is read from /proc before and after the window.
 # Round trips (-p: Pong, then Ping over UDP loopback, ports 40124/40125, 2 x 10,000 warm-up, ROUND_TRIPS
 # timed, default 100,000):
-#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> driver_cpu_us_per_rtt=<...> out=<dir>
+#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> driver_cpu_us_per_rtt=<...>
+#            driver_sleeps_per_rtt=<...> out=<dir>
 # read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 % / 25 % / 75 %): the
 # quartiles show a spread that moves the median a long way between runs. driver_cpu_us_per_rtt: the driver's
 # CPU (from /proc) over the timed round trips, from Ping's "Pinging" line (after its warm-up) to its exit, per
 # round trip: on two cores shared with two busy-spinning clients, what the driver takes is what the clients
-# wait for.
+# wait for. driver_sleeps_per_rtt: the driver's voluntary context switches (all its threads, /proc) over the same
+# window, per round trip: each is a park or wait the driver then has to be woken from, and a woken driver may
+# wait behind a spinning client for the CPU (the millisecond tail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -76,6 +79,8 @@ driver=$!
 pids+=("$driver")
 # The driver's user + system CPU in clock ticks (fields 14 and 15 of /proc/PID/stat).
 cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
+# Voluntary context switches of all the driver's threads.
+sleeps() { cat /proc/"$driver"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
 for _ in $(seq 300); do [ -s "$dir/cnc.dat" ] && break; sleep 0.1; done
 sleep 1
 
@@ -92,11 +97,11 @@ if [ -n "$pingpong" ]; then
   pids+=("$ping")
   # Steady state: the driver's CPU from the end of Ping's warm-up (it prints "Pinging N messages") to its exit.
   until grep -q '^Pinging' "$out/ping.out" 2>/dev/null || ! kill -0 "$ping" 2>/dev/null; do sleep 0.02; done
-  cpu0=$(cpu)
+  cpu0=$(cpu); sleeps0=$(sleeps)
   wait "$ping" || true
-  cpu1=$(cpu)
+  cpu1=$(cpu); sleeps1=$(sleeps)
   awk -v kind="$kind" -v out="$out" -v cpu_ticks=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \
-    -v rtts="$round_trips" '
+    -v rtts="$round_trips" -v sleeps=$((sleeps1 - sleeps0)) '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
     /#\[Max +=/ { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
@@ -108,8 +113,8 @@ if [ -n "$pingpong" ]; then
         if (!p75 && count[i] >= 0.75 * total) p75 = value[i]
         if (!p99 && count[i] >= 0.99 * total) p99 = value[i]
       }
-      printf "%s p50_us=%s p99_us=%s count=%s p25_us=%s p75_us=%s driver_cpu_us_per_rtt=%.1f out=%s\n",
-        kind, p50, p99, total, p25, p75, cpu_ticks / hz * 1e6 / rtts, out
+      printf "%s p50_us=%s p99_us=%s count=%s p25_us=%s p75_us=%s driver_cpu_us_per_rtt=%.1f driver_sleeps_per_rtt=%.2f out=%s\n",
+        kind, p50, p99, total, p25, p75, cpu_ticks / hz * 1e6 / rtts, sleeps / rtts, out
     }' "$out/ping.out"
   exit
 fi
