@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.agent.idle_strategy import IDLE_STRATEGY_NAMES, idle_strategy_name
-from driver.agent.scheduling import MAX_SLICE_NS, MIN_SLICE_NS
+from driver.agent.scheduling import DEFAULT_SLICE_NS, MAX_SLICE_NS, MIN_SLICE_NS
 from driver.protocol.untethered import UntetheredTimeouts
 from driver.termination import parse_termination_validator
 from driver.util.bit_util import is_power_of_two
@@ -505,7 +505,7 @@ class DriverContext:
         "aeron.driver.scheduler.slice",
         parse_duration_ns,
         # driver/agent/scheduling.py says why: a woken driver preempts busy-spinning clients sooner.
-        100_000,
+        DEFAULT_SLICE_NS,
         "ns",
         "time slice the thread running the agents asks for under normal scheduling (Linux 6.12+, "
         "100us-100ms; 0 = the kernel's default)",

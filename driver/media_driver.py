@@ -27,7 +27,7 @@ from driver.agent.idle_strategy import (
     YieldingIdleStrategy,
 )
 from driver.agent.runner import AgentRunner, CompositeAgent
-from driver.agent.scheduling import restore, use_realtime, use_slice
+from driver.agent.scheduling import DEFAULT_SLICE_NS, restore, use_realtime, use_slice
 from driver.agent.work_probe import WorkProbe
 from driver.client_proxy import ClientProxy
 from driver.concurrent.broadcast import BroadcastTransmitter
@@ -417,7 +417,10 @@ class MediaDriver:
         if restore_scheduling is None and self.ctx.scheduler_slice_ns:
             refused = use_slice(self.ctx.scheduler_slice_ns)
             if refused is not None:
-                log.debug("aeron.driver.scheduler.slice: %s; the kernel's default slice applies", refused)
+                # The default is a request the kernel may not grant (a sandbox's seccomp): only a value the user
+                # chose is worth a warning.
+                level = logging.DEBUG if self.ctx.scheduler_slice_ns == DEFAULT_SLICE_NS else logging.WARNING
+                log.log(level, "aeron.driver.scheduler.slice: %s; the kernel's default slice applies", refused)
         for runner in self._runners:
             runner.start()
         try:

@@ -16,6 +16,7 @@ from driver.agent.scheduling import restore, use_realtime, use_slice
 from driver.cli import FAMILIES, build_parser
 from driver.client import Aeron, RegistrationError
 from tests.support.wait import wait_for
+from tools.peers.cnc import cnc_ready
 
 
 def mediadriver(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
@@ -148,6 +149,26 @@ def test_driver_asks_for_a_short_scheduler_slice_where_the_kernel_has_custom_sli
     bad = mediadriver("run", "--dir", str(tmp_path / "bad"), "-Daeron.driver.scheduler.slice=50us")
     assert bad.returncode == 2
     assert "aeron.driver.scheduler.slice=50000 ns" in bad.stderr and "100us and 100ms" in bad.stderr
+
+
+def test_a_chosen_slice_the_kernel_cannot_give_is_named_in_a_warning(tmp_path: Path) -> None:
+    if not _may_use_realtime():
+        pytest.skip("this user may not use SCHED_FIFO (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)")
+    directory = tmp_path / "fifo"
+    # Started under SCHED_FIFO from outside: a time slice of normal scheduling cannot be had.
+    proc = subprocess.Popen(
+        ["chrt", "-f", "1", sys.executable, "-m", "driver", "run", "--dir", str(directory),
+         "-Daeron.driver.scheduler.slice=200us"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(lambda: cnc_ready(directory) or proc.poll() is not None, 20, "the driver's cnc.dat")
+        with Aeron.connect(aeron_dir=directory) as aeron:  # served: the driver's agents run
+            aeron.add_counter(1001, "served")
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=20)
+    assert "aeron.driver.scheduler.slice" in stderr and "not under normal scheduling" in stderr, stderr
 
 
 def _slice_ns(pid: int) -> int | None:

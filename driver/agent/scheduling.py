@@ -13,7 +13,7 @@ than the kernel's default (~3 ms on small machines): a thread with a shorter sli
 one when it wakes, instead of waiting for that one's slice to run out. Our driver wakes from a short park or a
 datagram many thousand times a second and runs a few tens of microseconds each time, so it asks for the
 shortest, 100 us: busy-spinning clients then hold it back less often (Java Ping/Pong p99 on a 2-vCPU VM
-3.78-3.84 -> 3.55-3.63 ms, tools/bench/shell_launch.sh -p). No privilege is needed; an older kernel ignores it.
+3.78-3.84 -> 3.55-3.63 ms, tools/bench/shell_launch.sh -p). No privilege is needed; an older kernel ignores the request.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 MAX_PRIORITY = 99
 MIN_SLICE_NS = 100_000
+DEFAULT_SLICE_NS = MIN_SLICE_NS
+"""What the driver asks for unless told otherwise (``aeron.driver.scheduler.slice``): the shortest."""
 MAX_SLICE_NS = 100_000_000
 """The custom slices Linux accepts for normal scheduling (it clamps others into this range)."""
 
