@@ -21,7 +21,8 @@ the round trip grows with this figure), the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
 and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
 about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
-answered a park's end without a cycle, so a change in the idle strategy or the cost of a cycle shows. With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
+answered a park's end without a cycle, so a change in the idle strategy or the cost of a cycle shows; and
+``tail_stages``: the share of round trips with a stage over a millisecond, by stage (where the tail's waits fall). With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
 the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
     .venv/bin/python -m tools.bench.rtt_split                            # our defaults
@@ -55,6 +56,8 @@ from tools.peers.cnc import cnc_ready
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 STAGES = ("ping_sent", "ping_read", "pong_sent", "pong_read")
+TAIL_NS = 1_000_000
+"""A stage longer than this is in the round trips' millisecond tail (``tail_stages``)."""
 # Data frame header (docs/wire.md): frame length, version, flags, type, term offset, session, stream, term id,
 # reserved value; the payload follows at 32.
 _FRAME = struct.Struct("<iBBhiiii")
@@ -228,6 +231,33 @@ def stage_medians(records: list[list[int]], skip: int) -> dict[str, float | None
     }
 
 
+def tail_stages(records: list[list[int]], skip: int, threshold_ns: int = TAIL_NS) -> dict[str, Any]:
+    """Where the millisecond tail goes: over the round trips after the first ``skip``, how many took a stage
+    longer than ``threshold_ns`` (a stage's own time: its age minus the previous stage's), by stage. A round trip
+    is the run of records from one ``ping_sent`` to the next (Ping waits for each echo, so they do not overlap)."""
+    keys = {(0, PING_STREAM_ID): 0, (1, PING_STREAM_ID): 1, (0, PONG_STREAM_ID): 2, (1, PONG_STREAM_ID): 3}
+    trips: list[list[int | None]] = []
+    for side, stream_id, age_ns in records:
+        index = keys.get((side, stream_id))
+        if index is None:
+            continue
+        if index == 0:
+            trips.append([None] * len(STAGES))
+        if trips and trips[-1][index] is None:
+            trips[-1][index] = age_ns
+    counted = [trip for trip in trips[skip:] if None not in trip]
+    slow = dict.fromkeys(STAGES, 0)
+    for trip in counted:
+        previous = 0
+        for stage, age_ns in zip(STAGES, trip, strict=True):
+            assert age_ns is not None
+            if age_ns - previous > threshold_ns:
+                slow[stage] += 1
+            previous = age_ns
+    share = {stage: round(n / len(counted), 4) if counted else None for stage, n in slow.items()}
+    return {"round_trips": len(counted), "share_over_threshold": share}
+
+
 def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
     peers = require_peers()
     with Harness(peers) as h, tempfile.TemporaryDirectory(prefix="rtt-split-") as tmp:
@@ -289,6 +319,7 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
         "stages_us": {**stages, "rtt": rtt},
         "split_us": split,
         "rtt_p99_us": histogram["p99_us"],
+        "tail_stages": tail_stages(data["records"], warmup),
         "rtt_quartiles_us": [histogram["p25_us"], histogram["p50_us"], histogram["p75_us"]],
         # Ping's round trips, warm-up included, over the driver's CPU while Ping ran (its start-up is ~1 %).
         "driver_cpu_us_per_round_trip": round(

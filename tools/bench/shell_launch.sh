@@ -16,15 +16,19 @@
 # counts, one line a second) and the driver's CPU is read from /proc before and after the window.
 # Round trips (-p: Pong, then Ping over UDP loopback, ports 40124/40125, 2 x 10,000 warm-up, ROUND_TRIPS
 # timed, default 100,000):
-#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> driver_cpu_us_per_rtt=<...>
-#            driver_sleeps_per_rtt=<...> out=<dir>
+#   <driver> p50_us=<...> p99_us=<...> count=<n> p25_us=<...> p75_us=<...> mean_us=<...>
+#            driver_cpu_us_per_rtt=<...> driver_sleeps_per_rtt=<...> driver_wait_us_per_rtt=<...> out=<dir>
 # read from Ping's HdrHistogram (the first row whose cumulative count reaches 50 % / 99 % / 25 % / 75 %): the
 # quartiles show a spread that moves the median a long way between runs. driver_cpu_us_per_rtt: the driver's
 # CPU (from /proc) over the timed round trips, from Ping's "Pinging" line (after its warm-up) to its exit, per
 # round trip: on two cores shared with two busy-spinning clients, what the driver takes is what the clients
 # wait for. driver_sleeps_per_rtt: the driver's voluntary context switches (all its threads, /proc) over the same
 # window, per round trip: each is a park or wait the driver then has to be woken from, and a woken driver may
-# wait behind a spinning client for the CPU (the millisecond tail).
+# wait behind a spinning client for the CPU (the millisecond tail). driver_wait_us_per_rtt: how long the driver's
+# threads were runnable but waiting for a CPU over the same window (field 2 of /proc/PID/task/*/schedstat), per
+# round trip: the tail itself. A driver sharing a core with a busy-spinning client gets about half of it under
+# the kernel's fair scheduling, so the mean round trip (mean_us, Ping's) cannot be much below twice the driver's
+# CPU per round trip; what the median gains below that comes back as these waits, a few milliseconds each.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -81,6 +85,8 @@ pids+=("$driver")
 cpu() { awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12] + f[13] }' "/proc/$driver/stat"; }
 # Voluntary context switches of all the driver's threads.
 sleeps() { cat /proc/"$driver"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
+# Nanoseconds all the driver's threads spent runnable but waiting for a CPU (field 2 of schedstat).
+waits() { cat /proc/"$driver"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%.0f\n", s }'; }
 for _ in $(seq 300); do [ -s "$dir/cnc.dat" ] && break; sleep 0.1; done
 sleep 1
 
@@ -97,13 +103,14 @@ if [ -n "$pingpong" ]; then
   pids+=("$ping")
   # Steady state: the driver's CPU from the end of Ping's warm-up (it prints "Pinging N messages") to its exit.
   until grep -q '^Pinging' "$out/ping.out" 2>/dev/null || ! kill -0 "$ping" 2>/dev/null; do sleep 0.02; done
-  cpu0=$(cpu); sleeps0=$(sleeps)
+  cpu0=$(cpu); sleeps0=$(sleeps); waits0=$(waits)
   wait "$ping" || true
-  cpu1=$(cpu); sleeps1=$(sleeps)
+  cpu1=$(cpu); sleeps1=$(sleeps); waits1=$(waits)
   awk -v kind="$kind" -v out="$out" -v cpu_ticks=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \
-    -v rtts="$round_trips" -v sleeps=$((sleeps1 - sleeps0)) '
+    -v rtts="$round_trips" -v sleeps=$((sleeps1 - sleeps0)) -v waits=$((waits1 - waits0)) '
     /Histogram of RTT latencies/ { table = 1 }
     table && /^ *[0-9.]+ +[0-9.]+ +[0-9]+/ { n++; value[n] = $1; count[n] = $3 }
+    /#\[Mean +=/ { mean = $3; sub(/,$/, "", mean) }
     /#\[Max +=/ { gsub(/[^0-9.]/, " ", $0); split($0, f, " "); total = f[2] }
     END {
       if (!total) { print kind " failed: no histogram in " out "/ping.out"; exit 2 }
@@ -113,8 +120,8 @@ if [ -n "$pingpong" ]; then
         if (!p75 && count[i] >= 0.75 * total) p75 = value[i]
         if (!p99 && count[i] >= 0.99 * total) p99 = value[i]
       }
-      printf "%s p50_us=%s p99_us=%s count=%s p25_us=%s p75_us=%s driver_cpu_us_per_rtt=%.1f driver_sleeps_per_rtt=%.2f out=%s\n",
-        kind, p50, p99, total, p25, p75, cpu_ticks / hz * 1e6 / rtts, sleeps / rtts, out
+      printf "%s p50_us=%s p99_us=%s count=%s p25_us=%s p75_us=%s mean_us=%s driver_cpu_us_per_rtt=%.1f driver_sleeps_per_rtt=%.2f driver_wait_us_per_rtt=%.1f out=%s\n",
+        kind, p50, p99, total, p25, p75, mean, cpu_ticks / hz * 1e6 / rtts, sleeps / rtts, waits / 1000 / rtts, out
     }' "$out/ping.out"
   exit
 fi
