@@ -22,6 +22,7 @@ from typing import Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.requests import ClientDisconnect
 
 from driver.archive.client import NULL_POSITION, NULL_RECORDING_ID, ArchiveError
 from driver.archive.codecs import SourceLocation
@@ -269,6 +270,10 @@ async def import_dataset(
         return dataset
     except ImportError_ as e:
         raise ServiceError(400, str(e)) from None
+    except ClientDisconnect:
+        # The client went (or the connection bounds closed a stalled upload with 408): nobody reads this answer,
+        # but an answer rather than the exception keeps a traceback out of the service's log.
+        raise ServiceError(400, "the client went away before the upload ended") from None
     finally:
         await asyncio.to_thread(shutil.rmtree, work, True)
         for recording_id, start in made:  # a failed import leaves no recording with data behind

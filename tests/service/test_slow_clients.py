@@ -71,8 +71,10 @@ def test_a_stalled_request_is_closed_within_its_bound(quick_env: ServiceEnv, sta
     assert BOUND_S * 0.9 <= waited < BOUND_S + 1.0, waited
     assert said.startswith(b"HTTP/1.1 408 "), said
     assert env.client.get(f"{API}/status").status_code == 200
-    leftovers = [p.name for p in (env.archive_dir / "datasets").iterdir()]
-    assert leftovers == [], leftovers  # the upload's temporary directory went with it
+    # The upload's temporary directory goes with it: the handler sees the disconnect on its next read and cleans
+    # up in a worker thread, so moments after the close on a busy machine.
+    datasets = env.archive_dir / "datasets"
+    wait_for(lambda: not any(datasets.iterdir()), 5.0, "the upload's temporary directory to be removed")
 
 
 def test_an_upload_that_keeps_coming_is_not_cut(quick_env: ServiceEnv) -> None:
