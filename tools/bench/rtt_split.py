@@ -22,8 +22,9 @@ often it parked, and the median time of a duty cycle that did work and of one th
 and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
 about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
 answered a park's end without a cycle, so a change in the idle strategy or the cost of a cycle shows; and
-``tail_stages``: the share of round trips with a stage over a millisecond, by stage (where the tail's waits fall). With ``RTT_SPLIT_CPROFILE=FILE`` in its environment
-the driver runs under cProfile and leaves its statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
+``tail_stages``: the share of round trips with a stage over a millisecond, by stage (where the tail's waits
+fall). With ``RTT_SPLIT_CPROFILE=FILE`` in its environment the driver runs under cProfile and leaves its
+statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
 
     .venv/bin/python -m tools.bench.rtt_split                            # our defaults
     .venv/bin/python -m tools.bench.rtt_split --profile low-latency
