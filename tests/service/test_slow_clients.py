@@ -12,8 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.requests import Request
 
 from driver.service.connections import RequestLimits
+from driver.service.service import ServiceError
+from driver.service.transfer import import_dataset
 from tests.support.service_env import API, ServiceEnv, start_service_env, stop_service_env
 from tests.support.wait import wait_for
 
@@ -136,3 +139,24 @@ def test_500_stalled_connections_do_not_delay_a_status_poll(tmp_path: Path, max_
         for sock in stalled:
             sock.close()
         stop_service_env(env, archive)
+
+
+def test_an_upload_whose_client_goes_is_answered_and_leaves_nothing(quick_env: ServiceEnv) -> None:
+    """The import handler sees the disconnect (a client gone, or the 408 above) as an error answer, not an exception
+    that the server would log as a traceback, and removes what it had received."""
+    env = quick_env
+    messages = [
+        {"type": "http.request", "body": bytes(4096), "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    scope = {"type": "http", "method": "POST", "path": f"{API}/datasets/import", "headers": []}
+    request = Request(scope, receive)
+    with pytest.raises(ServiceError) as raised:
+        env.on_loop(import_dataset(env.http.service, request, None, "fail", 10 << 20))
+    assert raised.value.status == 400, raised.value
+    assert "went away" in str(raised.value)
+    assert not any((env.archive_dir / "datasets").iterdir())
