@@ -367,6 +367,22 @@ class DriverConductor:
             work += self._sweep(now_ns)
         return work
 
+    def native_words(self) -> tuple[list[Word], list[Word]]:
+        """For the native steady-state cycle (driver/fast_cycle.py): the words whose change needs this agent
+        (the to-driver ring's tail: a command) and the positions its sweep counts (a kilobyte moved makes it
+        sweep); they change with :attr:`watch_version`."""
+        return [self._to_driver.tail_word()], self._sweep_words()
+
+    def native_due_ns(self) -> int | None:
+        """When this agent must run next for its timers and its sweep, or None while it must run every cycle
+        (queued work, or an image with gaps: its NAK timers)."""
+        if self._sweep_gaps or self._sweep_interval_ns <= 0 or self.has_queued_work():
+            return None
+        due_ns = min(self._next_timer_ns, self._next_heartbeat_ns)
+        if self._images or self._network_publications or self._ipc_limit_watch:
+            due_ns = min(due_ns, self._next_sweep_ns)
+        return due_ns
+
     def _sweep_due(self, now_ns: int, work: int) -> bool:
         """Whether this cycle sweeps the positions: a command or a new resource, a stream's worth of movement,
         an image with gaps (its NAK timers), or the interval since the last sweep."""

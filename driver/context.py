@@ -443,6 +443,15 @@ class DriverContext:
         "tails, subscriber positions, the command ring) and parks again if none moved (a full cycle still runs "
         "each millisecond)",
     )
+    native_cycle: bool = _setting(
+        "aeron.driver.native.cycle",
+        parse_bool,
+        True,
+        "bool",
+        "in SHARED threading mode, a wake-up between two Python duty cycles runs the steady state (sending what "
+        "publishers committed, rebuilding what arrived) in one native call while nothing but data moves "
+        "(driver/fast_cycle.py; needs aeron.idle.probe)",
+    )
     idle_probe_spin_ns: int = _setting(
         "aeron.idle.probe.spin",
         parse_duration_ns,

@@ -8,14 +8,16 @@ state between them is limited to counters and plain fields, as the Java driver's
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
+from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import AtomicCounter
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.concurrent.word_watch import WatchVersion, Word
+from driver.media.udp_batch import MAX_BATCH
 from driver.protocol import frames
 from driver.protocol.response_channel import NO_RESPONSE, ResponseParams
 from driver.protocol.retransmit_handler import RetransmitHandler
@@ -34,6 +36,19 @@ SEND_BURST = 64  # datagrams per publication per sender duty cycle (one sendmmsg
 FLOW_CONTROL_IDLE_INTERVAL_NS = 1_000_000
 """How often an idle publication lets its flow control look at its timers (receivers gone quiet, the end of a
 stream's linger; seconds and milliseconds): not in every Python duty cycle."""
+
+
+class NativeSendSlot(NamedTuple):
+    """A publication as the native steady-state cycle sends it (``amd_cycle_publication``)."""
+
+    terms: Sequence[AtomicBuffer]
+    sender_position: Word
+    sender_limit: Word
+    position_bits_to_shift: int
+    mtu: int
+    burst: int
+    fd: int
+    gso: bool
 
 
 class State(enum.Enum):
@@ -217,6 +232,42 @@ class NetworkPublication:
         if self.retransmit_handler.has_actions:
             self.retransmit_handler.process_timeouts(now_ns, self.resend)
         return bytes_sent
+
+    def native_send_slot(self) -> NativeSendSlot | None:
+        """What the driver's native steady-state cycle (driver/fast_cycle.py) needs to send this publication's
+        data, or None while something else is to be sent or decided here: a setup, retransmits, a response
+        path, spies that simulate a connection, a closing publication, or an endpoint with no one-call burst
+        (multi-destination)."""
+        if (
+            self.should_send_setup_frame
+            or self.retransmit_handler.has_actions
+            or self.state is not State.ACTIVE
+            or self.is_response
+            or self._spies_simulate_connection
+        ):
+            return None
+        native = self.channel_endpoint.native_send()
+        if native is None:
+            return None
+        fd, gso = native
+        return NativeSendSlot(
+            self._term_buffers,
+            self.sender_position.word(),
+            self.sender_limit.word(),
+            self.position_bits_to_shift,
+            self.mtu_length,
+            self.send_burst if gso else min(self.send_burst, MAX_BATCH),
+            fd,
+            gso,
+        )
+
+    def on_native_sends(self, now_ns: int, short_sends: int) -> None:
+        """The native cycle sent this publication's data since the last Python cycle (``short_sends`` of its
+        bursts short): what :meth:`_send_term_burst` notes for heartbeats, flow control and the counters."""
+        self._time_of_last_send_or_heartbeat_ns = now_ns
+        self._track_sender_limits = True
+        if short_sends:
+            self._short_sends.get_and_add(short_sends)
 
     def _send_term_burst(self, now_ns: int, sender_position: int) -> int | None:
         """The burst through the endpoint's one-call path (a term at a time); None when it has none."""

@@ -8,6 +8,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
@@ -25,6 +26,15 @@ from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 
 PENDING_SETUPS_TIMEOUT_NS = 1_000_000_000
+
+
+class NativeReceiveSlot(NamedTuple):
+    """A receive endpoint as the native steady-state cycle reads it (``amd_cycle_endpoint``)."""
+
+    endpoint: ReceiveChannelEndpoint
+    fd: int
+    table: RebuildBatch
+    images: list[PublicationImage]
 
 
 class Receiver:
@@ -260,24 +270,7 @@ class Receiver:
         now_ns: int,
     ) -> None:
         """The batch's data for known images in one native call; the rest datagram by datagram."""
-        entry = self._rebuild_tables.get(endpoint)
-        if entry is None or entry[0] != dispatcher.version:
-            table = entry[1] if entry is not None else RebuildBatch()
-            images = [i for i in dispatcher.images() if not i.has_reached_end_of_life]  # DONE: closed
-            count = table.set_images(
-                [
-                    (
-                        i.session_id,
-                        i.stream_id,
-                        i.initial_term_id,
-                        i.position_bits_to_shift,
-                        i.raw_log.term_buffers,
-                    )
-                    for i in images
-                ]
-            )
-            entry = self._rebuild_tables[endpoint] = (dispatcher.version, table, images[:count])
-        _, table, images = entry
+        table, images = self._rebuild_table(endpoint, dispatcher)
         if not images:
             for i in range(received):
                 self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
@@ -300,6 +293,79 @@ class Receiver:
         if unhandled:
             for i in table.unhandled(unhandled):
                 self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
+
+    def _rebuild_table(
+        self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher
+    ) -> tuple[RebuildBatch, list[PublicationImage]]:
+        """The endpoint's native rebuild table and its images, set again when the dispatcher's images changed."""
+        entry = self._rebuild_tables.get(endpoint)
+        if entry is None or entry[0] != dispatcher.version:
+            table = entry[1] if entry is not None else RebuildBatch()
+            images = [i for i in dispatcher.images() if not i.has_reached_end_of_life]  # DONE: closed
+            count = table.set_images(
+                [
+                    (
+                        i.session_id,
+                        i.stream_id,
+                        i.initial_term_id,
+                        i.position_bits_to_shift,
+                        i.raw_log.term_buffers,
+                    )
+                    for i in images
+                ]
+            )
+            entry = self._rebuild_tables[endpoint] = (dispatcher.version, table, images[:count])
+        return entry[1], entry[2]
+
+    # --- the native steady-state cycle (driver/fast_cycle.py) --------------------------------------
+
+    def native_endpoints(self) -> list[NativeReceiveSlot] | None:
+        """Each endpoint as the native cycle reads and rebuilds it, its table prepared as :meth:`_rebuild`
+        would prepare it now; None while any endpoint needs this agent for its data (several sockets, the loss
+        generator, UDP_GRO not settled yet, an image not taking batch inserts) or commands wait."""
+        if self._loss_generator is not None or self.has_pending_commands():
+            return None
+        slots = []
+        for endpoint, dispatcher in self._endpoints:
+            transports = endpoint.transports
+            if len(transports) != 1 or transports[0] is None:
+                return None
+            fd = transports[0].native_receive_fd()
+            if fd is None:
+                return None
+            table, images = self._rebuild_table(endpoint, dispatcher)
+            for index, image in enumerate(images):
+                if not image.is_accepting_batch_inserts(0):
+                    return None
+                last_sm_position, window_limit = image.rebuild_window()
+                table.prepare(index, last_sm_position, window_limit, True)
+            slots.append(NativeReceiveSlot(endpoint, fd, table, images))
+        return slots
+
+    def on_native_inserts(self, image: PublicationImage, inserted: int, now_ns: int) -> None:
+        """The native cycle inserted ``inserted`` datagrams into ``image`` since the last Python cycle (its
+        high-water mark already proposed): the image's frame times."""
+        image.on_batch_rebuilt(0, inserted, 0, 0, 0, 0, now_ns)
+
+    def finish_native_batch(self, slot: NativeReceiveSlot, count: int, unhandled: list[int], now_ns: int) -> None:
+        """The rest of a batch the native cycle received and rebuilt into ``slot``'s table but left to Python
+        (a datagram not for a known image, an under- or over-run, a rejected insert): what :meth:`_rebuild`
+        does after its native call. The batch's bytes were counted already."""
+        batch = self._batch
+        batch.count = count
+        for index, image in enumerate(slot.images):
+            inserted, hwm_position, under_runs, over_runs, invalid = slot.table.result(index)
+            if inserted or under_runs or over_runs or invalid:
+                image.on_batch_rebuilt(0, inserted, hwm_position, under_runs, over_runs, invalid, now_ns)
+        dispatcher = self._dispatchers.get(slot.endpoint)
+        if dispatcher is not None:
+            for i in unhandled:
+                self._on_datagram(slot.endpoint, dispatcher, batch, i, 0, now_ns)
+
+    @property
+    def native_batch(self) -> ReceiveBatch:
+        """The batch the native cycle receives into (this agent's, so a batch it leaves is finished here)."""
+        return self._batch
 
     def _drop_lost(self, batch: ReceiveBatch, received: int) -> None:
         """The loss generator's draws for a batch, in arrival order as datagram by datagram: a dropped

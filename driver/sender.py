@@ -13,7 +13,8 @@ from driver.concurrent.word_watch import WatchVersion, Word
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
-from driver.network_publication import NetworkPublication
+from driver.media.udp_transport import UdpTransport
+from driver.network_publication import NativeSendSlot, NetworkPublication
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 
@@ -104,6 +105,20 @@ class Sender:
     def has_queued_work(self) -> bool:
         proxy = self._conductor_proxy
         return bool(self.commands) or (proxy is not None and bool(proxy.backlog))
+
+    def native_publications(self) -> tuple[list[NetworkPublication], list[NativeSendSlot], list[UdpTransport]] | None:
+        """For the native steady-state cycle (driver/fast_cycle.py): the publications it may send for, their
+        slots, and the sockets whose readiness (a status message, a NAK) needs this agent; None while any
+        publication needs this agent (see ``NetworkPublication.native_send_slot``) or commands wait."""
+        if self.has_queued_work():
+            return None
+        slots = []
+        for publication in self._publications:
+            slot = publication.native_send_slot()
+            if slot is None:
+                return None
+            slots.append(slot)
+        return self._publications, slots, [endpoint.transport for endpoint in self._endpoints]
 
     def do_work(self) -> int:
         if not self._endpoints and not self.commands:

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.conductor",
         "driver.sender",
         "driver.receiver",
+        "driver.fast_cycle",
         "driver.media_driver",
         "driver.client_command_adapter",
         "driver.client_proxy",
@@ -93,6 +94,7 @@ NATIVE_OWNERS = {
     "amd_timer.h": "driver.agent.park_timer",
     "amd_crc.h": "driver.concurrent.frame_checksums",
     "amd_watch.h": "driver.concurrent.word_watch",
+    "amd_cycle.h": "driver.fast_cycle",
 }
 # The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.

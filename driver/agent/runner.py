@@ -59,6 +59,20 @@ class CompositeAgent:
             agent.on_close()
 
 
+class FastPath(Protocol):
+    """A native stand-in for the agent's duty cycle between two of its Python cycles (driver/fast_cycle.py)."""
+
+    armed: bool
+
+    def before_cycle(self) -> None: ...
+
+    def after_cycle(self) -> None: ...
+
+    def run(self) -> int | None: ...
+
+    def pending(self) -> bool: ...
+
+
 class AgentRunner:
     """Runs one agent on the running loop until ``stop()``; ``join()`` waits for ``on_close``."""
 
@@ -68,12 +82,16 @@ class AgentRunner:
         idle_strategy: IdleStrategy | None = None,
         error_handler: Callable[[BaseException], None] | None = None,
         probe: WorkProbe | None = None,
+        fast: FastPath | None = None,
     ) -> None:
         """``probe``: when a park ends on its timer, ask it first and park again if nothing moved
         (driver/agent/work_probe.py), also after a cycle that did work: what that work leaves to do is queued
         (the probe sees it) or comes back as a datagram; a wake by I/O always runs the cycle."""
         self.agent = agent
         self.probe = probe
+        self.fast = fast
+        """``fast``: when armed (after a Python cycle that parks), a wake-up runs it instead of the duty cycle; it
+        hands back (None) whenever the Python cycle must run."""
         self.idle_strategy: IdleStrategy = idle_strategy or BackoffIdleStrategy()
         self.error_handler = error_handler or (
             lambda e: log.error("agent %s failed", agent.role_name, exc_info=e)
@@ -130,6 +148,9 @@ class AgentRunner:
             return
         agent, idle, loop, probe = self.agent, self.idle_strategy, self._loop, self.probe
         assert loop is not None
+        fast = self.fast
+        if fast is not None:
+            fast.before_cycle()
         while True:
             if probe is not None:
                 probe.before_cycle()
@@ -146,7 +167,49 @@ class AgentRunner:
         if delay_ns > 0 and work > 0 and probe is not None and probe.spin_ns and probe.moves_soon():
             self._handle = loop.call_soon(self._tick)  # an answer is already there: no park
             return
+        if fast is not None and delay_ns > 0:
+            try:
+                fast.after_cycle()
+            except Exception as e:
+                fast.armed = False
+                self._report(e)
         self._wait(delay_ns)
+
+    def _fast(self) -> None:
+        """A wake-up while the fast path may be armed: its native cycle, or the duty cycle when it hands back."""
+        self._handle = None
+        self._parked = False
+        fast = self.fast
+        if not self._running:
+            return
+        if fast is None or not fast.armed:
+            self._tick()
+            return
+        try:
+            work = fast.run()
+        except Exception as e:
+            fast.armed = False
+            self._report(e)
+            work = None
+        if work is None or not self._running:
+            if self._running:
+                self._tick()
+            return
+        delay_ns = self.idle_strategy.next_delay_ns(work)
+        if delay_ns in (SPIN, YIELD) or (delay_ns > 0 and work > 0 and fast.pending()):
+            self._handle = self._loop.call_soon(self._fast)  # type: ignore[union-attr]
+        elif delay_ns == OS_YIELD:
+            os.sched_yield()
+            self._handle = self._loop.call_soon(self._fast)  # type: ignore[union-attr]
+        else:
+            self._parked = True
+            self._park(delay_ns)
+
+    def _park(self, delay_ns: int) -> None:
+        if delay_ns < PRECISE_PARK_BELOW_NS and self._park_timer is not None:
+            self._park_timer.arm(delay_ns)  # _on_park_timer runs the next cycle
+        else:
+            self._handle = self._loop.call_later(delay_ns / 1e9, self._fast)  # type: ignore[union-attr]
 
     def _wait(self, delay_ns: int) -> None:
         loop = self._loop
@@ -167,6 +230,10 @@ class AgentRunner:
         timer = self._park_timer
         # A stale readiness (the park was already ended by a wake, or re-armed) consumes nothing: no cycle.
         if timer is not None and timer.clear() and self._parked and self._handle is None:
+            fast = self.fast
+            if fast is not None and fast.armed:
+                self._fast()
+                return
             probe = self.probe
             if probe is not None and probe.is_quiet():
                 delay_ns = self.idle_strategy.next_delay_ns(0)
@@ -186,7 +253,7 @@ class AgentRunner:
             if self._handle is not None:
                 self._handle.cancel()
             self._parked = False
-            self._handle = self._loop.call_soon(self._tick)
+            self._handle = self._loop.call_soon(self._tick if self.fast is None else self._fast)
 
     def stop(self) -> None:
         """First phase of shutdown: no further duty cycles; ``on_close`` runs on the loop next."""

@@ -77,6 +77,13 @@ class SendChannelEndpoint:
             return None
         return self._term_burst(term_buffer, term_offset, window, mtu_length, max_datagrams)
 
+    def native_send(self) -> tuple[int, bool] | None:
+        """(socket, segmentation offload on) for the native steady-state cycle's bursts, or None when this
+        endpoint has no one-call burst (multi-destination) or is closed."""
+        if self._term_burst is None:
+            return None
+        return self.transport.native_send()
+
     def on_resolution_change(self, address: tuple[str, int]) -> None:
         """The endpoint's host name now resolves to ``address``: send there, starting with a setup."""
         self.transport.reconnect(address)

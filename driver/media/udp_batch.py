@@ -200,6 +200,20 @@ class ReceiveBatch:
         self.count = result
         return result
 
+    def native_arrays(self) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
+        """(slots, offsets, lengths, sources, source addresses, their lengths, buffers received) as
+        ``amd_udp_recv_batch_gro`` takes them, for the driver's native steady-state cycle (driver/fast_cycle.py),
+        which receives into this batch; what it leaves is then read here as after :meth:`receive`."""
+        return (
+            self._ptr,
+            self._offsets,
+            self._lengths,
+            self._sources,
+            self._addrs,
+            self._addr_lengths,
+            self._received,
+        )
+
     @property
     def drained(self) -> bool:
         """The last receive filled fewer than ``max_messages`` slots: the socket had nothing more waiting."""

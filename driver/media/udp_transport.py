@@ -503,6 +503,25 @@ class UdpTransport:
         """Datagrams a publication may hand :meth:`send_term_burst` per duty cycle (None: its default)."""
         return GSO_SEND_BURST if self.gso else None
 
+    def native_send(self) -> tuple[int, bool] | None:
+        """(socket, segmentation offload on) of the connected send path, for the driver's native steady-state
+        cycle (driver/fast_cycle.py); None once closed."""
+        if self._send_sock is None:
+            return None
+        return self._send_fd, self.gso
+
+    def native_receive_fd(self) -> int | None:
+        """The receive socket once UDP_GRO is settled (on, or refused), for the native steady-state cycle; None
+        before the first batch read or once closed."""
+        if self._recv_sock is None or self._gro_wanted:
+            return None
+        return self._recv_fd
+
+    @property
+    def may_hold_data(self) -> bool:
+        """Watched with ``skip_unready_reads``: the loop saw the socket readable since a read left it empty."""
+        return self._may_hold_data
+
     def receive_batch(self, batch: ReceiveBatch) -> int:
         """Drain up to ``batch.max_messages`` datagrams into ``batch`` (one recvmmsg); 0 when none waits.
 

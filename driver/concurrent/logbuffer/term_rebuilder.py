@@ -128,6 +128,11 @@ class RebuildBatch:
         entry.over_runs = 0
         entry.invalid = 0
 
+    def native_images(self) -> tuple[Any, int]:
+        """The table's native entries and how many are set, for the driver's native steady-state cycle
+        (driver/fast_cycle.py), which rebuilds into them between :meth:`prepare` calls."""
+        return self._images, self.count
+
     def _ensure_unhandled(self, count: int) -> None:
         if count > self._unhandled_capacity:
             self._unhandled_capacity = count

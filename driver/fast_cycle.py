@@ -1,0 +1,219 @@
+"""FastCycle: the SHARED driver's steady-state duty cycle as one native call (native/include/amd_cycle.h).
+
+A Python duty cycle over the conductor, sender and receiver costs tens of microseconds, most of it deciding
+that nothing but data moved. Between two Python cycles, while the agents have declared their streams plain
+(unicast publications with nothing but data to send, receive endpoints with one socket and known images, no
+queued command, no gap to repair), a wake-up of the runner calls :meth:`run` instead: C sends what publishers
+committed, reads and rebuilds what arrived, and hands back to the Python cycle when anything else happened
+(a client command, a kilobyte of positions moved, a status message or NAK readable, a datagram for no known
+image, a flow-control stall) or when the agents' timers are due (at most ``interval_ns`` after the last
+Python cycle). The Python cycle then starts by taking over what the native one did (:meth:`before_cycle`:
+send times, frame times, short sends) and ends, when the runner parks, by declaring the streams again
+(:meth:`after_cycle`).
+
+Why it pays: on a small machine the driver shares a core with busy-spinning clients, and every microsecond
+it runs is one they wait for (tools/bench/shell_launch.sh -p, driver_cpu_us_per_rtt).
+The one owner of the native ``amd_cycle_*`` functions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from driver._native import ffi, lib
+from driver.agent.work_probe import PROBE_CYCLE_INTERVAL_NS
+from driver.concurrent.word_watch import Word
+from driver.conductor import SWEEP_MOVED_BYTES, DriverConductor
+from driver.media.udp_transport import UdpTransport
+from driver.network_publication import NativeSendSlot, NetworkPublication
+from driver.receiver import NativeReceiveSlot, Receiver
+from driver.sender import Sender
+
+FULL = lib.AMD_CYCLE_FULL
+BATCH = lib.AMD_CYCLE_BATCH
+
+
+def _pointer(word: Word) -> object:
+    buffer, offset = word
+    if offset & 7:
+        raise ValueError(f"a native cycle word must be 8-byte aligned, not at offset {offset}")
+    return ffi.cast("int64_t *", buffer.address(offset))
+
+
+class FastCycle:
+    """Speaks for one SHARED runner's conductor, sender and receiver (driver/agent/runner.py calls it)."""
+
+    def __init__(
+        self,
+        conductor: DriverConductor,
+        sender: Sender,
+        receiver: Receiver,
+        bytes_sent: Word,
+        bytes_received: Word,
+        interval_ns: int = PROBE_CYCLE_INTERVAL_NS,
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self._conductor = conductor
+        self._sender = sender
+        self._receiver = receiver
+        self._interval_ns = interval_ns
+        self._clock = clock
+        self._cycle = ffi.new("amd_cycle *")
+        self._cycle.bytes_sent = _pointer(bytes_sent)
+        self._cycle.bytes_received = _pointer(bytes_received)
+        self._cycle.moved_limit = SWEEP_MOVED_BYTES
+        # The cffi arrays the struct points into live as long as these references.
+        self._keep_words: tuple[object, ...] = ()
+        self._keep_publications: object = None
+        self._keep_endpoints: list[object] = []
+        self._words_version = -1
+        self._publications: list[NetworkPublication] = []
+        self._slots: list[NativeSendSlot] = []
+        self._control: list[UdpTransport] = []
+        self._endpoints: list[NativeReceiveSlot] = []
+        self._unhandled = ffi.new("int32_t[]", receiver.native_batch.max_datagrams)
+        self.armed = False
+        """Whether :meth:`run` may run a cycle; False sends every wake-up to the Python cycle."""
+
+    # --- around a Python cycle ------------------------------------------------------------------
+
+    def before_cycle(self) -> None:
+        """A Python cycle starts: what the native cycles did since the last one becomes the agents' again."""
+        if not self.armed:
+            return
+        self.armed = False
+        now_ns = self._clock()
+        for i, publication in enumerate(self._publications):
+            native = self._cycle.publications[i]
+            if native.sends or native.short_sends:
+                publication.on_native_sends(now_ns, native.short_sends)
+                native.sends = native.short_sends = 0
+                native.bytes_sent = 0
+        for i, slot in enumerate(self._endpoints):
+            inserted = self._cycle.endpoints[i].inserted
+            for index, image in enumerate(slot.images):
+                if inserted[index]:
+                    self._receiver.on_native_inserts(image, inserted[index], now_ns)
+                    inserted[index] = 0
+
+    def after_cycle(self) -> None:
+        """A Python cycle ended and its runner parks: declare the streams for the native cycles until the next
+        Python one, or leave it disarmed when any agent needs the Python cycle."""
+        self.armed = False
+        due_ns = self._conductor.native_due_ns()
+        if due_ns is None:
+            return
+        publications = self._sender.native_publications()
+        if publications is None:
+            return
+        endpoints = self._receiver.native_endpoints()
+        if endpoints is None:
+            return
+        cycle = self._cycle
+        version = self._conductor.watch_version.value
+        if version != self._words_version:
+            full_words, moved_words = self._conductor.native_words()
+            self._set_words(full_words, moved_words)
+            self._words_version = version
+        else:
+            lib.amd_cycle_snapshot(cycle)
+        self._set_publications(*publications)
+        if endpoints != self._endpoints:
+            self._set_endpoints(endpoints)
+        cycle.full_due_ns = min(self._clock() + self._interval_ns, due_ns)
+        self.armed = True
+
+    # --- a wake-up ------------------------------------------------------------------------------
+
+    def run(self) -> int | None:
+        """One native cycle: the work it did (0: none), or None when the Python cycle must run now (it may
+        have sent first: that is accounted)."""
+        for transport in self._control:
+            if transport.may_hold_data:  # a status message or NAK: the sender's
+                return None
+        result = lib.amd_cycle_run(self._cycle, self._clock())
+        if result >= 0:
+            return result
+        if result == BATCH:
+            self._finish_batch()
+        return None
+
+    def pending(self) -> bool:
+        """After a native cycle that did work: does a publication have more to send, or did a command come?"""
+        return lib.amd_cycle_pending(self._cycle) != 0
+
+    # --- declaring the streams ------------------------------------------------------------------
+
+    def _finish_batch(self) -> None:
+        cycle = self._cycle
+        index = cycle.stopped_endpoint
+        native = cycle.endpoints[index]
+        unhandled = [self._unhandled[i] for i in range(native.unhandled_count)]
+        self._receiver.finish_native_batch(self._endpoints[index], native.batch_count, unhandled, self._clock())
+
+    def _set_words(self, full_words: Sequence[Word], moved_words: Sequence[Word]) -> None:
+        cycle = self._cycle
+        full = ffi.new("int64_t *[]", [_pointer(w) for w in full_words] or 1)
+        full_seen = ffi.new("int64_t[]", max(len(full_words), 1))
+        moved = ffi.new("int64_t *[]", [_pointer(w) for w in moved_words] or 1)
+        moved_seen = ffi.new("int64_t[]", max(len(moved_words), 1))
+        cycle.full_words, cycle.full_seen, cycle.full_word_count = full, full_seen, len(full_words)
+        cycle.moved_words, cycle.moved_seen, cycle.moved_word_count = moved, moved_seen, len(moved_words)
+        lib.amd_cycle_snapshot(cycle)
+        self._keep_words = (full, full_seen, moved, moved_seen)
+
+    def _set_publications(
+        self, publications: list[NetworkPublication], slots: list[NativeSendSlot], control: list[UdpTransport]
+    ) -> None:
+        self._control = control
+        if slots == self._slots and publications == self._publications:
+            return
+        native = ffi.new("amd_cycle_publication[]", max(len(slots), 1))
+        for i, slot in enumerate(slots):
+            entry = native[i]
+            for t in range(3):
+                entry.terms[t] = slot.terms[t].address(0)
+            entry.sender_position = _pointer(slot.sender_position)
+            entry.sender_limit = _pointer(slot.sender_limit)
+            entry.term_length = len(slot.terms[0])
+            entry.position_bits_to_shift = slot.position_bits_to_shift
+            entry.mtu = slot.mtu
+            entry.max_datagrams = slot.burst
+            entry.fd = slot.fd
+            entry.gso = 1 if slot.gso else 0
+        self._cycle.publications = native
+        self._cycle.publication_count = len(slots)
+        self._keep_publications = native
+        self._publications = list(publications)
+        self._slots = slots
+
+    def _set_endpoints(self, endpoints: list[NativeReceiveSlot]) -> None:
+        batch = self._receiver.native_batch
+        native = ffi.new("amd_cycle_endpoint[]", max(len(endpoints), 1))
+        keep: list[object] = [native]
+        for i, slot in enumerate(endpoints):
+            entry = native[i]
+            images, count = slot.table.native_images()
+            hwm = ffi.new("int64_t *[]", [_pointer(image.hwm_position.word()) for image in slot.images] or 1)
+            inserted = ffi.new("int32_t[]", max(count, 1))
+            keep += [hwm, inserted]
+            entry.images, entry.image_count, entry.hwm, entry.inserted = images, count, hwm, inserted
+            entry.fd = slot.fd
+            (
+                entry.buffers,
+                entry.offsets,
+                entry.lengths,
+                entry.sources,
+                entry.addrs,
+                entry.addr_lengths,
+                entry.received,
+            ) = batch.native_arrays()
+            entry.slot_length = batch.slot_length
+            entry.max_messages = batch.max_messages
+            entry.max_datagrams = batch.max_datagrams
+            entry.unhandled = self._unhandled
+        self._cycle.endpoints = native
+        self._cycle.endpoint_count = len(endpoints)
+        self._keep_endpoints = keep
+        self._endpoints = endpoints

@@ -1,0 +1,211 @@
+/* See native/include/amd_cycle.h and native/README.md ("The steady-state cycle"). */
+#include <errno.h>
+#include <stddef.h>
+#include "amd_cycle.h"
+#include "amd_rebuild_batch.h"
+#include "amd_udp.h"
+
+static inline int64_t load_acquire_64(const int64_t *word)
+{
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+static inline int32_t frame_length_acquire(const uint8_t *term, int32_t offset)
+{
+    return __atomic_load_n((const int32_t *)(term + offset), __ATOMIC_ACQUIRE);
+}
+
+static int has_committed_frame(const amd_cycle_publication *p)
+{
+    const int64_t position = load_acquire_64(p->sender_position);
+    const int32_t offset = (int32_t)(position & (p->term_length - 1));
+    const uint8_t *term = p->terms[(position >> p->position_bits_to_shift) % 3];
+    return 0 != frame_length_acquire(term, offset);
+}
+
+static int full_words_moved(const amd_cycle *c)
+{
+    for (int32_t i = 0; i < c->full_word_count; i++)
+    {
+        if (load_acquire_64(c->full_words[i]) != c->full_seen[i])
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int64_t positions_moved(const amd_cycle *c)
+{
+    int64_t moved = 0;
+    for (int32_t i = 0; i < c->moved_word_count; i++)
+    {
+        const int64_t delta = load_acquire_64(c->moved_words[i]) - c->moved_seen[i];
+        moved += delta < 0 ? -delta : delta;
+    }
+    return moved;
+}
+
+/* One burst; < 0 for AMD_CYCLE_FULL, else the bytes sent. */
+static int64_t send_publication(amd_cycle *c, amd_cycle_publication *p)
+{
+    const int64_t position = load_acquire_64(p->sender_position);
+    const int32_t offset = (int32_t)(position & (p->term_length - 1));
+    uint8_t *term = p->terms[(position >> p->position_bits_to_shift) % 3];
+    if (0 == frame_length_acquire(term, offset))
+    {
+        return 0;
+    }
+    const int64_t window = load_acquire_64(p->sender_limit) - position;
+    if (window <= 0)
+    {
+        return AMD_CYCLE_FULL; /* flow control holds it: the Python sender counts the stall */
+    }
+    int64_t result[3];
+    int32_t sent = p->gso ?
+        amd_udp_send_term_burst_gso(p->fd, term, p->term_length, offset, window, p->mtu, p->max_datagrams, NULL, 0, result) :
+        amd_udp_send_term_burst(p->fd, term, p->term_length, offset, window, p->mtu, p->max_datagrams, NULL, 0, result);
+    if (sent < 0)
+    {
+        if (-EAGAIN == sent || -EWOULDBLOCK == sent || -ENOBUFS == sent)
+        {
+            p->short_sends++;
+            return 0;
+        }
+        return AMD_CYCLE_FULL; /* an error the Python sender reports, or a socket that cannot segment */
+    }
+    if (sent < result[2])
+    {
+        p->short_sends++;
+    }
+    if (0 == sent)
+    {
+        return 0;
+    }
+    __atomic_store_n(p->sender_position, position + result[1], __ATOMIC_RELEASE);
+    __atomic_fetch_add(c->bytes_sent, result[0], __ATOMIC_SEQ_CST);
+    p->bytes_sent += result[0];
+    p->sends++;
+    return result[0];
+}
+
+/* Drain one endpoint; < 0 for AMD_CYCLE_FULL / AMD_CYCLE_BATCH, else the datagrams received. */
+static int32_t receive_endpoint(amd_cycle *c, int32_t index)
+{
+    amd_cycle_endpoint *e = &c->endpoints[index];
+    int32_t total = 0;
+    for (;;)
+    {
+        const int32_t count = amd_udp_recv_batch_gro(
+            e->fd, e->buffers, e->slot_length, e->max_messages, e->offsets, e->lengths, e->sources,
+            e->max_datagrams, e->addrs, e->addr_lengths, e->received);
+        if (count < 0)
+        {
+            return AMD_CYCLE_FULL; /* nothing read: the Python receiver reads it and handles the error */
+        }
+        if (0 == count)
+        {
+            return total;
+        }
+        amd_rebuild_image *images = (amd_rebuild_image *)e->images;
+        for (int32_t i = 0; i < e->image_count; i++)
+        {
+            amd_rebuild_image *image = &images[i];
+            image->hwm_position = 0;
+            image->inserted = 0;
+            image->under_runs = 0;
+            image->over_runs = 0;
+            image->invalid = 0;
+        }
+        int64_t bytes = 0;
+        const int32_t unhandled = amd_term_rebuild_batch_at(
+            e->buffers, e->offsets, e->lengths, count, images, e->image_count, e->unhandled, &bytes);
+        if (bytes > 0)
+        {
+            __atomic_fetch_add(c->bytes_received, bytes, __ATOMIC_SEQ_CST);
+        }
+        int plain = unhandled == 0;
+        for (int32_t i = 0; i < e->image_count && plain; i++)
+        {
+            const amd_rebuild_image *image = &images[i];
+            plain = 0 == (image->under_runs | image->over_runs | image->invalid);
+        }
+        if (!plain)
+        {
+            c->stopped_endpoint = index;
+            e->batch_count = count;
+            e->unhandled_count = unhandled;
+            return AMD_CYCLE_BATCH;
+        }
+        for (int32_t i = 0; i < e->image_count; i++)
+        {
+            const amd_rebuild_image *image = &images[i];
+            if (image->inserted > 0)
+            {
+                int64_t hwm = load_acquire_64(e->hwm[i]);
+                while (image->hwm_position > hwm &&
+                    !__atomic_compare_exchange_n(e->hwm[i], &hwm, image->hwm_position, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+                {
+                }
+                e->inserted[i] += image->inserted;
+            }
+        }
+        total += count;
+        if (*e->received < e->max_messages)
+        {
+            return total;
+        }
+    }
+}
+
+int32_t amd_cycle_run(amd_cycle *c, int64_t now_ns)
+{
+    if (now_ns >= c->full_due_ns || full_words_moved(c) || positions_moved(c) >= c->moved_limit)
+    {
+        return AMD_CYCLE_FULL;
+    }
+    int64_t work = 0;
+    for (int32_t i = 0; i < c->publication_count; i++)
+    {
+        const int64_t sent = send_publication(c, &c->publications[i]);
+        if (sent < 0)
+        {
+            return (int32_t)sent;
+        }
+        work += sent;
+    }
+    for (int32_t i = 0; i < c->endpoint_count; i++)
+    {
+        const int32_t received = receive_endpoint(c, i);
+        if (received < 0)
+        {
+            return received;
+        }
+        work += received;
+    }
+    return work > INT32_MAX ? INT32_MAX : (int32_t)work;
+}
+
+int32_t amd_cycle_pending(const amd_cycle *c)
+{
+    for (int32_t i = 0; i < c->publication_count; i++)
+    {
+        if (has_committed_frame(&c->publications[i]))
+        {
+            return 1;
+        }
+    }
+    return full_words_moved(c);
+}
+
+void amd_cycle_snapshot(amd_cycle *c)
+{
+    for (int32_t i = 0; i < c->full_word_count; i++)
+    {
+        c->full_seen[i] = load_acquire_64(c->full_words[i]);
+    }
+    for (int32_t i = 0; i < c->moved_word_count; i++)
+    {
+        c->moved_seen[i] = load_acquire_64(c->moved_words[i]);
+    }
+}
