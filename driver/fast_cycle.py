@@ -75,14 +75,20 @@ class FastCycle:
         self._unhandled = ffi.new("int32_t[]", receiver.native_batch.max_datagrams)
         self.armed = False
         """Whether :meth:`run` may run a cycle; False sends every wake-up to the Python cycle."""
+        self._ran = False  # a native cycle ran since the last Python cycle: it may have sent or inserted
+        self.cycles = 0
+        """Native cycles run to the end (with or without work)."""
+        self.handbacks = 0
+        """Native cycles that handed back to the Python cycle."""
 
     # --- around a Python cycle ------------------------------------------------------------------
 
     def before_cycle(self) -> None:
         """A Python cycle starts: what the native cycles did since the last one becomes the agents' again."""
-        if not self.armed:
-            return
         self.armed = False
+        if not self._ran:
+            return
+        self._ran = False
         now_ns = self._clock()
         for i, publication in enumerate(self._publications):
             native = self._cycle.publications[i]
@@ -132,9 +138,12 @@ class FastCycle:
         for transport in self._control:
             if transport.may_hold_data:  # a status message or NAK: the sender's
                 return None
+        self._ran = True
         result = lib.amd_cycle_run(self._cycle, self._clock())
         if result >= 0:
+            self.cycles += 1
             return result
+        self.handbacks += 1
         if result == BATCH:
             self._finish_batch()
         return None

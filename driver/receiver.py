@@ -322,8 +322,9 @@ class Receiver:
     def native_endpoints(self) -> list[NativeReceiveSlot] | None:
         """Each endpoint as the native cycle reads and rebuilds it, its table prepared as :meth:`_rebuild`
         would prepare it now; None while any endpoint needs this agent for its data (several sockets, the loss
-        generator, UDP_GRO not settled yet, an image not taking batch inserts) or commands wait."""
-        if self._loss_generator is not None or self.has_pending_commands():
+        generator, UDP_GRO not settled yet, an image not taking batch inserts), commands wait, or a status
+        message or NAK is to be sent."""
+        if self._loss_generator is not None or self.has_queued_work():
             return None
         slots = []
         for endpoint, dispatcher in self._endpoints:

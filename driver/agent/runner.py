@@ -196,35 +196,28 @@ class AgentRunner:
                 self._tick()
             return
         delay_ns = self.idle_strategy.next_delay_ns(work)
-        if delay_ns in (SPIN, YIELD) or (delay_ns > 0 and work > 0 and fast.pending()):
-            self._handle = self._loop.call_soon(self._fast)  # type: ignore[union-attr]
-        elif delay_ns == OS_YIELD:
-            os.sched_yield()
+        if delay_ns == SPIN or (delay_ns > 0 and work > 0 and fast.pending()):
             self._handle = self._loop.call_soon(self._fast)  # type: ignore[union-attr]
         else:
-            self._parked = True
-            self._park(delay_ns)
+            self._wait(delay_ns, self._fast)
 
-    def _park(self, delay_ns: int) -> None:
-        if delay_ns < PRECISE_PARK_BELOW_NS and self._park_timer is not None:
-            self._park_timer.arm(delay_ns)  # _on_park_timer runs the next cycle
-        else:
-            self._handle = self._loop.call_later(delay_ns / 1e9, self._fast)  # type: ignore[union-attr]
-
-    def _wait(self, delay_ns: int) -> None:
+    def _wait(self, delay_ns: int, then: Callable[[], None] | None = None) -> None:
+        """Yield or park, then ``then`` (the duty cycle unless given); a park on the timer ends in
+        :meth:`_on_park_timer`."""
         loop = self._loop
         assert loop is not None
+        then = then or self._tick
         if delay_ns == YIELD:
-            self._handle = loop.call_soon(self._tick)
+            self._handle = loop.call_soon(then)
         elif delay_ns == OS_YIELD:
             os.sched_yield()
-            self._handle = loop.call_soon(self._tick)
+            self._handle = loop.call_soon(then)
         else:
             self._parked = True
             if delay_ns < PRECISE_PARK_BELOW_NS and self._park_timer is not None:
                 self._park_timer.arm(delay_ns)  # _on_park_timer runs the next cycle
             else:
-                self._handle = loop.call_later(delay_ns / 1e9, self._tick)
+                self._handle = loop.call_later(delay_ns / 1e9, then)
 
     def _on_park_timer(self) -> None:
         timer = self._park_timer
