@@ -6,7 +6,9 @@ idle strategy. A park shorter than ``PRECISE_PARK_BELOW_NS`` waits on a timerfd 
 (:class:`driver.agent.park_timer.ParkTimer`): uvloop's timers have millisecond resolution, so a
 short park there is either no park at all or a millisecond or more, while the processes the driver
 serves (a subscriber freeing window, a publisher filling the term) move on in microseconds. An exception
-from ``do_work`` goes to the error handler and the runner carries on.
+from ``do_work`` goes to the error handler and the runner carries on. With a fast path (the SHARED driver's
+native steady-state cycle, driver/fast_cycle.py) armed after a cycle that parks, a wake-up runs it instead of the
+duty cycle until it hands back.
 """
 
 from __future__ import annotations
