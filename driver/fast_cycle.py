@@ -32,6 +32,11 @@ from driver.sender import Sender
 
 FULL = lib.AMD_CYCLE_FULL
 BATCH = lib.AMD_CYCLE_BATCH
+STREAM_BYTES_PER_US = 256
+"""Positions moving faster than this (bytes per microsecond, summed over the sweep's words, over at least
+STREAM_WINDOW_NS) are a stream: its cycles hand back at once (a kilobyte moved), so the runner is not armed and
+the declaration is not paid for."""
+STREAM_WINDOW_NS = 100_000
 
 
 def _pointer(word: Word) -> object:
@@ -68,6 +73,7 @@ class FastCycle:
         self._keep_publications: object = None
         self._keep_endpoints: list[object] = []
         self._words_version = -1
+        self._snapshot_ns = 0  # when the words' values were last taken
         self._publications: list[NetworkPublication] = []
         self._slots: list[NativeSendSlot] = []
         self._control: list[UdpTransport] = []
@@ -107,6 +113,14 @@ class FastCycle:
         """A Python cycle ended and its runner parks: declare the streams for the native cycles until the next
         Python one, or leave it disarmed when any agent needs the Python cycle."""
         self.armed = False
+        now_ns = self._clock()
+        cycle = self._cycle
+        if self._words_version == self._conductor.watch_version.value:
+            elapsed_ns = max(now_ns - self._snapshot_ns, STREAM_WINDOW_NS)
+            if lib.amd_cycle_moved(cycle) * 1000 > STREAM_BYTES_PER_US * elapsed_ns:
+                lib.amd_cycle_snapshot(cycle)
+                self._snapshot_ns = now_ns
+                return
         due_ns = self._conductor.native_due_ns()
         if due_ns is None:
             return
@@ -116,7 +130,6 @@ class FastCycle:
         endpoints = self._receiver.native_endpoints()
         if endpoints is None:
             return
-        cycle = self._cycle
         version = self._conductor.watch_version.value
         if version != self._words_version:
             full_words, moved_words = self._conductor.native_words()
@@ -127,7 +140,8 @@ class FastCycle:
         self._set_publications(*publications)
         if endpoints != self._endpoints:
             self._set_endpoints(endpoints)
-        cycle.full_due_ns = min(self._clock() + self._interval_ns, due_ns)
+        self._snapshot_ns = now_ns
+        cycle.full_due_ns = min(now_ns + self._interval_ns, due_ns)
         self.armed = True
 
     # --- a wake-up ------------------------------------------------------------------------------

@@ -87,6 +87,10 @@ int32_t amd_cycle_run(amd_cycle *cycle, int64_t now_ns);
  * leaves, against which the native cycles compare until the next one. */
 void amd_cycle_snapshot(amd_cycle *cycle);
 
+/* How far the moved words moved since amd_cycle_snapshot, summed (what amd_cycle_run compares with
+ * moved_limit): the caller tells a stream from a trickle by it. */
+int64_t amd_cycle_moved(const amd_cycle *cycle);
+
 /* The cycle's cheap look after a cycle that did work: 1 when a publication has a committed frame at its
  * sender position or a full word moved (run again now), else 0. No system call. */
 int32_t amd_cycle_pending(const amd_cycle *cycle);

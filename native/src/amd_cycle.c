@@ -209,3 +209,8 @@ void amd_cycle_snapshot(amd_cycle *c)
         c->moved_seen[i] = load_acquire_64(c->moved_words[i]);
     }
 }
+
+int64_t amd_cycle_moved(const amd_cycle *c)
+{
+    return positions_moved(c);
+}
