@@ -5,7 +5,10 @@ Java's ``Ping`` writes ``System.nanoTime()`` (CLOCK_MONOTONIC on Linux, the cloc
 ``time.monotonic_ns()``) into the first 8 bytes of each message and ``Pong`` echoes the message, so every data
 frame of a round trip carries the time its ping was offered. The driver runs in a child process of this script
 with its UDP transport's send and receive calls wrapped (nothing in the driver changes): each data frame sent or
-read is stamped with its age. The stages, medians over the timed round trips (µs since the ping was offered):
+read is stamped with its age. Frames the native steady-state cycle (driver/fast_cycle.py) moves never pass
+those calls: they are stamped when its call returns, from the logs between each publication's sender position
+(and each image's high-water mark) before and after it (a read is then stamped after its rebuild, a microsecond
+or two late). The stages, medians over the timed round trips (µs since the ping was offered):
 
 - ``ping_sent``: the sender found Ping's frame in the log and handed it to the kernel;
 - ``ping_read``: the receiver read that datagram (loopback delivery and the loop's wake-up);
@@ -21,7 +24,8 @@ the round trip grows with this figure), the driver's duty-cycle rate, how
 often it parked, and the median time of a duty cycle that did work and of one that did none (SHARED threading),
 and per agent the median time of a duty cycle that did nothing and of one that did work (the timing wrappers add
 about 0.2 µs each), how late the park timer's wake-ups run after their armed time, and how often the work probe
-answered a park's end without a cycle, so a change in the idle strategy or the cost of a cycle shows; and
+answered a park's end without a cycle, how many wake-ups per round trip the native cycle served and how many it
+handed back to a Python cycle, so a change in the idle strategy or the cost of a cycle shows; and
 ``tail_stages``: the share of round trips with a stage over a millisecond, by stage (where the tail's waits
 fall). With ``RTT_SPLIT_CPROFILE=FILE`` in its environment the driver runs under cProfile and leaves its
 statistics in FILE (``python -m pstats FILE``). One run takes about 30 s:
@@ -86,12 +90,15 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
     from driver.agent import runner as runner_module
     from driver.agent.work_probe import WorkProbe
     from driver.conductor import DriverConductor
+    from driver.fast_cycle import FastCycle
     from driver.media.udp_transport import UdpTransport
     from driver.receiver import Receiver
     from driver.sender import Sender
 
     records: list[tuple[int, int, int]] = []
-    cycles: dict[str, Any] = {"ticks": 0, "parks": 0, "probes_quiet": 0, "probes_busy": 0}
+    cycles: dict[str, Any] = {
+        "ticks": 0, "parks": 0, "probes_quiet": 0, "probes_busy": 0, "native": 0, "handbacks": 0
+    }
     clock = time.monotonic_ns
     send_term_burst, send, receive_batch = (
         UdpTransport.send_term_burst,
@@ -119,6 +126,35 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
                 _stamp(records, 1, batch.data(i), now_ns)
         return received
 
+    fast_run = FastCycle.run
+
+    def term_region(terms: Any, bits: int, start: int, end: int) -> memoryview:
+        """The log's bytes from position ``start`` to ``end`` (at most to the end of ``start``'s term)."""
+        term = terms[(start >> bits) % 3]
+        offset = start & ((1 << bits) - 1)
+        return term.view[offset : min(offset + end - start, len(term))]
+
+    def stamped_fast_run(self: Any) -> Any:
+        # The native cycle sends and rebuilds in C: stamp the frames between each publication's sender position
+        # (and each image's high-water mark) before and after it, as the wrapped calls stamp the Python path's.
+        sent = [(p, p.sender_position.get()) for p in self._publications] if self.armed else []
+        read = [(i, i.hwm_position.get()) for slot in self._endpoints for i in slot.images] if self.armed else []
+        result = fast_run(self)
+        now_ns = clock()
+        cycles["native" if result is not None else "handbacks"] += 1
+        for publication, before in sent:
+            after = publication.sender_position.get()
+            if after > before:
+                bits = publication.position_bits_to_shift
+                _stamp(records, 0, term_region(publication._term_buffers, bits, before, after), now_ns)
+        for image, before in read:
+            after = image.hwm_position.get()
+            if after > before:
+                bits = image.position_bits_to_shift
+                _stamp(records, 1, term_region(image._term_buffers, bits, before, after), now_ns)
+        return result
+
+    FastCycle.run = stamped_fast_run  # type: ignore[method-assign]
     UdpTransport.send_term_burst = stamped_burst  # type: ignore[method-assign]
     UdpTransport.send = stamped_send  # type: ignore[method-assign]
     UdpTransport.receive_batch = stamped_receive  # type: ignore[method-assign]
@@ -131,6 +167,15 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
             cycles["parks"] += 1
 
     runner_module.AgentRunner._tick = counted_tick  # type: ignore[method-assign]
+    fast = runner_module.AgentRunner._fast
+
+    def counted_fast(self: Any) -> None:
+        ticks = cycles["ticks"]
+        fast(self)
+        if self._parked and cycles["ticks"] == ticks:
+            cycles["parks"] += 1  # a native cycle's park (a hand-back's is the duty cycle's, counted there)
+
+    runner_module.AgentRunner._fast = counted_fast  # type: ignore[method-assign]
     park_timer = runner_module.ParkTimer
     arm, on_park_timer = park_timer.arm, runner_module.AgentRunner._on_park_timer
     armed: dict[str, int] = {"due_ns": 0}
@@ -332,6 +377,11 @@ def measure(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
             kind: round(data[f"{kind}_cycles"] / (warmup + args.messages), 2) for kind in ("busy", "idle")
         },
         "parks_per_round_trip": round(data["parks"] / (warmup + args.messages), 2),
+        # The native steady-state cycle (driver/fast_cycle.py): wake-ups it served, and those it handed back to a
+        # Python duty cycle (counted in cycles_per_round_trip too).
+        "native_cycles_per_round_trip": {
+            kind: round(data[kind] / (warmup + args.messages), 2) for kind in ("native", "handbacks")
+        },
         "probes_per_s": {
             k: round(data[f"probes_{k}"] / data["seconds"]) for k in ("quiet", "busy")
         },
