@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from driver.client import Aeron
 from driver.status.system_counters import SystemCounterDescriptor as SC
-from tests.support import free_port
+from tests.support import PlainAgent, free_port
 
 EXCHANGES = 400
 
@@ -87,19 +87,7 @@ def test_switched_off_every_wake_up_runs_the_python_cycle(embedded_driver) -> No
 
 
 def test_a_runner_shared_with_another_agent_keeps_the_python_cycle(embedded_driver) -> None:
-    class Other:
-        role_name = "other"
-
-        def on_start(self) -> None:
-            pass
-
-        def do_work(self) -> int:
-            return 0
-
-        def on_close(self) -> None:
-            pass
-
-    driver = embedded_driver(threading_mode="SHARED", on_created=lambda d: d.add_agent(Other(), share_runner=True))
+    driver = embedded_driver(threading_mode="SHARED", on_created=lambda d: d.add_agent(PlainAgent(), share_runner=True))
     with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
         assert _echo_exchanges(client, 20) == list(range(20))
     assert [runner.fast for runner in driver.driver._runners] == [None]

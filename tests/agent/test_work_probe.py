@@ -11,7 +11,7 @@ from driver.agent.runner import AgentRunner, CompositeAgent
 from driver.agent.work_probe import WorkProbe
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.word_watch import WatchVersion, Word
-from tests.support import wait_until
+from tests.support import PlainAgent, wait_until
 from tests.support.clock import ManualClock
 
 
@@ -43,19 +43,6 @@ class WatchedAgent:
         work = self.queued + (value != self._seen)
         self._seen, self.queued = value, 0
         return work
-
-    def on_close(self) -> None:
-        pass
-
-
-class PlainAgent:
-    role_name = "plain"
-
-    def on_start(self) -> None:
-        pass
-
-    def do_work(self) -> int:
-        return 0
 
     def on_close(self) -> None:
         pass

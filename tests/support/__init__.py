@@ -64,6 +64,8 @@ What is here, and when to use which:
     A ``tmp_path_factory`` dir removed when its block ends: use it in every module- or session-scoped fixture
     that writes recordings, segments or other bulk (pytest would keep them until the run ends). Import from
     ``tests.support.scratch``.
+``PlainAgent`` (agents.py)
+    An agent with no work that no work probe can watch: an added agent sharing a runner, in runner tests.
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
@@ -72,6 +74,7 @@ What is here, and when to use which:
     and for Java peers the interop fixtures (tests/interop/conftest.py).
 """
 
+from tests.support.agents import PlainAgent
 from tests.support.clock import ManualClock
 from tests.support.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
 from tests.support.log_writer import LogWriter
@@ -85,6 +88,7 @@ __all__ = [
     "FakeTransport",
     "LogWriter",
     "ManualClock",
+    "PlainAgent",
     "embedded_driver",
     "free_port",
     "new_aeron_dir",
