@@ -30,7 +30,6 @@ from driver.network_publication import NativeSendSlot, NetworkPublication
 from driver.receiver import NativeReceiveSlot, Receiver
 from driver.sender import Sender
 
-FULL = lib.AMD_CYCLE_FULL
 BATCH = lib.AMD_CYCLE_BATCH
 STREAM_BYTES_PER_US = 256
 """Positions moving faster than this (bytes per microsecond, summed over the sweep's words, over at least
