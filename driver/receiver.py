@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -284,15 +284,30 @@ class Receiver:
         bytes_received = table.bytes_received
         if bytes_received:
             self._bytes_received.get_and_add(bytes_received)
+        left = table.unhandled(unhandled) if unhandled else ()
+        self._after_rebuild(endpoint, dispatcher, batch, table, images, left, transport_index, now_ns)
+
+    def _after_rebuild(
+        self,
+        endpoint: ReceiveChannelEndpoint,
+        dispatcher: DataPacketDispatcher,
+        batch: ReceiveBatch,
+        table: RebuildBatch,
+        images: list[PublicationImage],
+        unhandled: Sequence[int],
+        transport_index: int,
+        now_ns: int,
+    ) -> None:
+        """After a batch rebuild (this agent's or the native cycle's): each image's results, then the datagrams
+        the table left, one by one."""
         for index, image in enumerate(images):
             inserted, hwm_position, under_runs, over_runs, invalid = table.result(index)
             if inserted or under_runs or over_runs or invalid:
                 image.on_batch_rebuilt(
                     transport_index, inserted, hwm_position, under_runs, over_runs, invalid, now_ns
                 )
-        if unhandled:
-            for i in table.unhandled(unhandled):
-                self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
+        for i in unhandled:
+            self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
 
     def _rebuild_table(
         self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher
@@ -352,16 +367,10 @@ class Receiver:
         """The rest of a batch the native cycle received and rebuilt into ``slot``'s table but left to Python
         (a datagram not for a known image, an under- or over-run, a rejected insert): what :meth:`_rebuild`
         does after its native call. The batch's bytes were counted already."""
-        batch = self._batch
-        batch.count = count
-        for index, image in enumerate(slot.images):
-            inserted, hwm_position, under_runs, over_runs, invalid = slot.table.result(index)
-            if inserted or under_runs or over_runs or invalid:
-                image.on_batch_rebuilt(0, inserted, hwm_position, under_runs, over_runs, invalid, now_ns)
         dispatcher = self._dispatchers.get(slot.endpoint)
         if dispatcher is not None:
-            for i in unhandled:
-                self._on_datagram(slot.endpoint, dispatcher, batch, i, 0, now_ns)
+            self._batch.count = count
+            self._after_rebuild(slot.endpoint, dispatcher, self._batch, slot.table, slot.images, unhandled, 0, now_ns)
 
     @property
     def native_batch(self) -> ReceiveBatch:

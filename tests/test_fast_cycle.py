@@ -95,7 +95,8 @@ def test_a_runner_shared_with_another_agent_keeps_the_python_cycle(embedded_driv
 
 def test_a_stream_held_by_flow_control_arrives_whole(embedded_driver) -> None:
     """A publisher far ahead of a subscriber that has not read yet: the native cycle hands the stall back to the
-    sender, which counts it; once the subscriber reads, every message arrives in order."""
+    sender, which counts it, and sends nothing beyond the receiver's window; once the subscriber reads, every
+    message arrives in order."""
     driver = embedded_driver(threading_mode="SHARED")
     channel = f"aeron:udp?endpoint=127.0.0.1:{free_port()}|term-length=64k"
     with Aeron.connect(aeron_dir=driver.aeron_dir) as client:
@@ -106,6 +107,7 @@ def test_a_stream_held_by_flow_control_arrives_whole(embedded_driver) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.001)
         limits_before = client.counters_reader.get_counter_value(SC.SENDER_FLOW_CONTROL_LIMITS.id)
+        over_runs_before = client.counters_reader.get_counter_value(SC.FLOW_CONTROL_OVER_RUNS.id)
         count, sent, received = 3000, 0, []
 
         def on_message(buffer, offset: int, length: int, header) -> None:
@@ -128,3 +130,5 @@ def test_a_stream_held_by_flow_control_arrives_whole(embedded_driver) -> None:
             subscription.poll(on_message, 100)
         assert received == list(range(count))
         assert client.counters_reader.get_counter_value(SC.SENDER_FLOW_CONTROL_LIMITS.id) > limits_before
+        # Nothing was sent beyond the receiver's window: the native bursts kept to the sender limit.
+        assert client.counters_reader.get_counter_value(SC.FLOW_CONTROL_OVER_RUNS.id) == over_runs_before
