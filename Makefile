@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -U pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service]'
+	$(PY) -m compileall -q driver
 	touch $@
 
 install: $(STAMP)
@@ -19,7 +20,11 @@ install: $(STAMP)
 native: $(STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 
+# Bytecode for the editable tree first: a pip install compiles it, an editable one leaves it to the first import,
+# which never writes it where PYTHONDONTWRITEBYTECODE is set (every start then compiles the driver: +60-80 % to
+# ready). Up to date, the check takes ~0.1 s.
 run: $(STAMP)
+	$(PY) -m compileall -q driver
 	$(VENV)/bin/mediadriver run $(ARGS)
 
 # The real Aeron 1.15.1 jar and a Java 11 runtime for interop tests; javac (any JDK >= 11) compiles
