@@ -10,7 +10,7 @@ NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -U pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service,bench]'
 	$(PY) -m compileall -q driver
 	touch $@
 
@@ -60,10 +60,11 @@ test: $(STAMP) peers system-deps lint
 dist: $(STAMP)
 	$(PY) tools/dist.py --out dist
 
+# The tracked suite (tools/bench/track.py): the quick set for HEAD recorded under tools/bench/records/<machine>/
+# (commit the records), then compared with the record before: a figure more than 20 % worse is named, exit 1.
 bench: $(STAMP) peers
-	-$(PY) -m tools.bench.idle_cpu
-	-$(PY) -m tools.bench.python_ipc
-	-$(PY) -m tools.bench.ipc_throughput --runs 1
+	$(PY) -m compileall -q driver
+	$(PY) -m tools.bench.track
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info driver/_native*.so driver/concurrent/logbuffer/_fastpath*.so driver/_native.c \
