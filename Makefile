@@ -29,12 +29,18 @@ run: $(STAMP)
 
 # The real Aeron 1.15.1 jar and a Java 11 runtime for interop tests; javac (any JDK >= 11) compiles
 # the small Java test programs with --release 11. Also a Python 3.12 venv with pyaeron (a modern C client)
-# when a Python 3.12 is found; without it the pyaeron test skips and says why.
+# when a Python 3.12 is found; without it the pyaeron test skips and says why. Last, optional, the Aeron 1.53 C
+# driver and our C sample clients (tools/peers/c_driver.py, needs a C and a C++ compiler): when they cannot be
+# built, one line says why and the rest still works.
 peers: $(STAMP)
 	$(PY) tools/peers/install.py
 	@command -v javac >/dev/null 2>&1 || { \
 	  echo "javac not found: installing a JDK from Debian"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
+	@{ command -v cc && command -v c++ && command -v make; } >/dev/null 2>&1 || { \
+	  echo "a C/C++ compiler not found: installing gcc, g++ and make from Debian"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc g++ make || true; }
+	$(PY) -m tools.peers.c_driver || echo "aeron-c: not built (tools/peers/c_driver.py failed)"
 
 # System packages some tests need (a real Prometheus server; a Java runtime for Spark; a headless chromium and
 # its chromedriver for the service's web page), from Debian.
