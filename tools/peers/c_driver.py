@@ -117,11 +117,13 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def _compiler(env_name: str, default: str) -> str:
+def _compiler(env_name: str, default: str, language: str) -> str:
     name = os.environ.get(env_name) or default
     found = shutil.which(name)
     if found is None:
-        raise BuildError(f"no {default} compiler ({env_name}={name} not found): apt-get install gcc g++ make")
+        raise BuildError(
+            f"no {language} compiler: {env_name}={name} not found (apt-get install gcc g++ make)"
+        )
     return found
 
 
@@ -170,7 +172,7 @@ def _aeron_sources(work: Path) -> Path:
 
 def build_driver(root: Path) -> None:
     """aeronmd, the client library and its header into ``root`` (bin/, lib/, include/)."""
-    cc, cxx = _compiler("CC", "cc"), _compiler("CXX", "c++")
+    cc, cxx = _compiler("CC", "cc", "C"), _compiler("CXX", "c++", "C++")
     cmake = find_cmake(root)
     # Outside any git checkout: Aeron's CMake stamps the version with `git log` of the tree around it.
     with tempfile.TemporaryDirectory(prefix="aeron-c-build-") as tmp:
@@ -194,7 +196,7 @@ def build_driver(root: Path) -> None:
 
 def build_samples(root: Path) -> None:
     """Our sample clients, linked statically against the C client library."""
-    cc = _compiler("CC", "cc")
+    cc = _compiler("CC", "cc", "C")
     for name in SAMPLES:
         out = root / "bin" / name
         _run(
