@@ -26,7 +26,7 @@ run: $(STAMP)
 # the small Java test programs with --release 11. Also a Python 3.12 venv with pyaeron (a modern C client)
 # when a Python 3.12 is found; without it the pyaeron test skips and says why.
 peers: $(STAMP)
-	$(PY) tools/peers/install.py
+	$(PY) harness/install.py
 	@command -v javac >/dev/null 2>&1 || { \
 	  echo "javac not found: installing a JDK from Debian"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
@@ -51,9 +51,9 @@ lint: $(STAMP)
 test: $(STAMP) peers system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The sdist and a manylinux wheel in dist/ (tools/dist.py): the wheel installs where no compiler exists.
+# The sdist and a manylinux wheel in dist/ (harness/dist.py): the wheel installs where no compiler exists.
 dist: $(STAMP)
-	$(PY) tools/dist.py --out dist
+	$(PY) harness/dist.py --out dist
 
 bench: $(STAMP) peers
 	-$(PY) -m tools.bench.idle_cpu

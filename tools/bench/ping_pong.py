@@ -33,11 +33,11 @@ import argparse
 from typing import Any
 
 from driver.context import PROFILES
+from harness.java import Peers
 from tools.bench.compare import add_compare_args, driver_props, first_error, median_of, ratio, rounded
 from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
 from tools.bench.samples import parse_histogram
-from tools.peers.java import Peers
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 # Per channel: timed round trips, warm-up iterations, warm-up messages per iteration (None: Ping's own 5 x 10,000).
