@@ -10,7 +10,7 @@ NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -U pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service,docs]'
 	touch $@
 
 install: $(STAMP)
