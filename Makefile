@@ -10,7 +10,7 @@ NATIVE_SRC := $(wildcard native/include/*.h native/src/*.c native/build_ffi.py)
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -U pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service,bench]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,analysis,service,bench,docs]'
 	$(PY) -m compileall -q driver
 	touch $@
 
@@ -31,7 +31,7 @@ run: $(STAMP)
 # the small Java test programs with --release 11. Also a Python 3.12 venv with pyaeron (a modern C client)
 # when a Python 3.12 is found; without it the pyaeron test skips and says why.
 peers: $(STAMP)
-	$(PY) tools/peers/install.py
+	$(PY) harness/install.py
 	@command -v javac >/dev/null 2>&1 || { \
 	  echo "javac not found: installing a JDK from Debian"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }
@@ -56,9 +56,9 @@ lint: $(STAMP)
 test: $(STAMP) peers system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The sdist and a manylinux wheel in dist/ (tools/dist.py): the wheel installs where no compiler exists.
+# The sdist and a manylinux wheel in dist/ (harness/dist.py): the wheel installs where no compiler exists.
 dist: $(STAMP)
-	$(PY) tools/dist.py --out dist
+	$(PY) harness/dist.py --out dist
 
 # The tracked suite (tools/bench/track.py): the quick set for HEAD recorded under tools/bench/records/<machine>/
 # (commit the records), then compared with the record before: a figure more than 20 % worse is named, exit 1.

@@ -3,13 +3,13 @@
 ``Harness`` (a context manager, one per measured run) starts a media driver -- ``ours`` (``python -m driver run
 --dir D -Dk=v ...``) or ``java`` (the Aeron 1.15.1 ``io.aeron.driver.MediaDriver`` with ``-Daeron.dir=D
 -Daeron.dir.delete.on.start=true -Dk=v ...``) -- each in a fresh directory under /dev/shm, waits until its cnc.dat
-is ready (tools/peers/cnc.py), and runs the Aeron Java sample clients, or the benchmarks' own Java clients
+is ready (harness/cnc.py), and runs the Aeron Java sample clients, or the benchmarks' own Java clients
 (``compiled_java``), against it. Every line a child prints is kept with the monotonic time it arrived
-(tools/peers/children.py ``Proc``).
+(harness/children.py ``Proc``).
 
 On leaving the ``with`` block -- normally, on an error, on Ctrl-C, SIGTERM or SIGHUP -- every process it started
 gets SIGTERM (its own session and process group), then SIGKILL after a grace period, and its directories are
-removed. Each child runs in a session of its own, as when started from its own terminal (tools/peers/children.py
+removed. Each child runs in a session of its own, as when started from its own terminal (harness/children.py
 ``start`` says why), and gets SIGTERM from the kernel if the harness itself is killed (PR_SET_PDEATHSIG).
 """
 
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import children
+from harness.children import Proc, describe_failure, stop_all
+from harness.cnc import cnc_ready
+from harness.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 from tools.bench.cpu import CpuSampler, tree_cpu_seconds
 from tools.bench.report import BenchError
-from tools.peers import children
-from tools.peers.children import Proc, describe_failure, stop_all
-from tools.peers.cnc import cnc_ready
-from tools.peers.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 
 ROOT = Path(__file__).resolve().parents[2]
 SHM = Path("/dev/shm")
@@ -54,7 +54,7 @@ STARTUP_TIMEOUT_S = 30.0
 def require_peers() -> Peers:
     peers = find_peers()
     if peers is None:
-        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (tools/peers/install.py) first")
+        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (harness/install.py) first")
     return peers
 
 

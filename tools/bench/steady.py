@@ -33,6 +33,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.java import Peers
 from tools.bench.compare import (
     JAVA_DEFAULT_PROPS,
     STREAM_TUNING,
@@ -44,7 +45,6 @@ from tools.bench.compare import (
 from tools.bench.harness import ROOT, STARTUP_TIMEOUT_S, Harness, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress
 from tools.bench.samples import rate_samples, unsupported_or
-from tools.peers.java import Peers
 
 STREAM_ID = 10
 ENDLESS = 1 << 62
