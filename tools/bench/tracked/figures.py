@@ -268,15 +268,15 @@ class PythonClients:
 
     @figure("x pyaeron", "higher", 1.2)
     def track_ipc_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/ipc/32 *")
+        return pick(r, "ratios", "message/ipc/32 *")
 
     @figure("x pyaeron", "higher", 1.2)
     def track_ipc_1k_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/ipc/1024 *")
+        return pick(r, "ratios", "message/ipc/1024 *")
 
     @figure("x pyaeron", "higher", 1.0)
     def track_udp_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/udp/32 *")
+        return pick(r, "ratios", "message/udp/32 *")
 
     @figure("x ours blocking", "higher", 0.8)
     def track_asyncio_ipc_32_ratio(self, r: dict[str, Any]) -> float:
