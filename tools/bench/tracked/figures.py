@@ -322,3 +322,24 @@ class Replication:
     @figure("s", "lower", 2.0)
     def track_merge_s(self, r: dict[str, Any]) -> float:
         return max(r["merge_s"])
+
+
+class ManyStreams:
+    """16 and 256 streams of one UDP channel at 200 k msgs/s in all, our Python client on both ends: the
+    driver's CPU, ours vs the Java driver."""
+
+    timeout = 600
+    script = "many_streams"
+    args = ("--streams", "16,256", "--seconds", "5", "--warmup", "2")
+    reference = "the Java 1.15.1 driver (SHARED), the same Python client processes for both"
+
+    def setup_cache(self) -> dict[str, Any]:
+        return run_script(self.script, *self.args)
+
+    @figure("x Java", "lower", 1.0)
+    def track_cpu_16_ratio(self, r: dict[str, Any]) -> float:
+        return pick(r, "streams", "16", "cpu_ratio")
+
+    @figure("x Java", "lower", 1.0)
+    def track_cpu_256_ratio(self, r: dict[str, Any]) -> float:
+        return pick(r, "streams", "256", "cpu_ratio")
