@@ -16,8 +16,8 @@ import pytest
 from driver.agent.scheduling import restore, use_realtime, use_slice
 from driver.cli import FAMILIES, build_parser
 from driver.client import Aeron, RegistrationError
-from tests.support.wait import wait_for
-from tools.peers.cnc import cnc_ready
+from harness.cnc import cnc_ready
+from harness.wait import wait_for
 
 
 def mediadriver(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:

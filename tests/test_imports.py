@@ -5,11 +5,15 @@ which layer may know about which is about the source, not only about what runs. 
 their file: one inside a function is only for what an optional extra provides (a command must run, and say
 which extra it lacks, without it), never a way around an import cycle. The command line imports only the
 family of the command it runs, by name from its table (``driver.cli.FAMILIES``) with importlib.
+
+Outside driver/, the tests (tests/) and the tools (tools/) both stand on the harness (harness/) and never on each
+other, and the harness on neither: no import of the other's package, nor a ``python -m`` of one of its modules.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import subprocess
 import sys
@@ -397,6 +401,24 @@ def native_violations(module: str, imports: set[str], used: set[str], families: 
     return bad
 
 
+# What each top-level tree outside driver/ must not reach into (by import or by ``python -m <module>``).
+ROOT = DRIVER.parent
+NOT_REACHED_FROM = {"tests": ("tools",), "tools": ("tests",), "harness": ("tests", "tools")}
+
+
+def cross_tree_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """What ``path`` (under tests/, tools/ or harness/) imports or runs from a tree it must not reach into."""
+    forbidden = NOT_REACHED_FROM[path.relative_to(root).parts[0]]
+    found = imported_modules(path, root)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        # a module run as a child, ``[..., "-m", "name", ...]``
+        items = node.elts if isinstance(node, ast.List | ast.Tuple) else []
+        for flag, name in itertools.pairwise(items):
+            if isinstance(flag, ast.Constant) and flag.value == "-m" and isinstance(name, ast.Constant):
+                found.add(str(name.value))
+    return sorted(n for n in found if any(is_within(n, f) for f in forbidden))
+
+
 MODULES = {module_name(p): p for p in sorted(DRIVER.rglob("*.py"))}
 IMPORTS = {m: resolved_imports(p, DRIVER.parent, set(MODULES)) for m, p in MODULES.items()}
 
@@ -590,6 +612,25 @@ def test_the_function_import_rule_allows_only_what_an_extra_provides(tmp_path: P
     ]
 
 
+def test_the_tree_rule_catches_tests_and_tools_reaching_into_each_other(tmp_path: Path) -> None:
+    files = {
+        "tests/test_a.py": "from tools.bench import steady\nimport harness.wait\n",
+        "tests/support/b.py": "from harness.embedded import EmbeddedDriver\nfrom tests.support import clock\n",
+        "tools/bench/c.py": "import subprocess\nsubprocess.run(['python', '-m', 'tests.support.fast_publisher'])\n",
+        "harness/d.py": "from tools.bench.report import emit\nfrom harness.wait import wait_for\n",
+    }
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    found = {relative: cross_tree_imports(tmp_path / relative, tmp_path) for relative in files}
+    assert found == {
+        "tests/test_a.py": ["tools.bench", "tools.bench.steady"],
+        "tests/support/b.py": [],
+        "tools/bench/c.py": ["tests.support.fast_publisher"],
+        "harness/d.py": ["tools.bench.report", "tools.bench.report.emit"],
+    }
+
+
 # --- the rules -------------------------------------------------------------------------------------------
 
 
@@ -748,3 +789,19 @@ def test_the_command_list_and_a_plain_run_load_no_optional_subsystem() -> None:
         cwd=DRIVER.parent,
     )
     assert done.stdout.strip() == "[] []"
+
+
+OUTSIDE_DRIVER = sorted(p for tree in NOT_REACHED_FROM for p in (ROOT / tree).rglob("*.py"))
+
+
+def test_the_tree_scan_sees_the_three_trees() -> None:
+    seen = {p.relative_to(ROOT).as_posix() for p in OUTSIDE_DRIVER}
+    assert {"tests/support/__init__.py", "tools/bench/harness.py", "harness/children.py"} <= seen
+
+
+@pytest.mark.parametrize("path", OUTSIDE_DRIVER, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_tests_and_tools_meet_only_in_the_harness(path: Path) -> None:
+    bad = cross_tree_imports(path)
+    assert bad == [], (
+        f"{path.relative_to(ROOT)} reaches into {bad}: move what both need into harness/ and import it from there"
+    )

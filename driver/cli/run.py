@@ -165,7 +165,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--profile",
         choices=sorted(PROFILES),
         help="a set of settings: low-latency = parks of at most 100 us and SCHED_FIFO where permitted "
-        "(README); -D properties still override it",
+        "(docs/tuning.md); -D properties still override it",
     )
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"

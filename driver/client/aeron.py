@@ -60,7 +60,7 @@ def _map_cnc(
                 f"permission denied on {cnc_path} ({e.strerror}): the driver's aeron dir and files are private "
                 "to the user running it unless it is started with -Daeron.dir.group=<a group of this user> "
                 "(group read-write: aeron.dir.mode=0770, aeron.file.mode=0660 by default then); "
-                "see README, 'Sharing the aeron dir'"
+                "see docs/getting-started.md, 'Sharing the aeron dir'"
             ) from e
         if cnc is not None:
             while cnc.version == 0 and time.monotonic() < deadline:

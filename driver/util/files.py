@@ -34,7 +34,7 @@ class FilePermissions:
         cls, dir_group: int | None, dir_mode: int | None = None, file_mode: int | None = None
     ) -> FilePermissions:
         """The policy of ``aeron.dir.group``/``aeron.dir.mode``/``aeron.file.mode`` (None: not set): private
-        to this user unless a group is named, whose members then get read-write (README, "Sharing the aeron
+        to this user unless a group is named, whose members then get read-write (docs/getting-started.md, "Sharing the aeron
         dir"). The driver and the archive both build theirs here."""
         grouped = dir_group is not None
         return cls(

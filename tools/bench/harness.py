@@ -3,14 +3,14 @@
 ``Harness`` (a context manager, one per measured run) starts a media driver -- ``ours`` (``python -m driver run
 --dir D -Dk=v ...``) or ``java`` (the Aeron 1.15.1 ``io.aeron.driver.MediaDriver`` with ``-Daeron.dir=D
 -Daeron.dir.delete.on.start=true -Dk=v ...``) or ``c`` (the Aeron 1.53 C driver ``aeronmd`` with the same -D
-properties, tools/peers/c_driver.py) -- each in a fresh directory under /dev/shm, waits until its cnc.dat is ready
-(tools/peers/cnc.py), and runs the Aeron Java sample clients, the benchmarks' own Java clients (``compiled_java``),
-or our C sample clients (``c_client``) against it. Every line a child prints is kept with the monotonic time it arrived
-(tools/peers/children.py ``Proc``).
+properties, harness/c_driver.py) -- each in a fresh directory under /dev/shm, waits until its cnc.dat is ready
+(harness/cnc.py), and runs the Aeron Java sample clients, the benchmarks' own Java clients (``compiled_java``), or
+our C sample clients (``c_client``) against it. Every line a child prints is kept with the monotonic time it
+arrived (harness/children.py ``Proc``).
 
 On leaving the ``with`` block -- normally, on an error, on Ctrl-C, SIGTERM or SIGHUP -- every process it started
 gets SIGTERM (its own session and process group), then SIGKILL after a grace period, and its directories are
-removed. Each child runs in a session of its own, as when started from its own terminal (tools/peers/children.py
+removed. Each child runs in a session of its own, as when started from its own terminal (harness/children.py
 ``start`` says why), and gets SIGTERM from the kernel if the harness itself is killed (PR_SET_PDEATHSIG).
 """
 
@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import children
+from harness.c_driver import CPeer, find_c_driver
+from harness.children import Proc, describe_failure, stop_all
+from harness.cnc import cnc_ready
+from harness.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 from tools.bench.cpu import CpuSampler, tree_cpu_seconds
 from tools.bench.report import BenchError
-from tools.peers import children
-from tools.peers.c_driver import CPeer, find_c_driver
-from tools.peers.children import Proc, describe_failure, stop_all
-from tools.peers.cnc import cnc_ready
-from tools.peers.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 
 ROOT = Path(__file__).resolve().parents[2]
 SHM = Path("/dev/shm")
@@ -68,7 +68,7 @@ def require_c_peer() -> CPeer:
     peer = find_c_driver()
     if peer is None:
         raise BenchError(
-            "Aeron C driver not built: run `make peers` (python -m tools.peers.c_driver says why it cannot be)"
+            "Aeron C driver not built: run `make peers` (python -m harness.c_driver says why it cannot be)"
         )
     return peer
 
@@ -76,7 +76,7 @@ def require_c_peer() -> CPeer:
 def require_peers() -> Peers:
     peers = find_peers()
     if peers is None:
-        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (tools/peers/install.py) first")
+        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (harness/install.py) first")
     return peers
 
 
@@ -227,7 +227,7 @@ class Harness:
         return self.spawn(name or main_class.rsplit(".", 1)[-1], cmd, stdin=stdin)
 
     def c_client(self, name: str, props: Mapping[str, Any] | None = None, stdin: bytes | None = None) -> Proc:
-        """Start one of our C sample clients (tools/peers/c_samples: ``streaming_publisher``, ``rate_subscriber``,
+        """Start one of our C sample clients (harness/c_samples: ``streaming_publisher``, ``rate_subscriber``,
         ``ping``, ``pong``) with ``props`` as its -D settings."""
         return self.spawn(f"c-{name}", [str(self.c_peer.client(name)), *props_args(props)], stdin=stdin)
 

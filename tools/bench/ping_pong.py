@@ -13,14 +13,14 @@ client throws (e.g. a channel the driver does not support yet), is recorded as f
 
 Every run measures, one after the other in an order that rotates from run to run: our driver with its
 defaults (``ours``), our driver with the documented low-latency profile (``ours_ll``: ``mediadriver run
---profile low-latency``, README "Low-latency profile"; ``--no-profile`` skips it) and the Java driver. The JSON
+--profile low-latency``, docs/tuning.md "The low-latency profile"; ``--no-profile`` skips it) and the Java driver. The JSON
 line reports median p50/p99 per driver over ``--runs`` and ratios to Java (lower is better). Goals over UDP:
 p50 and p99 <= 1.0x Java with our defaults, <= 0.7x with the low-latency profile; over IPC p99 <= 1.5x.
 Ping's warm-up (``--warmup-iterations`` x ``--warmup-messages``) runs before the timed round trips, so the
 histogram is steady state.
 
 With ``--reference c`` (or ``java,c``) the Aeron 1.53 C driver ``aeronmd`` (SHARED, ``--c-prop``;
-tools/peers/c_driver.py) is measured with our C ``ping`` and ``pong`` clients (``c``), and so is our driver with
+harness/c_driver.py) is measured with our C ``ping`` and ``pong`` clients (``c``), and so is our driver with
 those same clients (``ours-c``): ``c_p50_ratio`` / ``c_p99_ratio`` are ``ours-c`` over ``c``, held to the goals of
 ``ours``. The C ping prints its round trips in the Java Ping's table layout (exact percentiles).
 
@@ -38,6 +38,7 @@ import argparse
 from typing import Any
 
 from driver.context import PROFILES
+from harness.java import Peers
 from tools.bench.compare import (
     JAVA_DEFAULT_PROPS,
     add_compare_args,
@@ -51,7 +52,6 @@ from tools.bench.compare import (
 from tools.bench.harness import C_KIND, STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
 from tools.bench.samples import parse_histogram
-from tools.peers.java import Peers
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 # Per channel: timed round trips, warm-up iterations, warm-up messages per iteration (None: Ping's own 5 x 10,000).

@@ -11,7 +11,7 @@
 # `mediadriver run` (DRIVER_ARGS, e.g. --profile low-latency, go to it). Both get the socket buffers and
 # receiver window of Aeron's performance-testing instructions (2 MiB each). c: the Aeron 1.53 C driver aeronmd
 # (SHARED, the same settings) and ours-c: `mediadriver run`, both with our C sample clients in place of Aeron's
-# Java ones (.peers/aeron-c, built by tools/peers/c_driver.py; they print the same lines).
+# Java ones (.peers/aeron-c, built by harness/c_driver.py; they print the same lines).
 # Throughput (RateSubscriber, StreamingPublisher; CHANNEL defaults to aeron:udp?endpoint=localhost:40123):
 #   <driver> msgs_per_s=<median per-second rate after WARMUP_S> seconds=<n> driver_cpu_pct=<...> out=<dir>
 # where the per-second rates are the differences between the subscriber's printed running totals (exact
@@ -67,7 +67,7 @@ cbin=${AERON_C_DIR:-$root/.peers/aeron-c}/bin
 case $kind in
   c|ours-c)
     [ -x "$cbin/aeronmd" ] && [ -x "$cbin/rate_subscriber" ] ||
-      { echo "the Aeron C driver is not built: run 'make peers' (tools/peers/c_driver.py)" >&2; exit 2; } ;;
+      { echo "the Aeron C driver is not built: run 'make peers' (harness/c_driver.py)" >&2; exit 2; } ;;
   *) [ -x "$java" ] && [ -f "$jar" ] || { echo "the Aeron 1.15.1 peer is missing: run 'make peers'" >&2; exit 2; } ;;
 esac
 # Sets cmd to Aeron's Java sample $1 or, for c and ours-c, our C sample $2, with the -D settings after them.

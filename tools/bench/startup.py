@@ -1,7 +1,7 @@
 """Start-up and idle memory: ours (``python -m driver run``) against the Java 1.15.1 driver, launch by launch.
 
 Each launch, the two kinds interleaved: the time from spawning the driver to its cnc.dat being ready with a
-conductor heartbeat (tools/peers/cnc.py ``cnc_ready``, polled every millisecond), then, after ``--settle`` seconds
+conductor heartbeat (harness/cnc.py ``cnc_ready``, polled every millisecond), then, after ``--settle`` seconds
 idle, its anonymous resident memory (``RssAnon`` of /proc/PID/status: what the process itself allocated, not the
 mapped files it shares). Also the command line's own start-up, ours only: ``mediadriver --help`` and
 ``mediadriver stat --once`` against the running driver, as whole processes. Medians over ``--launches``.
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from harness.cnc import cnc_ready
 from tools.bench.harness import Harness, wait_ready
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
-from tools.peers.cnc import cnc_ready
 
 READY_GOAL = 0.7
 RSS_GOAL = 0.7

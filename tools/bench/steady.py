@@ -17,7 +17,7 @@ message. One measurement (:func:`measure_steady`):
 Setups (``--setups``): ``ours`` and ``java`` (SHARED) / ``java-dedicated`` are one driver that both clients
 use; ``ours-plain`` is ours with the UDP offloads off (docs/wire.md section 10). ``ours>java``, ``java>ours`` and ``java>java`` are two drivers (UDP only): the publisher's driver, then
 the subscriber's (Java always SHARED unless ``--java-prop`` says otherwise); their CPU is the sum of both.
-``c`` is the Aeron 1.53 C driver ``aeronmd`` (SHARED, ``--c-prop``; tools/peers/c_driver.py) with our C sample
+``c`` is the Aeron 1.53 C driver ``aeronmd`` (SHARED, ``--c-prop``; harness/c_driver.py) with our C sample
 clients (``streaming_publisher``, ``rate_subscriber``) in place of the Java ones; choosing it adds ``ours-c``, our
 driver with the same C clients, and ``ours-c``'s ratio is to ``c``.
 
@@ -36,6 +36,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.java import Peers
 from tools.bench.compare import (
     JAVA_DEFAULT_PROPS,
     STREAM_TUNING,
@@ -47,7 +48,6 @@ from tools.bench.compare import (
 from tools.bench.harness import C_KIND, ROOT, STARTUP_TIMEOUT_S, Harness, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress
 from tools.bench.samples import rate_samples, unsupported_or
-from tools.peers.java import Peers
 
 STREAM_ID = 10
 ENDLESS = 1 << 62

@@ -3,7 +3,8 @@
 1. Runs the quick set (tools/bench/tracked/figures.py: each figure a same-run ratio against its reference,
    computed by this folder's benchmark scripts) with asv in the project's venv, recording the results for HEAD
    under tools/bench/records/<machine>/ (asv's format; commit them).
-2. Compares the newest record with the one before it, commit by commit along main's history: a figure that got
+2. Rewrites the dated log of docs/performance.md from the records (tools/bench/performance_page.py).
+3. Compares the newest record with the one before it, commit by commit along main's history: a figure that got
    worse by more than ``--threshold`` (20 %: a ratio where higher is better fell below 0.8x of its previous value,
    or one where lower is better rose above 1.25x) is named with the commit range, and the exit code is 1.
 
@@ -181,6 +182,8 @@ def main() -> int:
         if code != 0:
             print(f"asv run exited {code}", file=sys.stderr)
     records = load_records(machine)
+    if not args.compare_only:
+        subprocess.run([sys.executable, "-m", "tools.bench.performance_page"], cwd=ROOT, check=False)
     fallen = compare(records, args.threshold)
     if len(records) < 2:
         print(f"{len(records)} record(s) for {machine}: nothing to compare yet")

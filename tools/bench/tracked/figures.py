@@ -78,9 +78,12 @@ class Startup:
     """Launch to a ready cnc.dat and idle anonymous memory, ours vs the Java driver; the CLI's start-up."""
 
     timeout = 300
+    script = "startup"
+    args = ("--launches", "3")
+    reference = "the Java 1.15.1 driver launched the same way"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("startup", "--launches", "3")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "lower", 0.7)
     def track_ready_ratio(self, r: dict[str, Any]) -> float:
@@ -116,9 +119,12 @@ class Udp32:
     """Java StreamingPublisher -> RateSubscriber over UDP loopback, 32 B, ours vs the Java driver (SHARED)."""
 
     timeout = 300
+    script = "udp_throughput"
+    args = STEADY_QUICK
+    reference = "the Java 1.15.1 driver (SHARED), Java sample clients for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("udp_throughput", *STEADY_QUICK)
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "higher", 1.5)
     def track_msgs_ratio(self, r: dict[str, Any]) -> float:
@@ -129,9 +135,12 @@ class Udp1k:
     """The same at 1 KiB."""
 
     timeout = 300
+    script = "udp_throughput"
+    args = (*STEADY_QUICK, "--length", "1024")
+    reference = "the Java 1.15.1 driver (SHARED), Java sample clients for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("udp_throughput", *STEADY_QUICK, "--length", "1024")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "higher", 1.5)
     def track_msgs_ratio(self, r: dict[str, Any]) -> float:
@@ -142,9 +151,12 @@ class RoundTrips:
     """Java Ping <-> Pong over UDP: ours with defaults and with the low-latency profile vs the Java driver."""
 
     timeout = 600
+    script = "ping_pong"
+    args = ("--runs", "1", "--channel", "udp")
+    reference = "the Java 1.15.1 driver (SHARED), Java Ping and Pong for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("ping_pong", "--runs", "1", "--channel", "udp")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "lower", 1.0)
     def track_p50_ratio(self, r: dict[str, Any]) -> float:
@@ -170,9 +182,12 @@ class Loss5:
     """Sequenced publisher -> subscriber over UDP with 5 % of data datagrams dropped at the receiver."""
 
     timeout = 300
+    script = "loss_throughput"
+    args = (*LOSS_QUICK, "--loss", "0.05")
+    reference = "the Java 1.15.1 driver with its DebugReceiveChannelEndpoint, Java clients for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("loss_throughput", *LOSS_QUICK, "--loss", "0.05")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "higher", 10.0)
     def track_msgs_ratio(self, r: dict[str, Any]) -> float:
@@ -183,9 +198,12 @@ class Loss1:
     """The same with 1 % dropped."""
 
     timeout = 300
+    script = "loss_throughput"
+    args = (*LOSS_QUICK, "--loss", "0.01")
+    reference = "the Java 1.15.1 driver with its DebugReceiveChannelEndpoint, Java clients for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("loss_throughput", *LOSS_QUICK, "--loss", "0.01")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "higher", 5.0)
     def track_msgs_ratio(self, r: dict[str, Any]) -> float:
@@ -196,9 +214,12 @@ class Archive:
     """The 1.15.1 AeronArchive client records an IPC stream and replays it: ours (checksums on) vs Java's."""
 
     timeout = 600
+    script = "archive_throughput"
+    args = ("--runs", "1", "--no-shell-check")
+    reference = "the Java 1.15.1 ArchivingMediaDriver, the 1.15.1 AeronArchive client for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("archive_throughput", "--runs", "1", "--seconds", "5", "--no-shell-check")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "higher", 1.0)
     def track_record_32_ratio(self, r: dict[str, Any]) -> float:
@@ -221,9 +242,12 @@ class ReplayLatency:
     """startReplay -> first fragment polled over IPC, ours vs Java's archive."""
 
     timeout = 300
+    script = "archive_replay_latency"
+    args = ("--runs", "1", "--reps", "200", "--warmup", "50")
+    reference = "the Java 1.15.1 ArchivingMediaDriver, the 1.15.1 AeronArchive client for both"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("archive_replay_latency", "--runs", "1", "--reps", "200", "--warmup", "50")
+        return run_script(self.script, *self.args)
 
     @figure("x Java", "lower", 0.5)
     def track_p50_ratio(self, r: dict[str, Any]) -> float:
@@ -235,21 +259,24 @@ class PythonClients:
     process; and our asyncio API against our blocking one."""
 
     timeout = 900
+    script = "python_clients"
+    args = ("--runs", "1")
+    reference = "pyaeron 0.1.0 (the Aeron 1.53 C client) through our driver, same interpreter"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("python_clients", "--runs", "1")
+        return run_script(self.script, *self.args)
 
     @figure("x pyaeron", "higher", 1.2)
     def track_ipc_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/ipc/32 *")
+        return pick(r, "ratios", "message/ipc/32 *")
 
     @figure("x pyaeron", "higher", 1.2)
     def track_ipc_1k_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/ipc/1024 *")
+        return pick(r, "ratios", "message/ipc/1024 *")
 
     @figure("x pyaeron", "higher", 1.0)
     def track_udp_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "per message/udp/32 *")
+        return pick(r, "ratios", "message/udp/32 *")
 
     @figure("x ours blocking", "higher", 0.8)
     def track_asyncio_ipc_32_ratio(self, r: dict[str, Any]) -> float:
@@ -260,9 +287,12 @@ class ServiceReplay:
     """The record & replay service's replay forwarding, from the request, against the archive's plain replay."""
 
     timeout = 300
+    script = "service_replay"
+    args = ("--runs", "1", "--messages", "100000")
+    reference = "the archive's plain replay of the same recording"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("service_replay", "--runs", "1", "--messages", "100000")
+        return run_script(self.script, *self.args)
 
     @figure("msgs/s", "higher", 200_000)
     def track_msgs_per_s(self, r: dict[str, Any]) -> float:
@@ -278,9 +308,12 @@ class Replication:
     from a merge request to the live stream."""
 
     timeout = 600
+    script = "replication"
+    args = ("--runs", "1", "--mib", "64")
+    reference = "a plain replay over the same veth link between two namespaces"
 
     def setup_cache(self) -> dict[str, Any]:
-        return run_script("replication", "--runs", "1", "--mib", "64")
+        return run_script(self.script, *self.args)
 
     @figure("x plain replay", "higher", 0.8)
     def track_copy_ratio(self, r: dict[str, Any]) -> float:
@@ -289,3 +322,24 @@ class Replication:
     @figure("s", "lower", 2.0)
     def track_merge_s(self, r: dict[str, Any]) -> float:
         return max(r["merge_s"])
+
+
+class ManyStreams:
+    """16 and 256 streams of one UDP channel at 200 k msgs/s in all, our Python client on both ends: the
+    driver's CPU, ours vs the Java driver."""
+
+    timeout = 600
+    script = "many_streams"
+    args = ("--streams", "16,256", "--seconds", "5", "--warmup", "2")
+    reference = "the Java 1.15.1 driver (SHARED), the same Python client processes for both"
+
+    def setup_cache(self) -> dict[str, Any]:
+        return run_script(self.script, *self.args)
+
+    @figure("x Java", "lower", 1.0)
+    def track_cpu_16_ratio(self, r: dict[str, Any]) -> float:
+        return pick(r, "streams", "16", "cpu_ratio")
+
+    @figure("x Java", "lower", 1.0)
+    def track_cpu_256_ratio(self, r: dict[str, Any]) -> float:
+        return pick(r, "streams", "256", "cpu_ratio")

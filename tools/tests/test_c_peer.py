@@ -1,6 +1,6 @@
-"""The benchmarks' C reference (tools/peers/c_driver.py): our C sample clients (Aeron 1.53 C client) stream through
+"""The benchmarks' C reference (harness/c_driver.py): our C sample clients (Aeron 1.53 C client) stream through
 our driver over IPC and UDP, and time round trips through it, in the layouts the benchmarks parse; when the C peer
-cannot be built, ``python -m tools.peers.c_driver`` and ``make peers`` say why in one line and carry on.
+cannot be built, ``python -m harness.c_driver`` and ``make peers`` say why in one line and carry on.
 
 The client tests skip, saying why, when the C peer is not built (``make peers`` builds it).
 """
@@ -11,17 +11,18 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.driver_pool import DriverPool, close_pool
-from tests.support.ports import free_port
+from harness.c_driver import CPeer, find_c_driver
+from harness.children import ROOT, child_env, start, terminate
+from harness.cnc import wait_for_cnc
+from harness.java import find_peers, props_args
+from harness.ports import free_port
 from tools.bench.samples import RATE_LINE, parse_histogram
-from tools.peers.c_driver import CPeer, find_c_driver
-from tools.peers.children import ROOT, child_env
-from tools.peers.java import find_peers, props_args
 
 MESSAGES = 200_000
 CLIENT_TIMEOUT_S = 60
@@ -31,15 +32,32 @@ CLIENT_TIMEOUT_S = 60
 def c_peer() -> CPeer:
     peer = find_c_driver()
     if peer is None:
-        pytest.skip("the Aeron C peer is not built: `make peers` (python -m tools.peers.c_driver says why)")
+        pytest.skip("the Aeron C peer is not built: `make peers` (python -m harness.c_driver says why)")
     return peer
 
 
 @pytest.fixture
-def pool() -> Iterator[DriverPool]:
-    drivers = DriverPool()
-    yield drivers
-    close_pool(drivers)
+def aeron_dir() -> Iterator[Path]:
+    """Our driver (``python -m driver run``) in a fresh dir under /dev/shm, stopped and removed afterwards."""
+    parent = Path(
+        tempfile.mkdtemp(prefix="aeron-c-peer-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    )
+    directory = parent / "aeron"
+    driver = start(
+        [sys.executable, "-m", "driver", "run", "--dir", str(directory)],
+        stdout=subprocess.DEVNULL,
+        own_session=False,
+    )
+    try:
+        wait_for_cnc(driver, directory, timeout=30)
+        yield directory
+        terminate(driver)
+        assert driver.returncode == 0, f"our driver exited {driver.returncode} on SIGTERM"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def _client(peer: CPeer, name: str, props: dict[str, object]) -> subprocess.Popen[str]:
@@ -66,12 +84,11 @@ def _finish(proc: subprocess.Popen[str], what: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", ["ipc", "udp"])
 def test_the_c_publisher_streams_every_message_to_the_c_subscriber_through_our_driver(
-    c_peer: CPeer, pool: DriverPool, transport: str
+    c_peer: CPeer, aeron_dir: Path, transport: str
 ) -> None:
-    driver = pool.ours()
     channel = "aeron:ipc" if transport == "ipc" else f"aeron:udp?endpoint=127.0.0.1:{free_port()}"
     props: dict[str, object] = {
-        "aeron.dir": driver.aeron_dir,
+        "aeron.dir": aeron_dir,
         "aeron.sample.channel": channel,
         "aeron.sample.streamId": 10,
         "aeron.sample.messageLength": 32,
@@ -97,11 +114,10 @@ def test_the_c_publisher_streams_every_message_to_the_c_subscriber_through_our_d
 
 @pytest.mark.slow
 def test_c_ping_times_round_trips_through_c_pong_and_prints_the_java_ping_table(
-    c_peer: CPeer, pool: DriverPool
+    c_peer: CPeer, aeron_dir: Path
 ) -> None:
-    driver = pool.ours()
     props: dict[str, object] = {
-        "aeron.dir": driver.aeron_dir,
+        "aeron.dir": aeron_dir,
         "aeron.sample.ping.channel": "aeron:ipc",
         "aeron.sample.pong.channel": "aeron:ipc",
         "aeron.sample.ping.streamId": 10,
@@ -127,7 +143,7 @@ def test_c_ping_times_round_trips_through_c_pong_and_prints_the_java_ping_table(
 def test_a_c_peer_that_cannot_be_built_is_one_line_and_exit_status_0(tmp_path: Path) -> None:
     env = {**child_env(), "CC": "/nonexistent/cc"}
     done = subprocess.run(
-        [sys.executable, "-m", "tools.peers.c_driver", "--dir", str(tmp_path / "aeron-c")],
+        [sys.executable, "-m", "harness.c_driver", "--dir", str(tmp_path / "aeron-c")],
         cwd=ROOT,
         env=env,
         capture_output=True,

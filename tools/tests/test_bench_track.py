@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.bench import track
+from tools.bench import performance_page, track
 from tools.bench.tracked import figures
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]
@@ -73,3 +73,10 @@ def test_pick_reads_a_path_and_a_prefix() -> None:
     assert figures.pick(result, "p50_ratio") == 0.4
     with pytest.raises(ValueError, match="not a number"):
         figures.pick({"x": None}, "x")
+
+
+def test_the_performance_page_shows_what_the_records_hold() -> None:
+    """docs/performance.md's log is generated from tools/bench/records (make bench rewrites it): a record
+    committed without the page, or a page edited by hand, fails here."""
+    page = performance_page.PAGE.read_text(encoding="utf-8")
+    assert performance_page.render(page) == page, "run python -m tools.bench.performance_page"

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The Aeron C media driver (``aeronmd``, Aeron 1.53) and our C sample clients: the benchmarks' ``c`` reference.
 
-``python -m tools.peers.c_driver`` (``make peers`` runs it) builds into ``.peers/aeron-c/``:
+``python -m harness.c_driver`` (``make peers`` runs it) builds into ``.peers/aeron-c/``:
 
 - ``bin/aeronmd``: the C media driver, built with Aeron's own CMake build from the C client and driver sources
   that the ``pyaeron==0.1.0`` sdist on PyPI vendors (``third_party/aeron``, version 1.53), statically linked;
 - ``lib/libaeron_static.a`` and ``include/aeronc.h``: the C client library and its header;
 - ``bin/streaming_publisher``, ``bin/rate_subscriber``, ``bin/ping``, ``bin/pong``: our sample clients
-  (``tools/peers/c_samples/*.c``) linked against that client library. They take ``-Dname=value`` settings
+  (``harness/c_samples/*.c``) linked against that client library. They take ``-Dname=value`` settings
   with the Java samples' property names.
 
 Aeron's build needs CMake >= 3.30: the one on PATH when new enough, else the ``cmake`` wheel from PyPI installed
@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SDIST_REQUIREMENT = "pyaeron==0.1.0"
 SAMPLE_SOURCES = Path(__file__).resolve().parent / "c_samples"
 SAMPLES = ("streaming_publisher", "rate_subscriber", "ping", "pong")
