@@ -304,6 +304,7 @@ class NetworkPublication:
             position += advance
             remaining -= datagrams
             self._time_of_last_send_or_heartbeat_ns = now_ns
+            self._track_sender_limits = True
             if short or position & mask:
                 break  # stopped inside the term: nothing more to send now (a new term goes on)
         if position != sender_position:
