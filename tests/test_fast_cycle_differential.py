@@ -51,10 +51,10 @@ def assert_equal(results: dict[str, tuple[Observed, int]], native_work: bool = T
     return python
 
 
-def connect(rig: Rig) -> None:
-    """The outbound stream connected (the peer answers its SETUP) and the inbound one set up."""
+def connect(rig: Rig, window: int = 128 * 1024) -> None:
+    """The outbound stream connected (the peer answers its SETUP with ``window``) and the inbound one set up."""
     rig.step(lambda: None)  # the publication's SETUP
-    rig.step(lambda: rig.status_message(window=128 * 1024, at=0))
+    rig.step(lambda: rig.status_message(window=window, at=0))
     rig.step(lambda: rig.advance_ms(110, 10))  # the next SETUP, the last: it has a receiver
     rig.step(rig.setup)
     rig.step(lambda: None)
@@ -98,12 +98,15 @@ def loss_reordering_and_duplicates(rig: Rig) -> None:
 def flow_control_stall(rig: Rig) -> None:
     """Outbound: a receiver window smaller than what is offered (the stall is counted once the sender sees it),
     then the window opens."""
-    connect(rig)
-    rig.step(lambda: rig.status_message(window=1024, at=0))
-    rig.step(lambda: rig.offer(40))
+    connect(rig, window=4096)
+    for _ in range(3):  # time passes between offers: the conductor's sweep moves the publisher's limit
+        rig.step(lambda: rig.offer(40))
+        rig.step(lambda: rig.advance_ms(2))
+    rig.step(lambda: rig.status_message(window=8192))
+    rig.step(lambda: rig.advance_ms(2))
     rig.step(lambda: rig.offer(10))
-    rig.step(lambda: rig.status_message(window=2048))
     rig.step(lambda: rig.status_message(WINDOW))
+    rig.step(lambda: rig.advance_ms(2))
 
 
 def setup_mid_stream(rig: Rig) -> None:
