@@ -150,5 +150,5 @@ class Sender:
         for i in range(count):
             bytes_sent += publications[(start + i) % count].send(now_ns)
         if bytes_sent:
-            self._bytes_sent.get_and_add(bytes_sent - 1)  # data and heartbeats, as 1.15.1 counts them
+            self._bytes_sent.get_and_add(bytes_sent)  # data and heartbeats, as 1.15.1 counts them
         return bytes_sent
