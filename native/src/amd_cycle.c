@@ -83,7 +83,7 @@ static int64_t send_publication(amd_cycle *c, amd_cycle_publication *p)
         return 0;
     }
     __atomic_store_n(p->sender_position, position + result[1], __ATOMIC_RELEASE);
-    __atomic_fetch_add(c->bytes_sent, result[0] - 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(c->bytes_sent, result[0], __ATOMIC_SEQ_CST);
     p->bytes_sent += result[0];
     p->sends++;
     return result[0];
