@@ -144,7 +144,7 @@ static int32_t receive_endpoint(amd_cycle *c, int32_t index)
             {
                 int64_t hwm = load_acquire_64(e->hwm[i]);
                 while (image->hwm_position > hwm &&
-                    !__atomic_compare_exchange_n(e->hwm[i], &hwm, image->hwm_position - 32, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+                    !__atomic_compare_exchange_n(e->hwm[i], &hwm, image->hwm_position, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
                 {
                 }
                 e->inserted[i] += image->inserted;
