@@ -175,6 +175,19 @@ def unknown_session(rig: Rig) -> None:
     rig.step(lambda: rig.advance_ms(20, 5))
 
 
+def peer_goes_away(rig: Rig) -> None:
+    """Outbound: the far receiver goes away mid-stream; what the publication sends meets port unreachable (an
+    error the next read or send of its socket gets: a skipped read or a short send), inbound traffic carries
+    on."""
+    connect(rig)
+    rig.step(lambda: rig.offer(5))
+    rig.step(rig.peer_gone)
+    for _ in range(3):
+        rig.step(lambda: rig.offer(5))
+        rig.step(lambda: rig.send_in(frames([0, 128])))
+        rig.step(lambda: rig.advance_ms(2))
+
+
 @pytest.mark.parametrize(
     "script",
     [
@@ -185,6 +198,7 @@ def unknown_session(rig: Rig) -> None:
         term_rotation,
         nak_storm,
         unknown_session,
+        peer_goes_away,
     ],
 )
 def test_scripted_traffic_is_the_same_in_every_mode(tmp_path: Path, script: Script) -> None:

@@ -20,11 +20,17 @@ PRECISE = policy.PRECISE_PARK_BELOW_NS
         (OS_YIELD, True, action(policy.OS_YIELD_THEN)),
         (50_000, True, action(policy.PARK_TIMER, delay_ns=50_000)),
         (PRECISE - 1, True, action(policy.PARK_TIMER, delay_ns=PRECISE - 1)),
-        (PRECISE, True, action(policy.PARK_LATER, delay_ns=PRECISE)),  # a millisecond: the loop's timer will do
+        (
+            PRECISE,
+            True,
+            action(policy.PARK_LATER, delay_ns=PRECISE),
+        ),  # a millisecond: the loop's timer will do
         (50_000, False, action(policy.PARK_LATER, delay_ns=50_000)),  # no timerfd
     ],
 )
-def test_a_wait_yields_or_parks_on_the_timer_that_can_keep_it(delay_ns: int, precise: bool, expected: Action) -> None:
+def test_a_wait_yields_or_parks_on_the_timer_that_can_keep_it(
+    delay_ns: int, precise: bool, expected: Action
+) -> None:
     assert policy.wait(delay_ns, policy.CYCLE, precise) == expected
 
 
@@ -36,13 +42,18 @@ def test_a_python_cycle_that_parks_arms_the_native_cycle_first_and_one_that_yiel
 
 
 def test_a_cycle_that_did_a_little_work_asks_the_probe_for_an_answer_before_it_parks() -> None:
-    assert policy.after_cycle(1, 100_000, probe_spins=True, has_native=True, precise=True) is policy.ASK_IF_ANSWER_SOON
+    assert (
+        policy.after_cycle(1, 100_000, probe_spins=True, has_native=True, precise=True)
+        is policy.ASK_IF_ANSWER_SOON
+    )
     # No spinning probe, no work, or no park: no question.
     assert policy.after_cycle(1, 100_000, False, True, True)[0] == policy.PARK_TIMER
     assert policy.after_cycle(0, 100_000, True, True, True)[0] == policy.PARK_TIMER
     assert policy.after_cycle(1, YIELD, True, True, True)[0] == policy.SOON
     assert policy.after_answer(True, 100_000, True, True) is policy.CYCLE_SOON  # the answer is there: no park
-    assert policy.after_answer(False, 100_000, True, True) == action(policy.PARK_TIMER, policy.CYCLE, 100_000, True)
+    assert policy.after_answer(False, 100_000, True, True) == action(
+        policy.PARK_TIMER, policy.CYCLE, 100_000, True
+    )
 
 
 @pytest.mark.parametrize(
@@ -52,7 +63,12 @@ def test_a_cycle_that_did_a_little_work_asks_the_probe_for_an_answer_before_it_p
         (64, SPIN, False, policy.NATIVE_SOON),
         (64, 100_000, True, policy.NATIVE_SOON),  # more committed, or a command: no park
         (64, 100_000, False, action(policy.PARK_TIMER, policy.NATIVE, 100_000)),
-        (0, 100_000, True, action(policy.PARK_TIMER, policy.NATIVE, 100_000)),  # pending is not asked after no work
+        (
+            0,
+            100_000,
+            True,
+            action(policy.PARK_TIMER, policy.NATIVE, 100_000),
+        ),  # pending is not asked after no work
         (64, YIELD, True, action(policy.SOON, policy.NATIVE)),
     ],
 )

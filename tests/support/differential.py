@@ -124,7 +124,9 @@ class Peer:
         self.out_source: tuple[str, int] | None = None  # where the publication's datagrams come from
 
     def drain(self, sock: socket.socket) -> list[bytes]:
-        datagrams = []
+        datagrams: list[bytes] = []
+        if sock.fileno() < 0:
+            return datagrams  # closed: the peer went away
         while True:
             try:
                 datagram, source = sock.recvfrom(65536)
@@ -306,6 +308,11 @@ class Rig:
         """Datagrams to the driver's subscription, in the given order."""
         for frame in frames:
             self.peer.tx.sendto(frame, ("127.0.0.1", self.in_port))
+
+    def peer_gone(self) -> None:
+        """The far receiver's socket closes: the publication's next sends meet ICMP port unreachable
+        (ECONNREFUSED on its connected socket), short sends."""
+        self.peer.rx.close()
 
     def client_command(self) -> None:
         """A client's command (a counter) into the to-driver ring; its answer waits for the driver's cycle."""
