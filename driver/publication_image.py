@@ -114,6 +114,8 @@ class PublicationImage:
         self.connections: dict[int, ImageConnection] = {
             transport_index: ImageConnection(control_address, now_ns)
         }
+        self._active_transports = 1
+        lbd.set_active_transport_count(self._meta, 1)
         self.state = State.INIT
         # Set by the receiver once it no longer routes data here: only then may the conductor free the log.
         self.has_receiver_released = False
@@ -175,6 +177,10 @@ class PublicationImage:
         connection = self.connections.get(transport_index)
         if connection is None:
             connection = self.connections[transport_index] = ImageConnection(source(), now_ns)
+            self.update_active_transports(now_ns)
+        elif now_ns - connection.time_of_last_frame_ns > self._image_liveness_timeout_ns:
+            connection.time_of_last_frame_ns = now_ns
+            self.update_active_transports(now_ns)
         connection.time_of_last_frame_ns = now_ns
         if is_heartbeat:
             if packet[frames.FLAGS_OFFSET] == frames.BEGIN_END_AND_EOS_FLAGS and not self.is_end_of_stream:
@@ -223,7 +229,11 @@ class PublicationImage:
         if invalid:
             self._invalid_packets.get_and_add(invalid)
         if inserted or invalid:
-            self.connections[transport_index].time_of_last_frame_ns = now_ns
+            connection = self.connections[transport_index]
+            stale = now_ns - connection.time_of_last_frame_ns > self._image_liveness_timeout_ns
+            connection.time_of_last_frame_ns = now_ns
+            if stale:
+                self.update_active_transports(now_ns)
         if inserted:
             self.last_packet_timestamp_ns = now_ns
             self.hwm_position.propose_max_ordered(hwm_position)
@@ -290,6 +300,16 @@ class PublicationImage:
             self.connections[transport_index] = ImageConnection(
                 control_address, self.last_packet_timestamp_ns
             )
+            self.update_active_transports(self.last_packet_timestamp_ns)
+
+    def update_active_transports(self, now_ns: int) -> None:
+        """The log's active transport count: the sources heard from within the image liveness timeout (a
+        replay merge stops its replay once live is one of them: docs/archive.md section 16)."""
+        timeout_ns = self._image_liveness_timeout_ns
+        count = sum(1 for c in self.connections.values() if now_ns - c.time_of_last_frame_ns <= timeout_ns)
+        if count != self._active_transports:
+            self._active_transports = count
+            lbd.set_active_transport_count(self._meta, count)
 
     def _control_addresses(self) -> list[tuple[int, tuple[str, int]]]:
         """(transport index, control address) of every source this image has heard from."""
@@ -402,6 +422,8 @@ class PublicationImage:
             self._time_of_last_state_change_ns = now_ns
 
     def on_time_event(self, now_ns: int, conductor: DriverConductor) -> None:
+        if self.state is State.ACTIVE and len(self.connections) > 1:
+            self.update_active_transports(now_ns)  # a source gone quiet leaves the count
         if self.state is State.INACTIVE:
             rebuild_position = self.rebuild_position.get()
             if all(p.get() >= rebuild_position for p in self.subscriber_positions):

@@ -62,7 +62,9 @@ class Receiver:
         self._dispatchers: dict[ReceiveChannelEndpoint, DataPacketDispatcher] = {}
         self._images: list[PublicationImage] = []
         self._pending_setups: list[tuple[int, int, int, DataPacketDispatcher]] = []
-        self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint]] = []
+        # (when, endpoint, control address, transport index): an MDC subscriber's or an MDS destination's ask for
+        # SETUPs, sent again each PENDING_SETUPS_TIMEOUT_NS (a lost one would leave that publisher silent for good).
+        self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint, tuple[str, int], int]] = []
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
         self._loss_generator = loss_generator
@@ -98,8 +100,9 @@ class Receiver:
         self._endpoints.append((endpoint, dispatcher))
         if endpoint.udp_channel.has_explicit_control:
             # An MDC subscriber makes itself known to the publisher's control address, and keeps doing so.
-            endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, 0, 0)
-            self._periodic_setups.append((self._nano_clock() + PENDING_SETUPS_TIMEOUT_NS, endpoint))
+            control = endpoint.udp_channel.local_control
+            endpoint.send_setup_eliciting_status_message(control, 0, 0)
+            self._periodic_setups.append((self._nano_clock() + PENDING_SETUPS_TIMEOUT_NS, endpoint, control, 0))
         for transport in endpoint.transports:
             if transport is not None:
                 self._register_reader(transport)
@@ -107,7 +110,7 @@ class Receiver:
     def on_close_receive_channel_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self._endpoints = [(e, d) for e, d in self._endpoints if e is not endpoint]
         self._dispatchers.pop(endpoint, None)
-        self._periodic_setups = [(t, e) for t, e in self._periodic_setups if e is not endpoint]
+        self._periodic_setups = [p for p in self._periodic_setups if p[1] is not endpoint]
         self._pending_setups = [p for p in self._pending_setups if p[3] in self._dispatchers.values()]
         table = self._rebuild_tables.pop(endpoint, None)
         if table is not None:
@@ -152,7 +155,9 @@ class Receiver:
         self._register_reader(transport)
         if udp_channel.has_explicit_control:
             index = len(endpoint.transports) - 1
-            endpoint.send_setup_eliciting_status_message(udp_channel.local_control, 0, 0, index)
+            control = udp_channel.local_control
+            endpoint.send_setup_eliciting_status_message(control, 0, 0, index)
+            self._periodic_setups.append((self._nano_clock() + PENDING_SETUPS_TIMEOUT_NS, endpoint, control, index))
 
     def on_remove_destination(self, endpoint: ReceiveChannelEndpoint, canonical_form: str) -> None:
         transport = endpoint.remove_destination(canonical_form)
@@ -227,13 +232,14 @@ class Receiver:
             self._pending_setups = [p for p in self._pending_setups if p[0] > now_ns]
             for _, session_id, stream_id, dispatcher in expired:
                 dispatcher.remove_pending_setup(session_id, stream_id)
-        if self._periodic_setups and self._periodic_setups[0][0] <= now_ns:
-            due = [e for t, e in self._periodic_setups if t <= now_ns]
-            self._periodic_setups = [(t, e) for t, e in self._periodic_setups if t > now_ns]
-            for endpoint in due:
-                endpoint.send_setup_eliciting_status_message(endpoint.udp_channel.local_control, 0, 0)
-                self._periodic_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, endpoint))
-            work += len(due)
+        if self._periodic_setups and self._periodic_setups[0][0] <= now_ns:  # in time order: one interval
+            due = [p for p in self._periodic_setups if p[0] <= now_ns]
+            self._periodic_setups = [p for p in self._periodic_setups if p[0] > now_ns]
+            for _, endpoint, control, index in due:
+                if index < len(endpoint.transports) and endpoint.transports[index] is not None:
+                    endpoint.send_setup_eliciting_status_message(control, 0, 0, index)
+                    self._periodic_setups.append((now_ns + PENDING_SETUPS_TIMEOUT_NS, endpoint, control, index))
+                    work += 1
         return work
 
     def _poll(self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher, now_ns: int) -> int:

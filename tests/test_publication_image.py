@@ -767,6 +767,30 @@ def test_end_of_stream_needs_every_connection(make_image) -> None:
     assert h.endpoint.sms[-1].addresses == [(0, SOURCE), (1, OTHER_SOURCE)]
 
 
+def test_active_transport_count_follows_the_sources_heard_lately(make_image, clock) -> None:
+    # The log's active transport count (later Aeron's field, in 1.15.1's padding): what a replay merge reads to
+    # know that live feeds the image besides the replay.
+    stream = Stream().offer_all(SIZES)
+    h = make_image()
+    conductor = FakeConductor()
+    d = stream.datagrams()
+    meta = h.raw_log.meta_data
+    assert lbd.active_transport_count(meta) == 1
+    h.insert(d[0], transport_index=0)
+    h.insert(d[1], transport_index=1, source=OTHER_SOURCE)  # a second destination's first frame
+    assert lbd.active_transport_count(meta) == 2
+    clock.advance_ms(6_000)
+    h.insert(d[2], transport_index=0)
+    h.image.on_time_event(clock.nano_clock(), conductor)
+    assert lbd.active_transport_count(meta) == 2  # within the image liveness timeout
+    clock.advance_ms(5_000)
+    h.image.on_batch_rebuilt(0, 1, d[3].end, 0, 0, 0, clock.nano_clock())
+    h.image.on_time_event(clock.nano_clock(), conductor)
+    assert lbd.active_transport_count(meta) == 1  # transport 1 silent for 11 s
+    h.image.on_batch_rebuilt(1, 1, d[3].end, 0, 0, 0, clock.nano_clock())
+    assert lbd.active_transport_count(meta) == 2  # heard again: counted at once
+
+
 # --- flow control ----------------------------------------------------------------------------------------------
 
 

@@ -351,6 +351,33 @@ def test_mdc_subscription_asks_the_publisher_for_setups_every_second(tmp_path: P
     assert [(s.session_id, a) for _, s, a in env.sent()] == [(0, ("127.0.0.1", 40462))]
 
 
+def test_mds_destination_with_a_control_address_asks_for_setups_every_second(tmp_path: Path, clock) -> None:
+    # A replay merge's live destination (aeron:udp?endpoint=..|control=..) reaches a dynamic MDC publisher only
+    # through these SMs until live frames arrive: one lost must not leave the merge without live for good.
+    env = Env(tmp_path, clock, "aeron:udp?control-mode=manual")
+    env.receiver.do_work()
+    destination = UdpChannel.parse("aeron:udp?endpoint=127.0.0.1:40463|control=127.0.0.1:40464")
+    live = FakeTransport()
+    env.proxy.add_destination(env.endpoint, destination, live)
+    env.receiver.do_work()
+    assert [frames.StatusMessageFrame.decode(d).flags for d, _ in live.take()] == [frames.SEND_SETUP_FLAG]
+    for _ in range(2):
+        clock.advance_ms(999)
+        env.receiver.do_work()
+        assert live.take() == []
+        clock.advance_ms(1)
+        env.receiver.do_work()
+        [(data, address)] = live.take()
+        assert address == ("127.0.0.1", 40464)
+        assert frames.StatusMessageFrame.decode(data).flags == frames.SEND_SETUP_FLAG
+    assert env.transport.take() == []  # nothing through the endpoint's own socket
+    env.proxy.remove_destination(env.endpoint, destination.canonical_form)
+    env.receiver.do_work()
+    clock.advance_ms(1_000)
+    env.receiver.do_work()
+    assert live.take() == []
+
+
 def test_closed_endpoint_is_no_longer_polled(env: Env) -> None:
     env.receiver.do_work()
     env.proxy.close_receive_channel_endpoint(env.endpoint)

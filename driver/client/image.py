@@ -88,6 +88,14 @@ class Image:
         return self._position
 
     @property
+    def active_transport_count(self) -> int:
+        """How many sources (destinations of a multi-destination subscription) fed this image within the image
+        liveness timeout, as its driver counts them (0 from a driver that does not: 1.15.1)."""
+        if self.is_closed:
+            return 0
+        return lbd.active_transport_count(self._meta)
+
+    @property
     def end_of_stream_position(self) -> int:
         return lbd.end_of_stream_position(self._meta)
 

@@ -91,6 +91,7 @@ class FakeImage:
     initial_term_id: int = 0
     position_bits_to_shift: int = 16
     term_length: int = TERM_LENGTH
+    active_transport_count: int = 1  # the replay's destination alone
 
     def poll(self, handler: Any, fragment_limit: int) -> int:
         return 0
@@ -194,6 +195,56 @@ def test_replay_merge_stops_the_replay_only_on_bytes_the_replay_cannot_have_sent
         ReplayMergeState.MERGED,
     ]
     assert merge.take_subscription() is subscription
+
+
+def merge_at_live_join(archive: FakeArchive, image: FakeImage) -> ReplayMerge:
+    """A merge past its catch-up with the live destination added."""
+    merge = merge_of(archive, FakeSubscription(image))
+    for _ in range(4):
+        step(merge)
+    assert merge.state is ReplayMergeState.ATTEMPT_LIVE_JOIN
+    step(merge)
+    assert merge.is_live_added
+    return merge
+
+
+def neck_and_neck(merge: ReplayMerge, archive: FakeArchive, image: FakeImage, steps: int) -> ReplayMergeState:
+    """Live keeps pace with the source's recorder: while each request is in flight the recording and the image
+    move on alike, so no position sampled before a request is ever beyond its answer."""
+    for _ in range(steps):
+        archive.position += 64
+        image.position = archive.position
+        if step(merge) is not ReplayMergeState.ATTEMPT_LIVE_JOIN:
+            break
+    return merge.state
+
+
+def test_replay_merge_joins_a_live_stream_that_keeps_pace_with_the_recording() -> None:
+    # The replay's and live's frames reach the image; the sampled positions never pass the recording position,
+    # which alone kept the merge waiting for a moment when the source's recorder lagged (seconds on a busy
+    # machine). The image's two active sources and its holding the recording position end it.
+    archive = FakeArchive(position=10_000)
+    image = FakeImage(position=10_000)
+    merge = merge_at_live_join(archive, image)
+    image.active_transport_count = 2
+    assert neck_and_neck(merge, archive, image, 1_000) is ReplayMergeState.STOP_REPLAY
+    assert merge.live_join_position == image.position
+    assert [e.action for e in merge.trace][-2:] == ["live_proven", "enter"]
+    assert step(merge) is ReplayMergeState.MERGED
+
+
+def test_replay_merge_keeps_the_replay_while_only_the_replay_feeds_the_image() -> None:
+    # The same positions with the replay's destination the only source: the replay may have sent all of it.
+    archive = FakeArchive(position=10_000)
+    image = FakeImage(position=10_000)
+    merge = merge_at_live_join(archive, image)
+    assert neck_and_neck(merge, archive, image, 200) is ReplayMergeState.ATTEMPT_LIVE_JOIN
+    # Two sources but the image behind the recording position: the replay still owes it bytes.
+    image.active_transport_count = 2
+    for _ in range(50):
+        archive.position += 64
+        image.position = archive.position - 64
+        assert step(merge) is ReplayMergeState.ATTEMPT_LIVE_JOIN
 
 
 @pytest.mark.parametrize(

@@ -203,7 +203,9 @@ def test_consumer_three_terms_behind_merges_with_continuous_live_exactly_once(
         # The answer is older than the image position beside it: the replay may have moved past it since.
         assert added.live_position - added.image_position <= TERM_LENGTH // 4, added
         (proven,) = [e for e in merge.trace if e.action == "live_proven"]
-        assert merge.live_join_position > proven.live_position, proven
+        # Bytes beyond the recording position, or two sources feeding an image at that position (docs/archive.md
+        # section 16).
+        assert merge.live_join_position >= proven.live_position, proven
         assert merge.counter is not None and merge.counter.get() == State.MERGED
         print(
             f"merged after {merged_after:.2f} s at {live_rate:,.0f} msgs/s live: {len(received)} messages, "

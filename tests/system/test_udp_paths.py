@@ -202,3 +202,30 @@ def test_mdc_flow_control_strategy_decides_who_sets_the_pace(tmp_path: Path, str
                 assert publication.position >= target
     finally:
         driver.close()
+
+
+def test_an_mds_image_counts_the_destinations_that_feed_it(two_drivers) -> None:
+    # One image fed through two destinations (as a replay merge's: replay and live), its log's active transport
+    # count as the client reads it: 1 with one source, 2 once the second sends.
+    a, b = two_drivers
+    first_port, second_port = free_port(), free_port()
+    same = "session-id=4242|init-term-id=7|term-id=7|term-offset=0|term-length=65536"
+    with (
+        Aeron.connect(aeron_dir=a.aeron_dir) as pub_client,
+        Aeron.connect(aeron_dir=b.aeron_dir) as sub_client,
+    ):
+        subscription = sub_client.add_subscription("aeron:udp?control-mode=manual|session-id=4242", 10)
+        subscription.add_destination(f"aeron:udp?endpoint=localhost:{first_port}")
+        subscription.add_destination(f"aeron:udp?endpoint=localhost:{second_port}")
+        first = pub_client.add_exclusive_publication(f"aeron:udp?endpoint=localhost:{first_port}|{same}", 10)
+        wait_for(lambda: first.is_connected and subscription.images)
+        (received,) = stream(first, [subscription], 100)
+        assert received == expected(100)
+        image = subscription.image_by_session_id(4242)
+        assert image is not None and image.active_transport_count == 1
+        second = sub_client.add_exclusive_publication(
+            f"aeron:udp?endpoint=localhost:{second_port}|{same}", 10
+        )  # the same stream from the subscriber's own driver
+        wait_for(lambda: second.is_connected)
+        wait_for(lambda: second.offer(bytes(32)) > 0 and image.active_transport_count == 2)
+        assert len(subscription.images) == 1

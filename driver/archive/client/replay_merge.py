@@ -8,7 +8,9 @@ takes each byte once. The live destination is added only when the image is withi
 live position (nearer, live frames would fall outside the receiver window and be dropped); the replay is
 stopped only once the image holds bytes the replay cannot have sent: an image position or receiver high-water
 mark, sampled before the archive took the recording position, beyond that recording position (a replay never runs
-ahead of its recording), so live data provably feeds the image; then the replay destination is removed.
+ahead of its recording), so live data provably feeds the image; or, as in later Aeron, an image that its driver
+counts two sources for (the log's active transport count) and that holds the recording position just answered;
+then the replay destination is removed.
 
 ``poll(handler, fragment_limit)`` does one non-blocking step of the state table and polls the image; the state
 is ``state`` and, when the merge was opened with a counter, that counter's value (``State`` numbers).
@@ -445,14 +447,21 @@ class ReplayMerge:
                 self.subscription.add_destination(self.live_destination)
                 self._live_added = True
                 self._record(State.ATTEMPT_LIVE_JOIN, "add_live")
-        elif sampled > self.live_position or (
-            self._sampled_hwm > self.live_position and self.live_position - sampled <= self.live_add_threshold
+        elif (
+            sampled > self.live_position
+            or (
+                self._sampled_hwm > self.live_position
+                and self.live_position - sampled <= self.live_add_threshold
+            )
+            or self._live_transport_active()
         ):
             # A replay never sends past the recording position, so bytes beyond it came from live: live
             # is feeding this image, and the replay may stop (docs/archive.md section 16). Received beyond it
             # (rcv-hwm) is proof enough when the image is within the live-add window: what it still lacks is
-            # NAKed to every destination, and the live publisher still holds it.
-            self.live_join_position = max(sampled, self._sampled_hwm)
+            # NAKed to every destination, and the live publisher still holds it. When live keeps pace with the
+            # source's recorder neither comes, so the image's driver is asked too: a second source feeds it
+            # and it holds the recording position, so what follows comes from live.
+            self.live_join_position = max(sampled, self._sampled_hwm, self.image_position)
             self._record(State.ATTEMPT_LIVE_JOIN, "live_proven")
             assert self.replay_session_id is not None
             self._pending = self.archive.stop_replay(self.replay_session_id)
@@ -460,6 +469,14 @@ class ReplayMerge:
             return 1
         self._ask_live_position()
         return 1
+
+    def _live_transport_active(self) -> bool:
+        """The image has heard from both its destinations lately (its driver's active transport count) and
+        holds everything up to the recording position just answered."""
+        image = self.subscription.image_by_session_id(self.recording.session_id)
+        return (
+            image is not None and image.active_transport_count >= 2 and image.position >= self.live_position
+        )
 
     def _remove_replay_destination(self) -> None:
         if self._replay_added:

@@ -40,6 +40,8 @@ TERM_TAIL_COUNTERS_OFFSET = 0
 LOG_ACTIVE_TERM_COUNT_OFFSET = TERM_TAIL_COUNTERS_OFFSET + SIZE_OF_INT64 * PARTITION_COUNT
 LOG_END_OF_STREAM_POSITION_OFFSET = CACHE_LINE_LENGTH * 2
 LOG_IS_CONNECTED_OFFSET = LOG_END_OF_STREAM_POSITION_OFFSET + SIZE_OF_INT64
+LOG_ACTIVE_TRANSPORT_COUNT_OFFSET = LOG_IS_CONNECTED_OFFSET + SIZE_OF_INT32
+"""Later Aeron's field in 1.15.1's padding (0 there): how many sources (destinations) an image heard from lately."""
 LOG_CORRELATION_ID_OFFSET = LOG_END_OF_STREAM_POSITION_OFFSET + CACHE_LINE_LENGTH * 2
 LOG_INITIAL_TERM_ID_OFFSET = LOG_CORRELATION_ID_OFFSET + SIZE_OF_INT64
 LOG_DEFAULT_FRAME_HEADER_LENGTH_OFFSET = LOG_INITIAL_TERM_ID_OFFSET + SIZE_OF_INT32
@@ -231,6 +233,14 @@ def is_connected(meta: AtomicBuffer) -> bool:
 
 def set_is_connected(meta: AtomicBuffer, connected: bool) -> None:
     meta.put_int32_release(LOG_IS_CONNECTED_OFFSET, 1 if connected else 0)
+
+
+def active_transport_count(meta: AtomicBuffer) -> int:
+    return meta.get_int32_volatile(LOG_ACTIVE_TRANSPORT_COUNT_OFFSET)
+
+
+def set_active_transport_count(meta: AtomicBuffer, count: int) -> None:
+    meta.put_int32_release(LOG_ACTIVE_TRANSPORT_COUNT_OFFSET, count)
 
 
 def correlation_id(meta: AtomicBuffer) -> int:

@@ -30,6 +30,7 @@ def test_metadata_offsets_match_the_1_15_1_layout() -> None:
     assert lbd.LOG_ACTIVE_TERM_COUNT_OFFSET == 24
     assert lbd.LOG_END_OF_STREAM_POSITION_OFFSET == 128
     assert lbd.LOG_IS_CONNECTED_OFFSET == 136
+    assert lbd.LOG_ACTIVE_TRANSPORT_COUNT_OFFSET == 140  # later Aeron's, in 1.15.1's padding (136+4..255)
     assert lbd.LOG_CORRELATION_ID_OFFSET == 256
     assert lbd.LOG_INITIAL_TERM_ID_OFFSET == 264
     assert lbd.LOG_DEFAULT_FRAME_HEADER_LENGTH_OFFSET == 268
