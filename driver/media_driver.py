@@ -7,10 +7,10 @@ error log of a dead one beside the directory, then recreate it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -43,12 +43,12 @@ from driver.media.loss_generator import LossGenerator
 from driver.protocol.frames import HDR_TYPE_DATA, HDR_TYPE_PAD
 from driver.receiver import Receiver
 from driver.receiver_proxy import ReceiverProxy
-from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
+from driver.reports.loss_report import LOSS_REPORT_FILE, LossReport, LossReportFile, create_loss_report_file
 from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
 from driver.status.duty_cycle import DutyCycleTracker
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
-from driver.util.files import FileAllocationError
+from driver.util.files import FileAllocationError, remove_dir
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,14 @@ class DriverStartError(RuntimeError):
 
 class ActiveDriverError(DriverStartError):
     """Another driver is alive on the same aeron dir."""
+
+
+AERON_DIR_ENTRIES = frozenset({CNC_FILE, LOSS_REPORT_FILE, "publications", "images"})
+"""What the driver makes in its aeron dir: all that goes from a dir the driver may not remove (a mount point)."""
+
+
+def owns_entry(name: str) -> bool:
+    return name in AERON_DIR_ENTRIES
 
 
 def epoch_ms() -> int:
@@ -108,17 +116,52 @@ def inspect_existing_driver(directory: Path, driver_timeout_ms: int) -> Path | N
                 "-Daeron.dir.delete.on.start=true"
             )
         ring = ManyToOneRingBuffer(cnc.to_driver_buffer)
-        age_ms = epoch_ms() - ring.consumer_heartbeat_time()
-        if age_ms <= driver_timeout_ms:
-            raise ActiveDriverError(
-                f"active driver detected in {directory}: pid {cnc.pid}, heartbeat {age_ms} ms ago. "
-                "Stop that driver first or choose another directory with --dir / AERON_DIR"
-            )
+        heartbeat_ms = ring.consumer_heartbeat_time()
+        age_ms = epoch_ms() - heartbeat_ms
+        if heartbeat_ms != 0 and age_ms <= driver_timeout_ms:
+            raise ActiveDriverError(active_driver_message(directory, cnc.pid, age_ms, driver_timeout_ms))
         if not ErrorLogReader.has_errors(cnc.error_log_buffer):
             return None
-        saved = _error_log_file_name(directory, datetime.datetime.now().astimezone())
-        saved.write_text(format_error_log(cnc.error_log_buffer))
-        return saved
+        text = format_error_log(cnc.error_log_buffer)
+    saved = _error_log_file_name(directory, datetime.datetime.now().astimezone())
+    try:
+        saved.write_text(text)
+    except OSError:
+        # Beside the dir is not writable (a mount point at /aeron): inside it, under a name the driver keeps.
+        saved = directory / saved.name
+        saved.write_text(text)
+    return saved
+
+
+def pid_alive(pid: int) -> bool | None:
+    """Whether a process ``pid`` exists in this pid namespace (None: cannot tell, as for a pid of 0)."""
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def active_driver_message(directory: Path, pid: int, age_ms: int, driver_timeout_ms: int) -> str:
+    """Why a dir with a fresh heartbeat is refused, and when it can be used: a live pid is a driver to stop; a pid
+    that is gone left its heartbeat behind (kill -9), which goes stale after the driver timeout."""
+    head = f"active driver detected in {directory}: pid {pid}"
+    if pid_alive(pid) is False:
+        wait_ms = max(driver_timeout_ms - age_ms + 1, 0)
+        return (
+            f"{head} is gone (no such process here) but its last heartbeat was {age_ms} ms ago; a new driver "
+            f"takes the dir over in {wait_ms} ms, once that heartbeat is older than the {driver_timeout_ms} ms "
+            "driver timeout (aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe unless "
+            "a driver in another pid namespace, such as another container, shares the dir)"
+        )
+    return (
+        f"{head} is running, heartbeat {age_ms} ms ago; stop that driver first (mediadriver terminate "
+        f"--dir {directory}) or choose another directory with --dir, AERON_DIR or -Daeron.dir"
+    )
 
 
 class MediaDriver:
@@ -137,7 +180,8 @@ class MediaDriver:
         try:
             self._create_files(ctx, epoch_clock_ms)
         except FileAllocationError as e:
-            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_dir(self.aeron_dir, owns_entry)
             raise DriverStartError(f"cannot create the driver's files: {e}") from e
         self.counters = CountersManager(
             self.cnc.counters_metadata_buffer,
@@ -291,15 +335,20 @@ class MediaDriver:
                 "path, with --dir, AERON_DIR or -Daeron.dir"
             )
         try:
+            kept = False
             if directory.exists():
                 if not self.ctx.dir_delete_on_start:
                     self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
-                shutil.rmtree(directory)
-            directory.mkdir(parents=True)
+                # A mount point (a tmpfs, a container's memory volume) stays: what the driver made in it goes.
+                kept = not remove_dir(directory, owns_entry)
+            directory.mkdir(parents=True, exist_ok=kept)
             (directory / "publications").mkdir()
             (directory / "images").mkdir()
-            # Exact modes and group, whatever the umask: the dir holds every payload and the command ring.
+            # Exact modes and group, whatever the umask: the dir holds every payload and the command ring. A kept
+            # dir of another owner keeps its mode (only its owner may change it); what the driver makes is private.
             for path in (directory, directory / "publications", directory / "images"):
+                if path is directory and kept and directory.stat().st_uid != os.geteuid():
+                    continue
                 self.permissions.apply_to_dir(path)
         except OSError as e:
             raise DriverStartError(
@@ -488,7 +537,8 @@ class MediaDriver:
         self.loss_report_file.close()
         self.cnc.close()
         if self.ctx.dir_delete_on_shutdown:
-            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_dir(self.aeron_dir, owns_entry)
 
     def __enter__(self) -> MediaDriver:
         return self

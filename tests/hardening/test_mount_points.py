@@ -1,0 +1,111 @@
+"""The aeron dir and the archive dir as a mount point (a tmpfs, as a container's memory-backed volume gives
+them): the driver and the archive clear what they made in it and use it, and leave the mount and what others
+put there alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from driver.archive.archive import owns_entry
+from driver.context import DriverContext
+from driver.media_driver import AERON_DIR_ENTRIES, MediaDriver
+from driver.util.files import is_mount_point
+from tests.support.archive_env import archive_env
+from tests.support.tmpfs import mounted_tmpfs
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> Iterator[Path]:
+    with mounted_tmpfs(tmp_path / "shm", "64m") as mount_point:
+        (mount_point / "not-the-drivers.txt").write_text("the operator's")
+        yield mount_point
+
+
+def _start(directory: Path, *props: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "driver", "run", "--dir", str(directory), *props],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not (directory / "cnc.dat").exists() or (directory / "cnc.dat").stat().st_size == 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"driver did not start on {directory}: {proc.communicate()[1]}")
+        time.sleep(0.02)
+    time.sleep(0.2)  # past the version write: the driver is ready
+    return proc
+
+
+def _stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=10)
+    return proc.returncode, err
+
+
+def test_a_driver_on_a_mount_point_starts_restarts_and_stops_leaving_the_mount(mount: Path) -> None:
+    first = _start(mount)
+    assert AERON_DIR_ENTRIES <= set(os.listdir(mount))
+    assert _stop(first) == (0, "")
+    # A restart on what the first one left (Aeron keeps the dir by default): the files are made anew.
+    second = _start(mount, "-Daeron.dir.delete.on.shutdown=true")
+    code, err = _stop(second)
+    assert (code, err) == (0, "")
+    assert is_mount_point(mount)
+    assert os.listdir(mount) == ["not-the-drivers.txt"]  # its files went with it; the operator's stayed
+
+
+def test_a_driver_restarts_on_a_mount_point_after_kill_9(mount: Path) -> None:
+    first = _start(mount)
+    first.kill()
+    first.communicate()
+    refused = subprocess.run(
+        [sys.executable, "-m", "driver", "run", "--dir", str(mount)], capture_output=True, text=True, timeout=20
+    )
+    assert refused.returncode == 1
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(f"mediadriver: active driver detected in {mount}: pid {first.pid} is gone")
+    assert "-Daeron.dir.delete.on.start=true (safe unless" in line
+    second = _start(mount, "-Daeron.dir.delete.on.start=true", "-Daeron.dir.delete.on.shutdown=true")
+    assert _stop(second) == (0, "")
+    assert os.listdir(mount) == ["not-the-drivers.txt"]
+
+
+def test_an_embedded_driver_with_delete_on_shutdown_keeps_the_mount(mount: Path) -> None:
+    ctx = DriverContext(aeron_dir=str(mount), dir_delete_on_shutdown=True, dir_mode=0o750)
+    with MediaDriver(ctx):
+        assert (mount / "cnc.dat").is_file()
+        assert mount.stat().st_mode & 0o777 == 0o750  # the mount's mode follows the driver's policy
+    assert os.listdir(mount) == ["not-the-drivers.txt"]
+
+
+def test_the_archive_dir_on_a_mount_point_is_cleared_on_start_and_reused(tmp_path: Path, mount: Path) -> None:
+    with archive_env(tmp_path, mount) as env:
+        env.aeron.add_publication("aeron:ipc", 1)  # a running archive over its files
+        made = set(os.listdir(mount))
+    assert {"archive.catalog", "archive-mark.dat"} <= made
+    # Restarted over its files, kept: the same catalog is opened.
+    with archive_env(tmp_path, mount):
+        assert {"archive.catalog", "archive-mark.dat"} <= set(os.listdir(mount))
+    (mount / "7-0.rec").write_bytes(b"")
+    (mount / "7.crc").write_bytes(b"")
+    with archive_env(tmp_path, mount, delete_archive_on_start=True):
+        assert is_mount_point(mount)
+        assert not (mount / "7-0.rec").exists() and not (mount / "7.crc").exists()
+        assert (mount / "archive.catalog").is_file()
+    assert (mount / "not-the-drivers.txt").read_text() == "the operator's"
+
+
+def test_the_archive_owns_only_its_files() -> None:
+    assert all(map(owns_entry, ["archive.catalog", "archive-mark.dat", "12-0.rec", "12-3.rec", "12.crc", "12.idx"]))
+    assert not any(map(owns_entry, ["notes.txt", "12.rec.bak", "lost+found", "cnc.dat"]))
+
