@@ -88,10 +88,17 @@ def _descriptor_problem(d: RecordingDescriptor) -> str | None:
 _OWNED_NAME = re.compile(r"-?\d+(-\d+\.rec|\.crc|\.idx|\.idx\.tmp)")
 
 
+_SERVICE_ENTRIES = ("datasets", "http-token")
+"""The record & replay service keeps its data sets and token in the archive dir (docs/service.md): they describe
+the recordings, so they go with them."""
+
+
 def owns_entry(name: str) -> bool:
-    """What the archive makes in its dir (catalog, mark file, segments and sidecars): all that ``delete archive
-    on start`` removes from a dir the archive may not remove (a mount point)."""
-    return name in (CATALOG_FILE_NAME, MARK_FILE_NAME) or _OWNED_NAME.fullmatch(name) is not None
+    """What the archive makes in its dir (catalog, mark file, segments and sidecars) and the service's entries: all
+    that ``aeron.archive.dir.delete.on.start`` removes from a dir the archive may not remove (a mount point)."""
+    return (
+        name in (CATALOG_FILE_NAME, MARK_FILE_NAME, *_SERVICE_ENTRIES) or _OWNED_NAME.fullmatch(name) is not None
+    )
 
 
 def create_archive_dir(archive_dir: Path, permissions: FilePermissions) -> None:

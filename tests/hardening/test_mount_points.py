@@ -19,6 +19,7 @@ from driver.context import DriverContext
 from driver.media_driver import AERON_DIR_ENTRIES, MediaDriver
 from driver.util.files import is_mount_point
 from tests.support.archive_env import archive_env
+from tests.support.service_env import API, start_service_env, stop_service_env
 from tests.support.tmpfs import mounted_tmpfs
 
 
@@ -54,7 +55,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTERM) -> 
 
 def test_a_driver_on_a_mount_point_starts_restarts_and_stops_leaving_the_mount(mount: Path) -> None:
     first = _start(mount)
-    assert AERON_DIR_ENTRIES <= set(os.listdir(mount))
+    assert set(os.listdir(mount)) >= AERON_DIR_ENTRIES
     assert _stop(first) == (0, "")
     # A restart on what the first one left (Aeron keeps the dir by default): the files are made anew.
     second = _start(mount, "-Daeron.dir.delete.on.shutdown=true")
@@ -107,5 +108,22 @@ def test_the_archive_dir_on_a_mount_point_is_cleared_on_start_and_reused(tmp_pat
 
 def test_the_archive_owns_only_its_files() -> None:
     assert all(map(owns_entry, ["archive.catalog", "archive-mark.dat", "12-0.rec", "12-3.rec", "12.crc", "12.idx"]))
+    assert owns_entry("datasets") and owns_entry("http-token")  # the service's, which describe the recordings
     assert not any(map(owns_entry, ["notes.txt", "12.rec.bak", "lost+found", "cnc.dat"]))
 
+
+
+def test_the_service_on_a_mounted_archive_dir_serves_and_starts_again_cleared(tmp_path: Path) -> None:
+    with mounted_tmpfs(tmp_path / "archive", "64m") as mount:
+        env, archive = start_service_env(tmp_path)
+        try:
+            assert env.client.get(f"{API}/datasets").status_code == 200
+            assert {"datasets", "http-token", "archive.catalog"} <= set(os.listdir(mount))
+        finally:
+            stop_service_env(env, archive)
+        env, archive = start_service_env(tmp_path, delete_archive_on_start=True)
+        try:
+            assert env.client.get(f"{API}/datasets").json()["datasets"] == []
+            assert is_mount_point(mount)
+        finally:
+            stop_service_env(env, archive)
