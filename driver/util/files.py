@@ -168,3 +168,23 @@ def _keep_top(directory: Path) -> Callable[[Callable[..., object], str, object],
         raise error  # type: ignore[misc]
 
     return on_error
+
+
+def permission_denied(path: str | os.PathLike[str] | None) -> str:
+    """The one wording of a refused access to the driver's or the archive's files, for every command and the
+    client: the cause (whose files they are) and the fix, in one line."""
+    where = f" on {path}" if path else ""
+    return (
+        f"permission denied{where}: the driver's and the archive's dirs and files are private to the user that "
+        "runs them; run this as that user, or start them with -Daeron.dir.group=<a group of this user> "
+        "(group read-write; README, 'Sharing the aeron dir')"
+    )
+
+
+def describe_os_error(error: OSError) -> str:
+    """An OSError as a user reads it: the file and the cause, without errno numbers (a permission refusal as
+    ``permission_denied`` words it)."""
+    if isinstance(error, PermissionError):
+        return permission_denied(error.filename)
+    cause = error.strerror or str(error)
+    return f"{error.filename}: {cause}" if error.filename else cause

@@ -110,3 +110,39 @@ def test_a_group_member_can_use_a_driver_shared_with_its_group(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok")
+
+
+def run_command_as(user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mediadriver ARGS`` as ``user``."""
+    return run_as(user, f"import sys\nfrom driver.cli import main\nsys.exit(main({list(args)!r}))")
+
+
+def test_every_command_names_the_cause_and_the_fix_of_a_refused_file(
+    embedded_driver, aeron_dir: Path, other_user, tmp_path: Path
+) -> None:
+    user, _group = other_user
+    embedded_driver()
+    archive_dir = tmp_path / "archive"
+    archive_dir.mkdir(mode=0o700)
+    (archive_dir / "archive.catalog").write_bytes(bytes(4096))
+    os.chmod(tmp_path, 0o755)
+    cnc = aeron_dir / "cnc.dat"
+    expected = {
+        ("stat", "--dir", str(aeron_dir), "--once"): f"mediadriver: permission denied on {cnc}: ",
+        ("streams", "--dir", str(aeron_dir), "--once"): f"mediadriver: permission denied on {cnc}: ",
+        ("errors", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {cnc}: ",
+        ("terminate", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {cnc}: ",
+        ("loss", "--dir", str(aeron_dir)): f"mediadriver: cannot read {aeron_dir / 'loss-report.dat'}: "
+        "permission denied on ",
+        ("archive", "--dir", str(archive_dir), "list"): "mediadriver archive: permission denied on ",
+    }
+    for args, start in expected.items():
+        result = run_command_as(user, *args)
+        assert result.returncode == 1, (args, result.stderr)
+        [line] = result.stderr.splitlines()  # one line, no traceback
+        assert line.startswith(start), (args, line)
+        assert line.endswith(
+            "private to the user that runs them; run this as that user, or start them with "
+            "-Daeron.dir.group=<a group of this user> (group read-write; README, 'Sharing the aeron dir')"
+        ), (args, line)
+        assert "Errno" not in line
