@@ -4,58 +4,19 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
-import subprocess
-import sys
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
 
 from driver.client import Aeron
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.users import another_user, run_as, run_command_as
 
 
 @pytest.fixture
 def other_user():
     """A second user and a group it belongs to (the tests run as root); removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("creating a user needs root")
-    name = f"aeront{uuid.uuid4().hex[:8]}"
-    group = f"{name}g"
-    made = subprocess.run(["groupadd", group], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot add a group: {made.stderr.strip()}")
-    made = subprocess.run(["useradd", "-M", "-N", "-G", group, name], capture_output=True, text=True)
-    if made.returncode != 0:
-        subprocess.run(["groupdel", group], check=False)
-        pytest.skip(f"cannot add a user: {made.stderr.strip()}")
-    try:
-        yield name, group
-    finally:
-        subprocess.run(["userdel", name], check=False)
-        subprocess.run(["groupdel", group], check=False)
-
-
-def run_as(user: str, code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "setpriv",
-            f"--reuid={user}",
-            f"--regid={pwd.getpwnam(user).pw_gid}",
-            "--init-groups",
-            sys.executable,
-            "-c",
-            textwrap.dedent(code),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"},
-    )
+    with another_user() as user:
+        yield user
 
 
 def test_defaults_keep_other_users_out(embedded_driver, aeron_dir: Path, other_user) -> None:
@@ -111,10 +72,6 @@ def test_a_group_member_can_use_a_driver_shared_with_its_group(
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok")
 
-
-def run_command_as(user: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``mediadriver ARGS`` as ``user``."""
-    return run_as(user, f"import sys\nfrom driver.cli import main\nsys.exit(main({list(args)!r}))")
 
 
 def test_every_command_names_the_cause_and_the_fix_of_a_refused_file(

@@ -64,6 +64,13 @@ What is here, and when to use which:
     A ``tmp_path_factory`` dir removed when its block ends: use it in every module- or session-scoped fixture
     that writes recordings, segments or other bulk (pytest would keep them until the run ends). Import from
     ``tests.support.scratch``.
+``mounted_tmpfs(mount_point, size)`` (tmpfs.py)
+    A real tmpfs mounted for the block (tests run as root; elsewhere the test skips): a file system that fills up,
+    or an aeron or archive dir that is a mount point, as a container's memory-backed volume is. Import from
+    ``tests.support.tmpfs``.
+``another_user()``, ``run_as``, ``run_command_as``, ``as_user`` (users.py)
+    A second user and its group for the block (root only; elsewhere the test skips), and code, a ``mediadriver``
+    command or any command run as that user. Import from ``tests.support.users``.
 ``PlainAgent`` (agents.py)
     An agent with no work that no work probe can watch: an added agent sharing a runner, in runner tests.
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
