@@ -134,8 +134,9 @@ def inspect_existing_driver(directory: Path, driver_timeout_ms: int) -> Path | N
 
 
 def pid_alive(pid: int) -> bool | None:
-    """Whether a process ``pid`` exists in this pid namespace (None: cannot tell, as for a pid of 0)."""
-    if pid <= 0:
+    """Whether process ``pid`` runs in this pid namespace; None where that cannot tell (a pid of 0, or this
+    process's own pid: the old driver ran in another namespace, as a restarted container's pid 1 does)."""
+    if pid <= 0 or pid == os.getpid():
         return None
     try:
         os.kill(pid, 0)
@@ -150,17 +151,19 @@ def active_driver_message(directory: Path, pid: int, age_ms: int, driver_timeout
     """Why a dir with a fresh heartbeat is refused, and when it can be used: a live pid is a driver to stop; a pid
     that is gone left its heartbeat behind (kill -9), which goes stale after the driver timeout."""
     head = f"active driver detected in {directory}: pid {pid}"
-    if pid_alive(pid) is False:
-        wait_ms = max(driver_timeout_ms - age_ms + 1, 0)
+    alive = pid_alive(pid)
+    if alive:
         return (
-            f"{head} is gone (no such process here) but its last heartbeat was {age_ms} ms ago; a new driver "
-            f"takes the dir over in {wait_ms} ms, once that heartbeat is older than the {driver_timeout_ms} ms "
-            "driver timeout (aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe unless "
-            "a driver in another pid namespace, such as another container, shares the dir)"
+            f"{head} is running, heartbeat {age_ms} ms ago; stop that driver first (mediadriver terminate "
+            f"--dir {directory}) or choose another directory with --dir, AERON_DIR or -Daeron.dir"
         )
+    state = "is gone (no such process here)" if alive is False else "cannot be checked from this pid namespace"
+    wait_ms = max(driver_timeout_ms - age_ms + 1, 0)
     return (
-        f"{head} is running, heartbeat {age_ms} ms ago; stop that driver first (mediadriver terminate "
-        f"--dir {directory}) or choose another directory with --dir, AERON_DIR or -Daeron.dir"
+        f"{head} {state} but its last heartbeat was {age_ms} ms ago; a new driver takes the dir over in "
+        f"{wait_ms} ms, once that heartbeat is older than the {driver_timeout_ms} ms driver timeout "
+        "(aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe unless a driver in another "
+        "pid namespace, such as another container, shares the dir)"
     )
 
 
