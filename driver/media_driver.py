@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import logging
 import os
+import pwd
 import time
 import uuid
 from collections.abc import Callable
@@ -164,6 +165,30 @@ def active_driver_message(directory: Path, pid: int, age_ms: int, driver_timeout
         f"{wait_ms} ms, once that heartbeat is older than the {driver_timeout_ms} ms driver timeout "
         "(aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe unless a driver in another "
         "pid namespace, such as another container, shares the dir)"
+    )
+
+
+def _not_ours(directory: Path, error: PermissionError) -> str | None:
+    """A refusal on another user's aeron dir (a file or dir there is not ours), in the one wording of a permission
+    refusal: the path, whose it is, what to do; None when what refused is this user's own."""
+    path = Path(error.filename) if error.filename else directory
+    for candidate in (path, *path.parents):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        if uid == os.geteuid():
+            return None
+        try:
+            owner = f" (it belongs to {pwd.getpwuid(uid).pw_name})"
+        except KeyError:
+            owner = f" (it belongs to uid {uid})"
+        break
+    else:
+        return None
+    return (
+        f"permission denied on {path}{owner}: the aeron dir {directory} is another user's, perhaps its driver's; "
+        "run the driver as that user or give it a directory of its own with --dir, AERON_DIR or -Daeron.dir"
     )
 
 
@@ -328,6 +353,21 @@ class MediaDriver:
         return cls(ctx)
 
     def _prepare_directory(self) -> None:
+        try:
+            self._make_directory()
+        except PermissionError as e:
+            raise DriverStartError(
+                _not_ours(self.aeron_dir, e)
+                or f"cannot create the aeron dir {self.aeron_dir}: permission denied on {e.filename or self.aeron_dir}. "
+                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
+            ) from e
+        except OSError as e:
+            raise DriverStartError(
+                f"cannot create the aeron dir {self.aeron_dir}: {e.strerror or e}. "
+                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
+            ) from e
+
+    def _make_directory(self) -> None:
         directory = self.aeron_dir
         if directory.is_symlink():
             # The driver deletes and remakes its dir at start: through a link that would empty whatever it
@@ -337,27 +377,21 @@ class MediaDriver:
                 "and the driver deletes and recreates its dir at start. Give the real directory, or another "
                 "path, with --dir, AERON_DIR or -Daeron.dir"
             )
-        try:
-            kept = False
-            if directory.exists():
-                if not self.ctx.dir_delete_on_start:
-                    self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
-                # A mount point (a tmpfs, a container's memory volume) stays: what the driver made in it goes.
-                kept = not remove_dir(directory, owns_entry)
-            directory.mkdir(parents=True, exist_ok=kept)
-            (directory / "publications").mkdir()
-            (directory / "images").mkdir()
-            # Exact modes and group, whatever the umask: the dir holds every payload and the command ring. A kept
-            # dir of another owner keeps its mode (only its owner may change it); what the driver makes is private.
-            for path in (directory, directory / "publications", directory / "images"):
-                if path is directory and kept and directory.stat().st_uid != os.geteuid():
-                    continue
-                self.permissions.apply_to_dir(path)
-        except OSError as e:
-            raise DriverStartError(
-                f"cannot create the aeron dir {directory}: {e.strerror or e}. "
-                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
-            ) from e
+        kept = False
+        if directory.exists():
+            if not self.ctx.dir_delete_on_start:
+                self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
+            # A mount point (a tmpfs, a container's memory volume) stays: what the driver made in it goes.
+            kept = not remove_dir(directory, owns_entry)
+        directory.mkdir(parents=True, exist_ok=kept)
+        (directory / "publications").mkdir()
+        (directory / "images").mkdir()
+        # Exact modes and group, whatever the umask: the dir holds every payload and the command ring. A kept dir
+        # of another owner keeps its mode (only its owner may change it); what the driver makes is private.
+        for path in (directory, directory / "publications", directory / "images"):
+            if path is directory and kept and directory.stat().st_uid != os.geteuid():
+                continue
+            self.permissions.apply_to_dir(path)
 
     def on_error(self, error: BaseException) -> None:
         """Every error the driver observes: kept once per distinct kind in the error log, then counted (as Aeron's

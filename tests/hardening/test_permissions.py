@@ -92,12 +92,21 @@ def test_every_command_names_the_cause_and_the_fix_of_a_refused_file(
         ("loss", "--dir", str(aeron_dir)): f"mediadriver: cannot read {aeron_dir / 'loss-report.dat'}: "
         "permission denied on ",
         ("archive", "--dir", str(archive_dir), "list"): "mediadriver archive: permission denied on ",
+        ("run", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {aeron_dir}/cnc.dat (it belongs to "
+        f"root): the aeron dir {aeron_dir} is another user's, perhaps its driver's; run the driver as that user or "
+        "give it a directory of its own with --dir, AERON_DIR or -Daeron.dir",
+        ("datasets", "--archive-dir", str(archive_dir), "list"): "mediadriver: cannot read the token file: "
+        f"permission denied on {archive_dir / 'http-token'}: ",
     }
+    (archive_dir / "http-token").write_text("secret\n")
     for args, start in expected.items():
         result = run_command_as(user, *args)
-        assert result.returncode == 1, (args, result.stderr)
+        assert result.returncode == (2 if args[0] == "datasets" else 1), (args, result.stderr)
         [line] = result.stderr.splitlines()  # one line, no traceback
         assert line.startswith(start), (args, line)
+        assert "Errno" not in line
+        if args[0] == "run":
+            continue
         assert line.endswith(
             "private to the user that runs them; run this as that user, or start them with "
             "-Daeron.dir.group=<a group of this user> (group read-write; README, 'Sharing the aeron dir')"
