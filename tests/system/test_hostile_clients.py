@@ -20,7 +20,7 @@ import pytest
 from driver.client import Aeron
 from driver.client.exceptions import RegistrationError
 from driver.concurrent.cnc_file import CNC_FILE, CncFile
-from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counter_types import CLIENT_CLOSES_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import CountersReader
 from driver.concurrent.error_log import format_error_log
 from driver.concurrent.ring_buffer import HEADER_LENGTH, TAIL_POSITION_OFFSET, ManyToOneRingBuffer
@@ -272,7 +272,7 @@ def test_reused_correlation_ids_are_refused_and_nothing_outlives_the_clients(emb
         return types
 
     # A large log is freed on the driver's log thread: its counters go once that is done, just after the lists.
-    wait_for(lambda: counter_types() == {SYSTEM_COUNTER_TYPE_ID}, 5, "only system counters to remain")
+    wait_for(lambda: counter_types() == {SYSTEM_COUNTER_TYPE_ID, CLIENT_CLOSES_TYPE_ID}, 5, "only the driver's own counters to remain")
     # The driver's thread deletes a log just after it drops the publication from its lists.
     wait_for(
         lambda: (
