@@ -97,7 +97,12 @@ class ClientConductor:
 
     def _send(self, msg_type_id: int, body: bytes) -> None:
         if not self._to_driver.write(msg_type_id, body):
-            raise AeronError(f"could not write command {msg_type_id:#x}: the to-driver ring buffer is full")
+            name = cp.Command(msg_type_id).name if msg_type_id in cp.Command.__members__.values() else "command"
+            raise AeronError(
+                f"could not send {name} ({msg_type_id:#x}) to the driver: its to-driver ring "
+                "is full (the driver is not reading it, or other clients keep it full); try again, or give the driver "
+                "a larger aeron.conductor.buffer.length"
+            )
 
     def next_correlation_id(self) -> int:
         return self._to_driver.next_correlation_id()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.client import Aeron, RegistrationError
+from driver.client import Aeron, AeronError, RegistrationError
 from driver.client.client_conductor import CLOSE_RETRY_S
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
@@ -85,5 +85,24 @@ def test_close_with_the_ring_kept_full_returns_within_its_bound(aeron_dir: Path,
             f"client {aeron.client_id} closed without telling the driver: the to-driver ring stayed full for "
             f"{CLOSE_RETRY_S:g} s; the driver releases its resources after the client liveness timeout"
         )
+    finally:
+        driver.close()
+
+
+def test_a_command_into_a_full_ring_names_the_cause_and_the_fix(aeron_dir: Path) -> None:
+    driver = MediaDriver(DriverContext(aeron_dir=str(aeron_dir), threading_mode="INVOKER"))
+    try:
+        with Aeron.connect(aeron_dir=str(aeron_dir), use_conductor_invoker=True) as aeron:
+            ring = ManyToOneRingBuffer(driver.cnc.to_driver_buffer)
+            for size in (1024, 0):
+                while ring.write(0x77, bytes(size)):
+                    pass
+            with pytest.raises(AeronError) as refused:
+                aeron.async_add_publication("aeron:ipc", 1)
+            assert str(refused.value) == (
+                "could not send ADD_PUBLICATION (0x1) to the driver: its to-driver ring is full (the driver is not "
+                "reading it, or other clients keep it full); try again, or give the driver a larger "
+                "aeron.conductor.buffer.length"
+            )
     finally:
         driver.close()
