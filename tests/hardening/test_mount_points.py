@@ -127,3 +127,20 @@ def test_the_service_on_a_mounted_archive_dir_serves_and_starts_again_cleared(tm
             assert is_mount_point(mount)
         finally:
             stop_service_env(env, archive)
+
+
+def test_a_bind_mount_on_the_same_file_system_is_kept_too(tmp_path: Path) -> None:
+    source, target = tmp_path / "source", tmp_path / "aeron"
+    source.mkdir()
+    target.mkdir()
+    (source / "keep.txt").write_text("x")
+    bound = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True, text=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {bound.stderr.strip()}")
+    try:
+        assert is_mount_point(target)  # on the same file system: os.path.ismount cannot see it
+        with MediaDriver(DriverContext(aeron_dir=str(target), dir_delete_on_shutdown=True)):
+            assert (source / "cnc.dat").is_file()  # the files are in the mount
+        assert os.listdir(target) == ["keep.txt"]
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
