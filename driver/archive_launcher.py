@@ -12,9 +12,18 @@ from typing import Any
 
 from driver.agent.idle_strategy import BackoffIdleStrategy
 from driver.agent.runner import AgentRunner
-from driver.archive.archive import Archive
+from driver.archive.archive import Archive, ArchiveStartError
 from driver.archive.archive_context import ArchiveContext
 from driver.media_driver import IDLE_MAX_SPINS, IDLE_MAX_YIELDS, IDLE_MIN_PARK_NS, MediaDriver
+
+__all__ = [
+    "ArchiveContext",
+    "ArchiveRunners",
+    "ArchiveStartError",
+    "attach_to_driver",
+    "connect_embedded",
+    "run_standalone",
+]  # ArchiveContext and ArchiveStartError too: the command line's lazy point of the archive is this module
 
 JOIN_TIMEOUT_S = 5.0
 

@@ -68,7 +68,7 @@ def parse_idle_strategy(name: str, text: str) -> str:
 
 
 PROFILES: dict[str, dict[str, str]] = {
-    # Round trips first (README, "Low-latency profile"): the default backoff capped at 100 us parks, under
+    # Round trips first (docs/tuning.md, "The low-latency profile"): the default backoff capped at 100 us parks, under
     # SCHED_FIFO where permitted, so a woken driver does not wait behind busy-spinning clients for a
     # scheduler slice. Shorter parks (8 or 4 us) or spinning lose to those clients on a small machine: each
     # wake takes a core from one of them (Ping/Pong p50 16 us: ~131, 8 us: ~184, 4 us: ~218 us).
@@ -364,7 +364,7 @@ class DriverContext:
         "flow control of multicast and MDC publications (min: the slowest receiver sets the pace)",
     )
     # Larger than Java's 128 KiB / 128 KiB: each status message round trip then carries 1 MiB, which is what
-    # bounds a stream's rate once the kernel trips are batched (README "Performance").
+    # bounds a stream's rate once the kernel trips are batched (docs/performance.md).
     socket_so_rcvbuf: int = _setting(
         "aeron.socket.so_rcvbuf",
         parse_size,
@@ -590,7 +590,7 @@ class DriverContext:
     @property
     def file_permissions(self) -> FilePermissions:
         """Modes and group of the aeron dir and its files: private to this user unless the operator opts
-        in (README, "Sharing the aeron dir")."""
+        in (docs/getting-started.md, "Sharing the aeron dir")."""
         return FilePermissions.from_settings(self.dir_group, self.dir_mode, self.file_mode)
 
     @property

@@ -383,19 +383,41 @@ class NetworkPublication:
         if not sender_position - self.term_length <= resend_position < sender_position:
             return
         term_buffer = self._term_buffers[(resend_position >> self.position_bits_to_shift) % 3]
-        remaining = length
-        offset = term_offset
-        while remaining > 0:
-            available, padding = scan_for_availability(term_buffer, offset, min(self.mtu_length, remaining))
-            if available <= 0:
-                break
-            if self._send(term_buffer.view[offset : offset + available]) != available:
-                self._short_sends.increment()
-                break
-            self._retransmitted_bytes.get_and_add(available)
-            offset += available + padding
-            remaining -= available + padding
+        if not self._resend_bursts(term_buffer, term_offset, length):  # no batched path: datagram by datagram
+            remaining = length
+            offset = term_offset
+            while remaining > 0:
+                available, padding = scan_for_availability(term_buffer, offset, min(self.mtu_length, remaining))
+                if available <= 0:
+                    break
+                if self._send(term_buffer.view[offset : offset + available]) != available:
+                    self._short_sends.increment()
+                    break
+                self._retransmitted_bytes.get_and_add(available)
+                offset += available + padding
+                remaining -= available + padding
         self._retransmits_sent.increment()
+
+    def _resend_bursts(self, term_buffer: AtomicBuffer, term_offset: int, length: int) -> bool:
+        """A retransmit through the sender's one-call burst (the same datagrams, MTU by MTU, as sending them one
+        by one); False when the endpoint has no such path (multi-destination)."""
+        offset, remaining = term_offset, length
+        while remaining > 0:
+            result = self.channel_endpoint.send_term_burst(
+                term_buffer, offset, remaining, self.mtu_length, self.send_burst
+            )
+            if result is None:
+                return False
+            datagrams, sent, advance, short = result
+            if sent > 0:
+                self._retransmitted_bytes.get_and_add(sent)
+            if short:
+                self._short_sends.increment()
+            if datagrams <= 0 or short:
+                break
+            offset += advance
+            remaining -= advance
+        return True
 
     def _send(self, data: bytes | memoryview) -> int:
         address = self.response_address

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import settings
 
 from driver.concurrent.cnc_file import CNC_FILE, CNC_VERSION
+from harness.embedded import CREATED_AERON_DIRS, remove_aeron_dirs
 from tests.support import EmbeddedDriver, ManualClock, new_aeron_dir
-from tests.support.embedded import CREATED_AERON_DIRS, remove_aeron_dirs
 
 # CI (.ci/run sets CI=true) replays the same examples every run, so a landing never hinges on a random draw;
 # developers' runs keep exploring new ones (and the example database replays what failed before).

@@ -5,12 +5,18 @@ which layer may know about which is about the source, not only about what runs. 
 their file: one inside a function is only for what an optional extra provides (a command must run, and say
 which extra it lacks, without it), never a way around an import cycle. The command line imports only the
 family of the command it runs, by name from its table (``driver.cli.FAMILIES``) with importlib.
+
+Outside driver/, the tests (tests/) and the tools (tools/) both stand on the harness (harness/) and never on each
+other, and the harness on neither: no import of the other's package, nor a ``python -m`` of one of its modules.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,6 +126,22 @@ CLI_IMPORTED_BY = ("driver.__main__",)
 # command uses, and what only the long-running ones do (the archive's settings, the event loop).
 CLI_SHARED = ("driver.cli.common", "driver.cli.long_running")
 CLI_FAMILY_PARTS = {"driver.cli.archive": ("driver.cli.archive_replicate",)}
+# The named lazy points: (module, function) -> the one subsystem it imports when a command runs it, so that start-up
+# pays only for what runs (driver/cli/long_running.py). Any other import inside a function fails, unless an
+# optional extra provides it.
+LAZY_POINTS = {
+    ("driver.cli.long_running", "archive_subsystem"): "driver.archive_launcher",
+    ("driver.cli.long_running", "exporter_subsystem"): "driver.exporter",
+    ("driver.cli.long_running", "service_subsystem"): "driver.service.command",
+}
+# What `mediadriver run` without --archive, --metrics-port or --http must not import.
+SUBSYSTEMS_RUN_LOADS_ONLY_WHEN_ASKED = (
+    "driver.archive",
+    "driver.exporter",
+    "driver.service.command",
+    "numpy",
+    "prometheus_client",
+)
 # What the optional extras provide (driver/util/extras.py), with what they bring that our code imports by name.
 OPTIONAL_MODULES = frozenset(EXTRA_OF_MODULE) | {"starlette", "pydantic", "httptools"}
 
@@ -161,21 +183,25 @@ def imported_modules(path: Path, root: Path = DRIVER.parent) -> set[str]:
     return found
 
 
-def function_imports(path: Path, root: Path = DRIVER.parent) -> list[tuple[int, set[str]]]:
-    """(line, modules) of each import statement inside a function (``from a import b`` yields a and a.b)."""
+def function_imports(path: Path, root: Path = DRIVER.parent) -> list[tuple[int, str, set[str]]]:
+    """(line, outermost function, modules) of each import statement inside a function (``from a import b``
+    yields a and a.b)."""
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: list[tuple[int, set[str]]] = []
+    found: list[tuple[int, str, set[str]]] = []
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, function: str | None) -> None:
         for child in ast.iter_child_nodes(node):
-            if in_function and isinstance(child, ast.Import | ast.ImportFrom):
-                found.append((child.lineno, _statement_targets(child, package)))
-            visit(
-                child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-            )
+            if function is not None and isinstance(child, ast.Import | ast.ImportFrom):
+                found.append((child.lineno, function, _statement_targets(child, package)))
+            inner = function
+            if function is None and isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = child.name
+            elif function is None and isinstance(child, ast.Lambda):
+                inner = "<lambda>"
+            visit(child, inner)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), None)
     return found
 
 
@@ -233,13 +259,23 @@ def needing_an_extra(top_level: dict[str, set[str]], optional: frozenset[str] = 
 
 
 def function_import_violations(
-    path: Path, needing: set[str], root: Path = DRIVER.parent, optional: frozenset[str] = OPTIONAL_MODULES
+    path: Path,
+    needing: set[str],
+    root: Path = DRIVER.parent,
+    optional: frozenset[str] = OPTIONAL_MODULES,
+    lazy_points: dict[tuple[str, str], str] | None = None,
 ) -> list[str]:
-    """``file:line`` of each import inside a function that is not of an extra (nor of a module needing one)."""
+    """``file:line`` of each import inside a function that is not of an extra (nor of a module needing one), nor
+    a named lazy point's import of its subsystem."""
+    lazy = LAZY_POINTS if lazy_points is None else lazy_points
+    module = module_name(path, root)
     bad = []
-    for line, targets in function_imports(path, root):
-        if not any(t.partition(".")[0] in optional or t in needing for t in targets):
-            bad.append(f"{path.relative_to(root)}:{line} imports {min(targets, key=len)} inside a function")
+    for line, function, targets in function_imports(path, root):
+        if any(t.partition(".")[0] in optional or t in needing for t in targets):
+            continue
+        if lazy.get((module, function)) in targets:
+            continue
+        bad.append(f"{path.relative_to(root)}:{line} imports {min(targets, key=len)} inside a function")
     return bad
 
 
@@ -363,6 +399,24 @@ def native_violations(module: str, imports: set[str], used: set[str], families: 
         if n in families and families[n] not in owned
     ]
     return bad
+
+
+# What each top-level tree outside driver/ must not reach into (by import or by ``python -m <module>``).
+ROOT = DRIVER.parent
+NOT_REACHED_FROM = {"tests": ("tools",), "tools": ("tests",), "harness": ("tests", "tools")}
+
+
+def cross_tree_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """What ``path`` (under tests/, tools/ or harness/) imports or runs from a tree it must not reach into."""
+    forbidden = NOT_REACHED_FROM[path.relative_to(root).parts[0]]
+    found = imported_modules(path, root)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        # a module run as a child, ``[..., "-m", "name", ...]``
+        items = node.elts if isinstance(node, ast.List | ast.Tuple) else []
+        for flag, name in itertools.pairwise(items):
+            if isinstance(flag, ast.Constant) and flag.value == "-m" and isinstance(name, ast.Constant):
+                found.add(str(name.value))
+    return sorted(n for n in found if any(is_within(n, f) for f in forbidden))
 
 
 MODULES = {module_name(p): p for p in sorted(DRIVER.rglob("*.py"))}
@@ -546,7 +600,7 @@ def test_the_function_import_rule_allows_only_what_an_extra_provides(tmp_path: P
     needing = needing_an_extra(top)
     assert needing == {"driver.service.server", "driver.service.jobs", "driver.service.page"}
     command = paths["driver.service.command"]
-    assert [line for line, _ in function_imports(command, tmp_path)] == [5, 6, 8, 10]
+    assert [line for line, _, _ in function_imports(command, tmp_path)] == [5, 6, 8, 10]
     # driver.service.jobs needs fastapi through page.py, so importing it late is for the extra too.
     assert function_import_violations(command, needing, tmp_path) == [
         "driver/service/command.py:10 imports json inside a function"
@@ -556,6 +610,25 @@ def test_the_function_import_rule_allows_only_what_an_extra_provides(tmp_path: P
         "driver/service/command.py:8 imports driver.service inside a function",
         "driver/service/command.py:10 imports json inside a function",
     ]
+
+
+def test_the_tree_rule_catches_tests_and_tools_reaching_into_each_other(tmp_path: Path) -> None:
+    files = {
+        "tests/test_a.py": "from tools.bench import steady\nimport harness.wait\n",
+        "tests/support/b.py": "from harness.embedded import EmbeddedDriver\nfrom tests.support import clock\n",
+        "tools/bench/c.py": "import subprocess\nsubprocess.run(['python', '-m', 'tests.support.fast_publisher'])\n",
+        "harness/d.py": "from tools.bench.report import emit\nfrom harness.wait import wait_for\n",
+    }
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    found = {relative: cross_tree_imports(tmp_path / relative, tmp_path) for relative in files}
+    assert found == {
+        "tests/test_a.py": ["tools.bench", "tools.bench.steady"],
+        "tests/support/b.py": [],
+        "tools/bench/c.py": ["tests.support.fast_publisher"],
+        "harness/d.py": ["tools.bench.report", "tools.bench.report.emit"],
+    }
 
 
 # --- the rules -------------------------------------------------------------------------------------------
@@ -666,3 +739,69 @@ def test_the_cli_table_names_every_command_family() -> None:
         )
     }
     assert {f"{CLI}.{family}" for family in CLI_FAMILIES.values()} == registering
+
+
+def test_each_lazy_point_is_a_function_that_imports_its_subsystem() -> None:
+    for (module, function), subsystem in LAZY_POINTS.items():
+        found = [targets for _, name, targets in function_imports(MODULES[module]) if name == function]
+        assert found and any(subsystem in targets for targets in found), f"{module}.{function} {subsystem}"
+
+
+def test_the_lazy_rule_allows_only_the_named_point_its_subsystem(tmp_path: Path) -> None:
+    files = {
+        "driver/__init__.py": "",
+        "driver/cli/__init__.py": "",
+        "driver/cli/long_running.py": (
+            "def archive_subsystem():\n"
+            "    import driver.archive_launcher\n"
+            "def elsewhere():\n"
+            "    import driver.archive_launcher\n"
+            "def exporter_subsystem():\n"
+            "    import driver.archive_launcher\n"
+        ),
+    }
+    _tree(tmp_path, files)
+    path = tmp_path / "driver" / "cli" / "long_running.py"
+    lazy = {("driver.cli.long_running", "archive_subsystem"): "driver.archive_launcher"}
+    assert function_import_violations(path, set(), tmp_path, lazy_points=lazy) == [
+        "driver/cli/long_running.py:4 imports driver.archive_launcher inside a function",
+        "driver/cli/long_running.py:6 imports driver.archive_launcher inside a function",
+    ]
+
+
+def test_the_command_list_and_a_plain_run_load_no_optional_subsystem() -> None:
+    """`mediadriver --help` imports no command family; the `run` family imports the driver but neither the archive,
+    the exporter, the service nor numpy until asked (each costs start-up time and memory)."""
+    script = (
+        "import sys\n"
+        "from driver.cli import FAMILIES, build_parser\n"
+        "build_parser(None)\n"
+        "families = sorted(m for m in sys.modules if m.startswith('driver.cli.') and m[11:] in FAMILIES.values())\n"
+        "import driver.cli.run\n"
+        "loaded = sorted(m for m in sys.modules if any(m == s or m.startswith(s + '.') for s in sys.argv[1:]))\n"
+        "print(families, loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *SUBSYSTEMS_RUN_LOADS_ONLY_WHEN_ASKED],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=DRIVER.parent,
+    )
+    assert done.stdout.strip() == "[] []"
+
+
+OUTSIDE_DRIVER = sorted(p for tree in NOT_REACHED_FROM for p in (ROOT / tree).rglob("*.py"))
+
+
+def test_the_tree_scan_sees_the_three_trees() -> None:
+    seen = {p.relative_to(ROOT).as_posix() for p in OUTSIDE_DRIVER}
+    assert {"tests/support/__init__.py", "tools/bench/harness.py", "harness/children.py"} <= seen
+
+
+@pytest.mark.parametrize("path", OUTSIDE_DRIVER, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_tests_and_tools_meet_only_in_the_harness(path: Path) -> None:
+    bad = cross_tree_imports(path)
+    assert bad == [], (
+        f"{path.relative_to(ROOT)} reaches into {bad}: move what both need into harness/ and import it from there"
+    )

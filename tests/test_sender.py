@@ -6,6 +6,9 @@ control poll ratio, and control frames dispatched, counted, or dropped as invali
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.media.send_channel_endpoint import SendChannelEndpoint
+from driver.media.udp_transport import UdpTransport
 from driver.network_publication import NetworkPublication
 from driver.protocol import frames
 from driver.protocol.feedback_delay import StaticDelayGenerator
@@ -46,7 +50,7 @@ def kinds(datagrams: list[bytes]) -> list[str]:
 
 
 class Env:
-    def __init__(self, tmp_path: Path, clock: Any) -> None:
+    def __init__(self, tmp_path: Path, clock: Any, transport: Any = None) -> None:
         self.tmp_path = tmp_path
         self.clock = clock
         self.manager = CountersManager(
@@ -55,8 +59,9 @@ class Env:
         self.system = SystemCounters(self.manager)
         self.sender = Sender(self.system, clock.nano_clock)
         self.proxy = SenderProxy(self.sender.commands, self.system.get(SC.SENDER_PROXY_FAILS))
-        self.sender._batch = FakeBatch()
-        self.transport = FakeTransport()
+        if transport is None:
+            self.sender._batch = FakeBatch()  # the fake transport's control datagrams
+        self.transport = FakeTransport() if transport is None else transport
         self.endpoint = SendChannelEndpoint(
             UdpChannel.parse(CHANNEL), self.transport, self.manager.new_counter("snd-channel")
         )
@@ -162,6 +167,51 @@ def test_nak_is_answered_with_a_retransmission(env: Env) -> None:
     assert resent == publication.raw_log.term_buffers[0].get_bytes(320, 480)
     assert env[SC.NAK_MESSAGES_RECEIVED] == 1
     assert env[SC.RETRANSMITS_SENT] == 1
+
+
+def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagrams(
+    tmp_path: Path, clock
+) -> None:
+    """The retransmit goes through the sender's one-call burst: MTU-sized datagrams of whole frames, byte for byte
+    the log, as the first sends were."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
+        receiver.bind(("127.0.0.1", 0))
+        receiver.setblocking(False)
+        transport = UdpTransport.open_send(
+            UdpChannel.parse(f"aeron:udp?endpoint=127.0.0.1:{receiver.getsockname()[1]}")
+        )
+        env = Env(tmp_path, clock, transport)
+        try:
+            publication = env.add_publication(11)
+            sender_address = transport.send_local_address
+            receiver.sendto(sm(11), sender_address)
+            env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, 4 datagrams
+            deadline = time.monotonic() + 5
+            first: list[bytes] = []
+            while sum(len(d) for d in first) < 30 * 160 and time.monotonic() < deadline:
+                env.sender.do_work()
+                with contextlib.suppress(BlockingIOError):
+                    while True:
+                        datagram = receiver.recv(65536)
+                        if frames.frame_type(datagram) == frames.HDR_TYPE_DATA and len(datagram) > 32:
+                            first.append(datagram)
+            assert b"".join(first) == publication.raw_log.term_buffers[0].get_bytes(0, 30 * 160)
+            receiver.sendto(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 3200), sender_address)
+            resent: list[bytes] = []
+            while sum(len(d) for d in resent) < 3200 and time.monotonic() < deadline:
+                env.sender.do_work()
+                with contextlib.suppress(BlockingIOError):
+                    while True:
+                        datagram = receiver.recv(65536)
+                        if frames.frame_type(datagram) == frames.HDR_TYPE_DATA and len(datagram) > 32:
+                            resent.append(datagram)
+            assert [len(d) for d in resent] == [1280, 1280, 640]  # whole frames, each datagram <= the MTU
+            assert b"".join(resent) == publication.raw_log.term_buffers[0].get_bytes(320, 3200)
+            assert env[SC.RETRANSMITS_SENT] == 1
+            assert env[SC.RETRANSMITTED_BYTES] == 3200
+        finally:
+            env.close()
+            transport.close()
 
 
 def test_control_frames_for_unknown_sessions_are_ignored(env: Env) -> None:

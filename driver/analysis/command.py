@@ -111,10 +111,10 @@ def resolve_inputs(paths: list[str]) -> list[str]:
     return inputs
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction, help_line: str) -> argparse.ArgumentParser:
     parser = sub.add_parser(
         "analyze-loss",
-        help="analyse many drivers' loss-report.dat with Spark: Parquet plus a report with charts",
+        help=help_line,
         description="Decode loss-report.dat files from many drivers with PySpark, write them as Parquet under "
         "--out, and write report.md, summary.json and PNG charts there. Needs the 'analysis' extra "
         f"({install_command('analysis')}) and Java 17+ for Spark.",

@@ -275,7 +275,7 @@ class ArchiveContext:
 
     @property
     def file_permissions(self) -> FilePermissions:
-        """Modes and group of what the archive creates, built as the driver builds its own (README, "Sharing
+        """Modes and group of what the archive creates, built as the driver builds its own (docs/getting-started.md, "Sharing
         the aeron dir")."""
         return FilePermissions.from_settings(self.dir_group, self.dir_mode, self.file_mode)
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from driver import stop_signals
-from driver.cli.common import EXIT_USAGE, fail, fail_os_error
+from driver.cli.common import COMMAND_HELP, EXIT_USAGE, fail, fail_os_error
 from driver.context import ConfigurationError, parse_property_args
 from driver.util.extras import MissingExtra, missing_extra
 
@@ -39,22 +39,25 @@ lists them."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command or, given one of ``FAMILIES``, of only that command's family."""
+    """The parser of ``command``'s family (one of ``FAMILIES``) or, without one, the command list only: each
+    command's line (``COMMAND_HELP``) with no family imported, for `mediadriver --help` and usage errors."""
     parser = argparse.ArgumentParser(
         prog="mediadriver",
         description="An Aeron 1.15.1 compatible media driver on asyncio/uvloop. Any command also takes "
         "-Daeron.name=value properties; AERON_* environment variables are read too.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    families = [FAMILIES[command]] if command in FAMILIES else dict.fromkeys(FAMILIES.values())
-    for family in families:
-        importlib.import_module(f"{__name__}.{family}").add_parsers(sub)
+    if command in FAMILIES:
+        importlib.import_module(f"{__name__}.{FAMILIES[command]}").add_parsers(sub)
+    else:
+        for name, line in COMMAND_HELP.items():
+            sub.add_parser(name, help=line, add_help=False)
     return parser
 
 
 def command_of(argv: Sequence[str]) -> str | None:
     """The known command a command line (without its -D properties) runs, if its first argument names one; else
-    None, and main() builds every family's parser: the top-level help and usage errors list every command."""
+    None, and main() builds the command list: the top-level help and usage errors list every command."""
     return argv[0] if argv and argv[0] in FAMILIES else None
 
 

@@ -7,6 +7,7 @@ import argparse
 
 from driver.analysis.command import add_parser as add_analysis_parser
 from driver.analysis.command import run
+from driver.cli.common import COMMAND_HELP
 
 
 def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> int:
@@ -14,5 +15,5 @@ def cmd_analyze_loss(args: argparse.Namespace, properties: dict[str, str]) -> in
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    parser = add_analysis_parser(sub)
+    parser = add_analysis_parser(sub, COMMAND_HELP["analyze-loss"])
     parser.set_defaults(handler=cmd_analyze_loss)

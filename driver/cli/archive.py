@@ -20,7 +20,7 @@ from driver.archive.checksums import checksum_path, verify_checksums
 from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
 from driver.archive_launcher import run_standalone
 from driver.cli.archive_replicate import add_replicate_parser
-from driver.cli.common import EXIT_OK, EXIT_USAGE, fail
+from driver.cli.common import COMMAND_HELP, EXIT_OK, EXIT_USAGE, fail
 from driver.cli.long_running import archive_context, run_loop
 from driver.client.exceptions import AeronError
 from driver.util.files import describe_os_error
@@ -197,8 +197,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """``archive``: with no tool subcommand, runs the archive server."""
     archive = sub.add_parser(
         "archive",
-        help="run the archive as a client of a driver (no TOOL), or read an archive dir: list, describe ID, "
-        "verify [ID], segments ID; purge ID asks a running archive",
+        help=COMMAND_HELP["archive"],
     )
     archive.add_argument("--dir", help="archive dir (default -Daeron.archive.dir or ./aeron-archive)")
     archive.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")

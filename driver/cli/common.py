@@ -14,6 +14,26 @@ from driver.context import default_aeron_dir
 from driver.util.files import describe_os_error, permission_denied
 
 PROG = "mediadriver"
+
+COMMAND_HELP: dict[str, str] = {
+    "run": "run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2",
+    "stat": "print the counters of a driver, like AeronStat",
+    "streams": "per-stream positions (pub-pos .. sub-pos), like StreamStat",
+    "exporter": "serve a driver's counters to Prometheus (maps cnc.dat read-only)",
+    "errors": "print the driver's distinct error log, like ErrorStat",
+    "terminate": "ask a running driver to stop (TERMINATE_DRIVER; the driver must allow it)",
+    "loss": "print the driver's loss-report.dat, like LossStat",
+    "archive": "run the archive as a client of a driver (no TOOL), or read an archive dir: list, describe ID, "
+    "verify [ID], segments ID; purge ID asks a running archive",
+    "serve": "run the record & replay HTTP API as a client of a running driver and archive on this host",
+    "record": "record streams into a data set through the record & replay service",
+    "replay": "replay a data set through the record & replay service",
+    "datasets": "list, show, delete, export and import the service's data sets",
+    "page": "print the record & replay page's address, with the token for the service's owner",
+    "analyze-loss": "analyse many drivers' loss-report.dat with Spark: Parquet plus a report with charts",
+}
+"""Each command's line in `mediadriver --help`, in its order: the top-level help lists these without importing
+any command family (driver/cli/__init__.py); each family's parser takes its line from here."""
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

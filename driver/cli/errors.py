@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from driver.cli.common import aeron_dir, fail, fail_os_error, open_cnc
+from driver.cli.common import COMMAND_HELP, aeron_dir, fail, fail_os_error, open_cnc
 from driver.concurrent.cnc_file import CncError
 from driver.concurrent.error_log import format_error_log
 from driver.util.text import printable
@@ -26,6 +26,6 @@ def cmd_errors(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    errors = sub.add_parser("errors", help="print the driver's distinct error log, like ErrorStat")
+    errors = sub.add_parser("errors", help=COMMAND_HELP["errors"])
     errors.add_argument("--dir", help="aeron dir")
     errors.set_defaults(handler=cmd_errors)

@@ -7,7 +7,7 @@ import argparse
 import signal
 import threading
 
-from driver.cli.common import aeron_dir, fail
+from driver.cli.common import COMMAND_HELP, aeron_dir, fail
 from driver.exporter import DEFAULT_PORT as DEFAULT_METRICS_PORT
 from driver.exporter import MetricsServer
 
@@ -34,9 +34,7 @@ def cmd_exporter(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    exporter = sub.add_parser(
-        "exporter", help="serve a driver's counters to Prometheus (maps cnc.dat read-only)"
-    )
+    exporter = sub.add_parser("exporter", help=COMMAND_HELP["exporter"])
     exporter.add_argument("--dir", help="aeron dir")
     exporter.add_argument(
         "--port", type=int, default=DEFAULT_METRICS_PORT, help=f"default {DEFAULT_METRICS_PORT}; 0 picks one"

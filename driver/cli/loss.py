@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from driver.cli.common import aeron_dir
+from driver.cli.common import COMMAND_HELP, aeron_dir
 from driver.reports.loss_stat import run_loss_stat
 
 
@@ -13,7 +13,7 @@ def cmd_loss(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    loss = sub.add_parser("loss", help="print the driver's loss-report.dat, like LossStat")
+    loss = sub.add_parser("loss", help=COMMAND_HELP["loss"])
     loss.add_argument("--dir", help="aeron dir (or the loss-report.dat file itself)")
     loss.add_argument(
         "--format",

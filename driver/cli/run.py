@@ -8,23 +8,20 @@ import asyncio
 import os
 import signal
 import sys
+from typing import Any
 
 from driver import stop_signals
-from driver.archive.archive import ArchiveStartError
-from driver.archive.archive_context import ArchiveContext
-from driver.archive_launcher import connect_embedded
-from driver.cli.common import EXIT_USAGE, fail, warn_unknown
-from driver.cli.long_running import archive_context, run_loop
-from driver.context import PROFILES, ConfigurationError, DriverContext
-from driver.exporter import MetricsServer
-from driver.media_driver import DriverStartError, MediaDriver
-from driver.service.command import (
-    add_http_options,
-    announce,
-    archive_streams,
-    control_settings,
-    http_settings,
+from driver.cli.common import COMMAND_HELP, EXIT_USAGE, fail, warn_unknown
+from driver.cli.long_running import (
+    archive_context,
+    archive_subsystem,
+    exporter_subsystem,
+    run_loop,
+    service_subsystem,
 )
+from driver.context import PROFILES, ConfigurationError, DriverContext
+from driver.media_driver import DriverStartError, MediaDriver
+from driver.service.options import add_http_options
 from driver.util.extras import require
 
 
@@ -68,9 +65,10 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
         return fail(str(e))
     archive = None
     if archive_ctx is not None:
+        launcher = archive_subsystem()
         try:
-            archive = connect_embedded(driver, archive_ctx)
-        except ArchiveStartError as e:
+            archive = launcher.connect_embedded(driver, archive_ctx)
+        except launcher.ArchiveStartError as e:
             driver.close()
             return fail(str(e))
         print(f"mediadriver: archive in {archive_ctx.archive_dir}", flush=True)
@@ -83,7 +81,7 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     if args.metrics_port is not None:
         try:
             # The driver's own cnc.dat (a read-only mapping), served from a server thread.
-            metrics = MetricsServer(
+            metrics = exporter_subsystem().MetricsServer(
                 ctx.aeron_dir,
                 args.metrics_port,
                 args.metrics_host,
@@ -141,30 +139,20 @@ def cmd_run(args: argparse.Namespace, properties: dict[str, str]) -> int:
     return 0
 
 
-async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx: ArchiveContext):
+async def _start_service(args: argparse.Namespace, aeron_dir: str, archive_ctx: Any):
     """The record & replay HTTP API on this loop (docs/service.md), or None after saying why it cannot start."""
-    # Needs the service extra, which cmd_run asked for before the driver started.
-    from driver.service.server import start_http
-
+    service = service_subsystem()
     try:
-        http = await start_http(
-            aeron_dir,
-            archive_ctx.archive_dir,
-            http_settings(args),
-            reserved=archive_streams(archive_ctx),
-            **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
-        )
+        http = await service.start_embedded(args, aeron_dir, archive_ctx)
     except Exception as e:
         print(f"mediadriver: cannot start the HTTP API: {e}", file=sys.stderr)
         return None
-    announce(http)
+    service.announce(http)
     return http
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    run = sub.add_parser(
-        "run", help="run the media driver until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2"
-    )
+    run = sub.add_parser("run", help=COMMAND_HELP["run"])
     run.add_argument("--dir", help="aeron dir (default: AERON_DIR, -Daeron.dir or /dev/shm/aeron-$USER)")
     run.add_argument(
         "--threading-mode",
@@ -177,7 +165,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--profile",
         choices=sorted(PROFILES),
         help="a set of settings: low-latency = parks of at most 100 us and SCHED_FIFO where permitted "
-        "(README); -D properties still override it",
+        "(docs/tuning.md); -D properties still override it",
     )
     run.add_argument(
         "--delete-dir-on-start", action="store_true", help="replace the dir even if a driver is live"

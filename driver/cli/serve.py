@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import argparse
 
+from driver.cli.common import COMMAND_HELP
 from driver.service.command import add_serve_parser
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    add_serve_parser(sub)
+    add_serve_parser(sub, COMMAND_HELP["serve"])

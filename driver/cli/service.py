@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from driver.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
+from driver.cli.common import COMMAND_HELP, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
 from driver.service.token_file import TOKEN_ENV, read_token, token_path
 from driver.util.files import describe_os_error
 
@@ -476,9 +476,7 @@ def _stream_option(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """record, replay, datasets and page (``serve`` is serve.py's)."""
-    record = sub.add_parser(
-        "record", help="record streams into a data set through the record & replay service"
-    )
+    record = sub.add_parser("record", help=COMMAND_HELP["record"])
     record_sub = record.add_subparsers(dest="record_action", required=True, metavar="ACTION")
     start = record_sub.add_parser("start", help="start a recording (stop after --duration and/or --count)")
     _stream_option(start, "a stream to record (repeatable), e.g. --stream aeron:ipc 1001")
@@ -508,7 +506,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     for p in (start, status, stop):
         _common(p)
 
-    replay = sub.add_parser("replay", help="replay a data set through the record & replay service")
+    replay = sub.add_parser("replay", help=COMMAND_HELP["replay"])
     replay_sub = replay.add_subparsers(dest="replay_action", required=True, metavar="ACTION")
     start = replay_sub.add_parser(
         "start", help="replay a data set (or part of it) at a rate, a number of times"
@@ -535,9 +533,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     for p in (start, status, stop):
         _common(p)
 
-    datasets = sub.add_parser(
-        "datasets", help="list, show, delete, export and import the service's data sets"
-    )
+    datasets = sub.add_parser("datasets", help=COMMAND_HELP["datasets"])
     ds_sub = datasets.add_subparsers(dest="datasets_action", metavar="ACTION")
     listing = ds_sub.add_parser("list", help="every data set: id, name, messages, size, span (the default)")
     listing.add_argument("--json", action="store_true", help="the API's JSON")
@@ -560,9 +556,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="delete data sets of the same name once imported (default: keep)",
     )
     imp.set_defaults(handler=cmd_datasets_import)
-    page = sub.add_parser(
-        "page", help="print the record & replay page's address, with the token for the service's owner"
-    )
+    page = sub.add_parser("page", help=COMMAND_HELP["page"])
     page.add_argument("--open", action="store_true", help="and open it in a browser")
     _common(page)
     page.set_defaults(handler=cmd_page)

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from driver.cli.common import EXIT_USAGE, aeron_dir, fail, fail_os_error, open_cnc
+from driver.cli.common import COMMAND_HELP, EXIT_USAGE, aeron_dir, fail, fail_os_error, open_cnc
 from driver.concurrent.cnc_file import CncError, CncFile
 from driver.concurrent.counter_types import decode_counter, read_counters
 from driver.concurrent.counters import CountersReader
@@ -146,7 +146,7 @@ def cmd_streams(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """stat, then streams."""
-    stat = sub.add_parser("stat", help="print the counters of a driver, like AeronStat")
+    stat = sub.add_parser("stat", help=COMMAND_HELP["stat"])
     stat.add_argument("--dir", help="aeron dir")
     stat.add_argument("--once", action="store_true", help="print one screen and exit (for scripts)")
     stat.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
@@ -154,7 +154,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_filter_options(stat)
     stat.set_defaults(handler=cmd_stat)
 
-    streams = sub.add_parser("streams", help="per-stream positions (pub-pos .. sub-pos), like StreamStat")
+    streams = sub.add_parser("streams", help=COMMAND_HELP["streams"])
     streams.add_argument("--dir", help="aeron dir")
     streams.add_argument("--once", action="store_true", help="print once and exit (for scripts)")
     streams.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")

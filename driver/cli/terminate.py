@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import time
 
-from driver.cli.common import aeron_dir, fail, open_cnc
+from driver.cli.common import COMMAND_HELP, aeron_dir, fail, open_cnc
 from driver.client import Aeron, AeronError
 from driver.concurrent.cnc_file import CncError
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
@@ -42,9 +42,7 @@ def cmd_terminate(args: argparse.Namespace, properties: dict[str, str]) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    terminate = sub.add_parser(
-        "terminate", help="ask a running driver to stop (TERMINATE_DRIVER; the driver must allow it)"
-    )
+    terminate = sub.add_parser("terminate", help=COMMAND_HELP["terminate"])
     terminate.add_argument("--dir", help="aeron dir")
     terminate.add_argument("--token", default="", help="token for the driver's termination validator")
     terminate.add_argument(

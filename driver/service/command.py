@@ -1,4 +1,5 @@
-"""``mediadriver serve`` and the ``--http`` options of ``mediadriver run --archive`` (docs/service.md section 1).
+"""``mediadriver serve``, and the settings and start-up of ``mediadriver run --archive --http`` (docs/service.md
+section 1); their options are in options.py.
 
 ``serve`` is a client of a running driver and archive on this host (the archive dir holds the data sets, so it
 must be local); ``run --archive --http PORT`` embeds all three on the driver's loop."""
@@ -17,45 +18,9 @@ import uvloop
 
 from driver.archive.archive_context import ArchiveContext
 from driver.context import ConfigurationError, default_aeron_dir
+from driver.service.options import add_http_options
 from driver.service.token_file import TOKEN_ENV, read_token
 from driver.util.extras import require
-
-
-def add_http_options(parser: argparse.ArgumentParser, *, port_flag: str, default_port: int | None) -> None:
-    parser.add_argument(
-        port_flag,
-        dest="http_port",
-        type=int,
-        default=default_port,
-        help="serve the record & replay HTTP API on this port (0: any free port)",
-    )
-    parser.add_argument(
-        "--http-host",
-        default="127.0.0.1",
-        help="address for the HTTP API (default 127.0.0.1: this machine only)",
-    )
-    parser.add_argument(
-        "--http-token-file",
-        help=f"require 'Authorization: Bearer <token>' with the token read from this file (or ${TOKEN_ENV}); "
-        "default: a new token in <archive dir>/http-token, readable by this user only",
-    )
-    parser.add_argument(
-        "--retention-max-age", type=float, metavar="S", help="delete data sets whose last message is older"
-    )
-    parser.add_argument(
-        "--retention-max-bytes",
-        type=int,
-        metavar="N",
-        help="delete the oldest data sets while the archive's recording files take more than N bytes of disk",
-    )
-    parser.add_argument(
-        "--retention-max-datasets", type=int, metavar="N", help="delete the oldest data sets beyond N"
-    )
-    parser.add_argument(
-        "--http-no-auth",
-        action="store_true",
-        help="no token: any local user (any host with --http-host) may record, replay and export",
-    )
 
 
 def http_settings(args: argparse.Namespace):
@@ -110,6 +75,20 @@ def archive_streams(archive_ctx) -> list:
     ]
 
 
+async def start_embedded(args: argparse.Namespace, aeron_dir: str, archive_ctx: ArchiveContext) -> Any:
+    """The HTTP API of ``run --archive --http`` on the driver's loop (needs the service extra, which the command
+    asked for before the driver started)."""
+    from driver.service.server import start_http
+
+    return await start_http(
+        aeron_dir,
+        archive_ctx.archive_dir,
+        http_settings(args),
+        reserved=archive_streams(archive_ctx),
+        **control_settings(archive_ctx.local_control_channel, archive_ctx.local_control_stream_id),
+    )
+
+
 def announce(http) -> None:
     if http.token_file is not None:
         auth = f"; bearer token in {http.token_file} ('mediadriver page' opens the page with it)"
@@ -120,11 +99,8 @@ def announce(http) -> None:
     print(f"mediadriver: record & replay API on {http.url}/api/v1, docs {http.url}/docs{auth}", flush=True)
 
 
-def add_serve_parser(sub) -> argparse.ArgumentParser:
-    serve = sub.add_parser(
-        "serve",
-        help="run the record & replay HTTP API as a client of a running driver and archive on this host",
-    )
+def add_serve_parser(sub, help_line: str) -> argparse.ArgumentParser:
+    serve = sub.add_parser("serve", help=help_line)
     serve.add_argument("--aeron-dir", help="the driver's aeron dir (default AERON_DIR, -Daeron.dir)")
     serve.add_argument(
         "--archive-dir", help="the archive's dir (default -Daeron.archive.dir or ./aeron-archive)"

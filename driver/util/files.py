@@ -36,7 +36,7 @@ class FilePermissions:
         cls, dir_group: int | None, dir_mode: int | None = None, file_mode: int | None = None
     ) -> FilePermissions:
         """The policy of ``aeron.dir.group``/``aeron.dir.mode``/``aeron.file.mode`` (None: not set): private
-        to this user unless a group is named, whose members then get read-write (README, "Sharing the aeron
+        to this user unless a group is named, whose members then get read-write (docs/getting-started.md, "Sharing the aeron
         dir"). The driver and the archive both build theirs here."""
         grouped = dir_group is not None
         return cls(
@@ -177,7 +177,7 @@ def permission_denied(path: str | os.PathLike[str] | None) -> str:
     return (
         f"permission denied{where}: the driver's and the archive's dirs and files are private to the user that "
         "runs them; run this as that user, or start them with -Daeron.dir.group=<a group of this user> "
-        "(group read-write; README, 'Sharing the aeron dir')"
+        "(group read-write; docs/getting-started.md, 'Sharing the aeron dir')"
     )
 
 

@@ -1,4 +1,4 @@
-/* The SHARED driver's steady-state duty cycle in one call (driver/agent/fast_cycle.py owns it): what a
+/* The SHARED driver's steady-state duty cycle in one call (driver/fast_cycle.py owns it): what a
  * Python cycle would do when nothing but data moves, i.e. send what publishers committed and rebuild what
  * arrived, for streams the Python agents declared plain (unicast, known images, no setup, retransmit or
  * flow-control stall pending). Anything else, or a full cycle's interval passing, makes it hand back to the

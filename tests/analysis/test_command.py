@@ -11,13 +11,13 @@ import pytest
 
 from driver.analysis.command import PreflightError, resolve_inputs
 from driver.reports.loss_report import create_loss_report_file
-from tools.peers import install
+from harness import install
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _peer_java_home() -> Path:
-    """JAVA_HOME of the Java 11 runtime tools/peers/install.py installs for the Aeron peer."""
+    """JAVA_HOME of the Java 11 runtime harness/install.py installs for the Aeron peer."""
     return install.JAVA.parent.parent
 
 

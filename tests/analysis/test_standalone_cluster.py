@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from driver.analysis.corpus import generate_corpus
-from tests.support.spark_cluster import spark_cluster
+from harness.spark_cluster import spark_cluster
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron
-from tests.support.embedded import EmbeddedDriver, new_aeron_dir
-from tests.support.ports import free_port
-from tests.support.wait import wait_for
+from harness.embedded import EmbeddedDriver, new_aeron_dir
+from harness.ports import free_port
+from harness.wait import wait_for
 
 
 def test_a_driver_whose_only_client_is_its_idle_archive_goes_dormant_until_another_client_comes(

@@ -1,4 +1,4 @@
-"""The archive's files follow the driver's file-permission policy (docs/archive.md section 15, README "Sharing
+"""The archive's files follow the driver's file-permission policy (docs/archive.md section 15, docs/getting-started.md "Sharing
 the aeron dir"): the archive dir it creates 0700 and archive.catalog, archive-mark.dat and segment files 0600
 whatever the umask, a group's 0770/0660 with ``aeron.dir.group``; embedded, it takes the driver's policy unless
 its own settings say otherwise."""

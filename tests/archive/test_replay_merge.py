@@ -53,7 +53,7 @@ def start_publisher(aeron_dir: Path, channel: str, *settings: str) -> tuple[subp
         [
             sys.executable,
             "-m",
-            "tests.support.live_publisher",
+            "harness.live_publisher",
             str(aeron_dir),
             channel,
             str(STREAM_ID),

@@ -19,9 +19,9 @@ from driver.archive.client import AeronArchive, ArchiveError
 from driver.archive.codecs import SourceLocation
 from driver.archive.replication_session import REPLICATION_TYPE_ID
 from driver.client import Aeron
+from harness.embedded import embedded_driver
 from tests.support import free_port, wait_for
 from tests.support.driver_pool import DriverPool
-from tests.support.embedded import embedded_driver
 from tests.support.java_archive import archive_channels
 from tests.support.recording_files import assert_same_recording
 from tests.support.scratch import scratch_dir

@@ -56,7 +56,7 @@ def test_java_client_and_catalog_tool_read_and_replay_a_replica(
         (a_driver, a_props, a), (b_driver, _, b) = hosts["a"], hosts["b"]
         a.start_recording("aeron:ipc", STREAM_ID, SourceLocation.LOCAL)
         subprocess.run(
-            [sys.executable, "-m", "tests.support.fast_publisher", str(a_driver.aeron_dir), "aeron:ipc",
+            [sys.executable, "-m", "harness.fast_publisher", str(a_driver.aeron_dir), "aeron:ipc",
              str(STREAM_ID), str(COUNT), str(LENGTH)],
             check=True, capture_output=True, timeout=60, cwd=ROOT,
         )  # fmt: skip

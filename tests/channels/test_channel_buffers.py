@@ -19,7 +19,7 @@ import pytest
 from driver.client import Aeron, RegistrationError
 from driver.protocol import frames as f
 from driver.protocol.control_protocol import ErrorCode
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 KIB = 1024
 DEADLINE_S = 5.0

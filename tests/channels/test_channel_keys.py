@@ -13,7 +13,7 @@ import pytest
 from driver.client import Aeron, RegistrationError
 from driver.protocol.channel_uri import UNSUPPORTED_PARAM_NAMES
 from driver.protocol.control_protocol import ErrorCode
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 # A valid value for each, so only "not supported" can be the reason.
 VALUES = {

@@ -10,7 +10,7 @@ import pytest
 
 from driver.client import Aeron, RegistrationError
 from driver.protocol.control_protocol import ErrorCode
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 DEADLINE_S = 10.0
 REQUESTS, ANSWERS = 4001, 4002

@@ -14,8 +14,8 @@ from driver.concurrent.counter_types import (
     SENDER_NAKS_RECEIVED_TYPE_ID,
 )
 from driver.exporter.collector import CncCollector
+from harness.ports import free_port
 from tests.exporter.test_exporter_driver import scrape
-from tests.support.ports import free_port
 
 DEADLINE_S = 10.0
 

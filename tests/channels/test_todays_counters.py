@@ -19,8 +19,8 @@ from driver.concurrent.counter_types import (
 )
 from driver.exporter.collector import CncCollector
 from driver.status.system_counters import SystemCounterDescriptor as SC
+from harness.ports import free_port
 from tests.exporter.test_exporter_driver import scrape
-from tests.support.ports import free_port
 
 DEADLINE_S = 10.0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,8 @@ from driver.archive.archive import owns_entry
 from driver.context import DriverContext
 from driver.media_driver import AERON_DIR_ENTRIES, MediaDriver
 from driver.util.files import is_mount_point
+from harness.children import wait_ready
+from harness.cnc import cnc_ready, read_cnc_header
 from tests.support.archive_env import archive_env
 from tests.support.service_env import API, start_service_env, stop_service_env
 from tests.support.tmpfs import mounted_tmpfs
@@ -37,14 +38,14 @@ def _start(directory: Path, *props: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
-    while not (directory / "cnc.dat").exists() or (directory / "cnc.dat").stat().st_size == 0:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"driver did not start on {directory}: {proc.communicate()[1]}")
-        time.sleep(0.02)
-    time.sleep(0.2)  # past the version write: the driver is ready
+    wait_ready(proc, lambda: _ready(directory, proc.pid), 30)
     return proc
+
+
+def _ready(directory: Path, pid: int) -> bool:
+    """cnc.dat ready and written by the driver of ``pid``, not one before it on the same dir."""
+    header = read_cnc_header(directory)
+    return header is not None and header.pid == pid and cnc_ready(directory)
 
 
 def _stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:

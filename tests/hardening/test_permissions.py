@@ -109,6 +109,6 @@ def test_every_command_names_the_cause_and_the_fix_of_a_refused_file(
             continue
         assert line.endswith(
             "private to the user that runs them; run this as that user, or start them with "
-            "-Daeron.dir.group=<a group of this user> (group read-write; README, 'Sharing the aeron dir')"
+            "-Daeron.dir.group=<a group of this user> (group read-write; docs/getting-started.md, 'Sharing the aeron dir')"
         ), (args, line)
         assert "Errno" not in line

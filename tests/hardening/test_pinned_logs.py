@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from driver.client import Aeron
+from harness.ports import free_port
 from tests.support import EmbeddedDriver, wait_for
-from tests.support.ports import free_port
 
 SATURATED = "linger=99999999999999999999s"  # accepted and saturated to the longest duration, as 1.15.1 does
 

@@ -24,7 +24,7 @@ cnc                session   ``CncTools``: ``header(dir)``, ``counters(dir, allo
 
 Aeron dirs live under /dev/shm (``aeron-interop-*``) and are removed at teardown. Every subprocess is bounded by
 a timeout and stopped by its own pid. The helpers behind the fixtures are tests/support's (java_peers.py,
-driver_pool.py, stat_output.py) on the peer kit in tools/peers (shared with the benchmarks): other test
+driver_pool.py, stat_output.py) on the peer kit in harness/ (shared with the benchmarks): other test
 directories import them from there.
 """
 
@@ -39,19 +39,19 @@ from typing import Any
 
 import pytest
 
-from tests.support import wait_for
-from tests.support.driver_pool import DriverPool, DriverProcess, close_pool
-from tests.support.java_peers import JavaPeers, Spawned, compile_java_sources, find_peer_paths
-from tests.support.stat_output import parse_errors, parse_stat
-from tools.peers.children import ROOT, child_env
-from tools.peers.cnc import (
+from harness.children import ROOT, child_env
+from harness.cnc import (
     cnc_ready,
     read_cnc_counters,
     read_cnc_header,
     read_to_driver_positions,
     to_driver_ring_drained,
 )
-from tools.peers.java import Peers
+from harness.java import Peers
+from tests.support import wait_for
+from tests.support.driver_pool import DriverPool, DriverProcess, close_pool
+from tests.support.java_peers import JavaPeers, Spawned, compile_java_sources, find_peer_paths
+from tests.support.stat_output import parse_errors, parse_stat
 
 
 class CncTools:

@@ -1,4 +1,4 @@
-"""A pyaeron (Aeron 1.53 C client) publisher or subscriber; runs in the Python 3.12 venv of tools/peers.
+"""A pyaeron (Aeron 1.53 C client) publisher or subscriber; runs in the Python 3.12 venv harness/install.py makes.
 
     pyaeron_peer.py pub AERON_DIR CHANNEL STREAM_ID SECONDS RATE
     pyaeron_peer.py sub AERON_DIR CHANNEL STREAM_ID SECONDS

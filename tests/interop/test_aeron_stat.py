@@ -9,7 +9,7 @@ import pytest
 
 from driver.client import Aeron
 from driver.status.system_counters import LEGACY_SYSTEM_COUNTER_COUNT, SystemCounterDescriptor
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 pytestmark = pytest.mark.interop
 

@@ -4,7 +4,7 @@ UDP for four client liveness timeouts (the driver's set to 3 s, against the clie
 
 The 1.53 client sends no CLIENT_KEEPALIVE: it keeps alive by writing the time into its client-heartbeat counter.
 The run shows every message arrives and neither client is timed out. pyaeron lives in a Python 3.12 venv made by
-tools/peers/install.py (``make peers``); when it cannot be made the test skips saying why.
+harness/install.py (``make peers``); when it cannot be made the test skips saying why.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.peers import install
+from harness import install
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

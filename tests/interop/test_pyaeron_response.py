@@ -3,7 +3,7 @@ its own driver of ours, request and answer over UDP.
 
 The client opens the answer path itself (a response subscription towards the server's response address, then
 a request publication naming it), so the server answers without knowing the client's address: what lets a
-server answer clients behind NAT. pyaeron runs in the Python 3.12 venv of tools/peers (``make peers``); without
+server answer clients behind NAT. pyaeron runs in the Python 3.12 venv harness/install.py makes (``make peers``); without
 it the test skips saying why.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from driver.concurrent.counter_types import RECEIVER_HWM_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
+from harness.wait import wait_for
 from tests.interop.test_pyaeron import PEER, _free_udp_port, _pyaeron_python
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.dist import Dist, build
+from harness.dist import Dist, build
 
 
 @pytest.fixture(scope="session")

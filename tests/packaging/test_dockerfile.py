@@ -1,5 +1,5 @@
 """The Dockerfile cannot be built here (no Docker daemon); what can be checked is that it does the build the other
-tests run (tools/dist.py, then only wheels in the slim stage) and that its build context has every file the sdist
+tests run (harness/dist.py, then only wheels in the slim stage) and that its build context has every file the sdist
 needs: nothing the sdist holds is left out by .dockerignore."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import tarfile
 from pathlib import Path
 
-from tools.dist import Dist
+from harness.dist import Dist
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def stages(dockerfile: str) -> list[str]:
 
 def test_the_builder_stage_runs_make_dists_build_and_the_slim_stage_installs_only_wheels() -> None:
     builder, final = stages((ROOT / "Dockerfile").read_text())
-    assert "python tools/dist.py" in builder
+    assert "python harness/dist.py" in builder
     assert final.startswith("python:3.11-slim\n")
     assert "--only-binary :all:" in final and "--no-index" in final
     assert "gcc" not in final
@@ -45,4 +45,4 @@ def test_the_docker_context_holds_everything_the_sdist_does(dist: Dist) -> None:
         files = [m.name.split("/", 1)[1] for m in sdist.getmembers() if m.isfile()]
     needed = [f for f in files if not f.endswith(("PKG-INFO", "SOURCES.txt", "setup.cfg")) and ".egg-info/" not in f]
     assert "native/build_ffi.py" in needed and "driver/py.typed" in needed
-    assert [f for f in [*needed, "tools/dist.py"] if ignored(f, patterns)] == []
+    assert [f for f in [*needed, "harness/dist.py"] if ignored(f, patterns)] == []

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.dist import Dist
+from harness.dist import Dist
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS = ROOT / ".cache" / "packaging"
@@ -137,12 +137,12 @@ def test_wheel_is_manylinux_with_both_native_modules_and_py_typed(dist: Dist) ->
     assert {"driver/service/web/index.html", "driver/service/web/app.js"} <= set(names)
 
 
-def test_neither_the_wheel_nor_the_sdist_ships_the_tools_or_the_tests(dist: Dist) -> None:
+def test_neither_the_wheel_nor_the_sdist_ships_the_tools_the_harness_or_the_tests(dist: Dist) -> None:
     wheel_names = zipfile.ZipFile(dist.wheel).namelist()
     with tarfile.open(dist.sdist) as sdist:
         sdist_names = [name.split("/", 1)[-1] for name in sdist.getnames()]  # below aio_media_driver-0.1.0/
     for names in (wheel_names, sdist_names):
-        assert [n for n in names if n.split("/", 1)[0] in ("tools", "tests")] == []
+        assert [n for n in names if n.split("/", 1)[0] in ("tools", "tests", "harness")] == []
 
 
 def test_wheel_installs_without_a_compiler(installs: dict[str, Future[Path | None]], tmp_path: Path) -> None:

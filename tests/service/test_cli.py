@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.wait import wait_for
 from tests.support.service_env import Publisher, Receiver, ServiceEnv, start_service_env, stop_service_env
-from tests.support.wait import wait_for
 
 
 def mediadriver(

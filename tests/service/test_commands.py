@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from harness.ports import free_port
 from tests.support import wait_for
-from tests.support.ports import free_port
 
 URL = re.compile(r"record & replay API on (http://\S+)/api/v1.*bearer token in (\S+) ")
 

@@ -44,7 +44,7 @@ def test_fifty_status_clients_during_a_fast_recording(service_env: ServiceEnv) -
             [
                 sys.executable,
                 "-m",
-                "tests.support.fast_publisher",
+                "harness.fast_publisher",
                 str(env.driver.aeron_dir),
                 "aeron:ipc",
                 "1001",

@@ -13,9 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.exporter import MetricsServer
+from harness.wait import wait_for
 from tests.support.prometheus import DASHBOARD, http_get, query, start_prometheus, stop
 from tests.support.service_env import API, Publisher, ServiceEnv, record, replay_payloads
-from tests.support.wait import wait_for
 
 
 def scrape(server: MetricsServer) -> dict[tuple[str, tuple], float]:

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.wait import wait_for
 from tests.support.browser import Browser, unavailable
 from tests.support.service_env import Publisher, Receiver, ServiceEnv
-from tests.support.wait import wait_for
 
 
 @pytest.fixture(scope="module")

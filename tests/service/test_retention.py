@@ -7,8 +7,8 @@ from pathlib import Path
 
 from driver.service.models import DataSet
 from driver.service.retention import Retention, beyond_retention
+from harness.wait import wait_for
 from tests.support.service_env import API, Publisher, record, start_service_env, stop_service_env
-from tests.support.wait import wait_for
 
 S = 1_000_000_000
 

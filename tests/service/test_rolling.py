@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from driver.service.retention import Retention
-from tests.support.ports import free_port
+from harness.ports import free_port
+from harness.wait import wait_for
 from tests.support.service_env import (
     API,
     Publisher,
@@ -24,7 +25,6 @@ from tests.support.service_env import (
     stop_service_env,
     wait_for_state,
 )
-from tests.support.wait import wait_for
 
 STREAM = 1101
 

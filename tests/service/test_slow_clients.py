@@ -17,8 +17,8 @@ from starlette.requests import Request
 from driver.service.connections import RequestLimits
 from driver.service.service import ServiceError
 from driver.service.transfer import import_dataset
+from harness.wait import wait_for
 from tests.support.service_env import API, ServiceEnv, start_service_env, stop_service_env
-from tests.support.wait import wait_for
 
 BOUND_S = 0.5
 QUICK = RequestLimits(

@@ -1,5 +1,7 @@
 """Test support: the one copy of each helper the tests share. Import with ``from tests.support import ...``
 (pyproject's pytest ``pythonpath = ["."]`` makes ``tests`` importable under ``--import-mode=importlib``).
+What the tools use too (embedded drivers, archive hosts, waiting, ports, the peer kit) is in the top-level
+``harness`` package; the names below whose file is under harness/ are re-exported here from it.
 
 What is here, and when to use which:
 
@@ -12,10 +14,10 @@ What is here, and when to use which:
     A recording stand-in for a UDP transport and its receive batch, for sans-IO tests of endpoints, sender and
     receiver: ``inbox`` feeds ``receive_batch``; ``take()`` returns (datagram, address) pairs sent,
     ``take_data()`` the datagrams only.
-``wait_for(predicate, timeout_s, what)``, ``wait_until`` (wait.py)
+``wait_for(predicate, timeout_s, what)``, ``wait_until`` (harness/wait.py)
     Poll with a deadline for what another thread, process or socket does (a Java peer, a driver's thread);
     the failure names ``what``. ``wait_until`` is the ``async`` form, for code on an event loop.
-``free_port(kind)`` (ports.py)
+``free_port(kind)`` (harness/ports.py)
     A loopback port the OS just had free ("udp" or "tcp"); never use fixed ports.
 ``free_udp_channels(n)``, ``archive_channels()``, ``start_java_archive``/``java_archive`` (java_archive.py)
     The real 1.15.1 Archive (tests/interop/java/ArchiveLauncher.java) as a peer: fresh UDP channels and the
@@ -34,19 +36,19 @@ What is here, and when to use which:
     Our driver and archive (SHARED, real clocks) with the record & replay HTTP service on the driver's loop, an
     httpx client of it and an Aeron client; threads that publish and receive; ``record``, ``wait_for_state``,
     ``replay_payloads`` drive the API to a job's end. Import from ``tests.support.service_env``; tests/service's
-    ``service_env`` fixture wraps it. ``python -m tests.support.fast_publisher`` (a publisher as fast as the stream
+    ``service_env`` fixture wraps it. ``python -m harness.fast_publisher`` (a publisher as fast as the stream
     takes it) and ``python -m tests.support.status_pollers`` (many concurrent HTTP pollers) run in processes of
     their own, for load tests.
-``ArchiveHost`` (archive_host.py)
-    Our driver and archive in a network namespace (a tools/peers/netns.py ``Host``), reached from this process
+``ArchiveHost`` (harness/archive_host.py)
+    Our driver and archive in a network namespace (a harness/netns.py ``Host``), reached from this process
     through the driver's aeron dir (``archive``: an AeronArchive on the local control channel); ``replicate``
-    runs ``mediadriver archive replicate`` against it. Import from ``tests.support.archive_host``.
+    runs ``mediadriver archive replicate`` against it. Import from ``harness.archive_host``.
 ``JavaPeers``, ``Spawned``, ``find_peer_paths``, ``compile_java_sources`` (java_peers.py)
     The real Aeron 1.15.1 peer: Java programs compiled (``javac --release 11``) and run, and children whose
     stdout is read with deadlines (a test fails with their output). ``DriverPool``, ``DriverProcess``
     (driver_pool.py): ours or the Java MediaDriver in processes of their own, ready once cnc.dat is, stopped at
     ``close``. ``parse_stat``, ``parse_errors`` (stat_output.py): AeronStat and ErrorStat output. They stand on
-    the peer kit in tools/peers (finding the peer, compiling, starting children, reading cnc.dat, network
+    the peer kit in harness/ (finding the peer, compiling, starting children, reading cnc.dat, network
     namespaces), which the benchmarks use too. The interop fixtures (tests/interop/conftest.py) wrap them.
 ``assert_same_recording`` (recording_files.py)
     Two recordings' descriptors and segment bytes over the recorded range compared (replication tests). Import
@@ -73,7 +75,7 @@ What is here, and when to use which:
     command or any command run as that user. Import from ``tests.support.users``.
 ``PlainAgent`` (agents.py)
     An agent with no work that no work probe can watch: an added agent sharing a runner, in runner tests.
-``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (embedded.py)
+``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (harness/embedded.py)
     A MediaDriver in this process on a **uvloop** loop in a background thread, as users run it: fast to
     start, and it takes a ManualClock's clocks. The ``embedded_driver`` fixture (tests/conftest.py) starts
     them in the test's ``aeron_dir`` and stops them at teardown; the context manager of the same name is for
@@ -81,13 +83,13 @@ What is here, and when to use which:
     and for Java peers the interop fixtures (tests/interop/conftest.py).
 """
 
+from harness.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
+from harness.ports import free_port
+from harness.wait import wait_for, wait_until
 from tests.support.agents import PlainAgent
 from tests.support.clock import ManualClock
-from tests.support.embedded import EmbeddedDriver, embedded_driver, new_aeron_dir
 from tests.support.log_writer import LogWriter
-from tests.support.ports import free_port
 from tests.support.transport import FakeBatch, FakeTransport
-from tests.support.wait import wait_for, wait_until
 
 __all__ = [
     "EmbeddedDriver",

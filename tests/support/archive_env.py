@@ -14,10 +14,10 @@ from driver.archive.archive import Archive
 from driver.archive.archive_context import ArchiveContext
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron
+from harness.embedded import EmbeddedDriver, new_aeron_dir
+from harness.ports import free_port
 from tests.support.archive_control import ArchiveControl
 from tests.support.clock import ManualClock
-from tests.support.embedded import EmbeddedDriver, new_aeron_dir
-from tests.support.ports import free_port
 
 TERM_LENGTH = 64 * 1024
 

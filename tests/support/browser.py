@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from tests.support.ports import free_port
-from tests.support.wait import wait_for
+from harness.ports import free_port
+from harness.wait import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference

@@ -1,5 +1,5 @@
 """Drivers in processes of their own for tests: ours (``python -m driver run``) or the Java MediaDriver, each in a
-fresh dir under /dev/shm, ready once its cnc.dat is (tools/peers/cnc.py), all stopped by ``DriverPool.close``."""
+fresh dir under /dev/shm, ready once its cnc.dat is (harness/cnc.py), all stopped by ``DriverPool.close``."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from harness.children import ChildExited, NotReady, start
+from harness.cnc import CncCounter, CncHeader, read_cnc_counters, read_cnc_header, wait_for_cnc
+from harness.java import props_args
 from tests.support.java_peers import JavaPeers, log_tail
-from tools.peers.children import ChildExited, NotReady, start
-from tools.peers.cnc import CncCounter, CncHeader, read_cnc_counters, read_cnc_header, wait_for_cnc
-from tools.peers.java import props_args
 
 SHM = Path("/dev/shm")
 DRIVER_READY_TIMEOUT_S = 30.0

@@ -1,5 +1,5 @@
 """The real Aeron 1.15.1 peer for tests: Java programs compiled and run, and children whose output is read with
-deadlines. Finding the peer, compiling and starting children are tools/peers' (shared with the benchmarks);
+deadlines. Finding the peer, compiling and starting children are the harness's (shared with the benchmarks);
 what is here fails the test (``pytest.fail``) with the child's output when something does not come in time."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from harness.children import ROOT, child_env, start
+from harness.java import ADD_OPENS, Peers, compile_java, find_javac, find_peers, java_cmd
 from tests.support.stat_output import ErrorReport, StatScreen, parse_errors, parse_stat, stat_screen_complete
-from tools.peers.children import ROOT, child_env, start
-from tools.peers.java import ADD_OPENS, Peers, compile_java, find_javac, find_peers, java_cmd
 
 JAVA_SOURCES = ROOT / "tests" / "interop" / "java"
 
@@ -45,7 +45,7 @@ def log_tail(path: Path, limit: int = 4000) -> str:
 
 
 def find_peer_paths() -> Peers:
-    """The jar and Java 11 runtime installed by tools/peers/install.py; FileNotFoundError naming what is
+    """The jar and Java 11 runtime installed by harness/install.py; FileNotFoundError naming what is
     missing (a javac, any JDK >= 11, too)."""
     peers = find_peers()
     missing = ["the Aeron 1.15.1 jar and Java 11 runtime"] if peers is None else []
@@ -53,7 +53,7 @@ def find_peer_paths() -> Peers:
         missing.append("javac (any JDK >= 11)")
     if peers is None or missing:
         raise FileNotFoundError(
-            f"Aeron interop peer missing: {', '.join(missing)}. Run `make peers` (tools/peers/install.py) first."
+            f"Aeron interop peer missing: {', '.join(missing)}. Run `make peers` (harness/install.py) first."
         )
     return peers
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS_YML = ROOT / "tools" / "prometheus" / "prometheus.yml"

@@ -21,9 +21,9 @@ from driver.service.connections import RequestLimits
 from driver.service.retention import Retention
 from driver.service.server import HttpService, HttpSettings, start_http
 from driver.service.token_file import read_token, token_path
-from tests.support.embedded import EmbeddedDriver, new_aeron_dir
-from tests.support.ports import free_port
-from tests.support.wait import wait_for
+from harness.embedded import EmbeddedDriver, new_aeron_dir
+from harness.ports import free_port
+from harness.wait import wait_for
 
 TERM_LENGTH = 2 * 1024 * 1024
 

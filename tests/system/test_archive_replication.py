@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from driver.archive.codecs import SourceLocation
+from harness.archive_host import ArchiveHost
+from harness.embedded import new_aeron_dir
+from harness.netns import Host, require_netns, two_hosts
 from tests.support import wait_for
-from tests.support.archive_host import ArchiveHost
-from tests.support.embedded import new_aeron_dir
 from tests.support.recording_files import assert_same_recording
-from tools.peers.netns import Host, require_netns, two_hosts
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +79,7 @@ def test_live_recording_replicated_and_merged_with_live_ends_equal(hosts, tmp_pa
     publisher = a.run(
         sys.executable,
         "-m",
-        "tests.support.live_publisher",
+        "harness.live_publisher",
         str(new_aeron_dir(tmp_path, "publisher")),
         live_channel,
         str(STREAM_ID),
@@ -125,7 +125,7 @@ def test_stopped_recording_copied_across_a_link_cut_then_extended(hosts, tmp_pat
         [
             sys.executable,
             "-m",
-            "tests.support.fast_publisher",
+            "harness.fast_publisher",
             str(source.aeron_dir),
             f"aeron:ipc?term-length={16 * TERM_LENGTH}|mtu={MTU}",
             str(STREAM_ID),

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,8 @@ import yaml
 
 from driver.context import PROFILES, DriverContext
 from driver.stop_signals import STOP_SIGNALS
+from harness import children
+from harness.cnc import cnc_ready, read_cnc_header
 from tests.support.tmpfs import mounted_tmpfs
 from tests.support.users import REPO, another_user, as_user, run_as, user_env
 
@@ -52,13 +53,17 @@ def unit_settings() -> dict[str, str]:
 
 
 def wait_ready(directory: Path, proc: subprocess.Popen[str]) -> None:
-    cnc = directory / "cnc.dat"
-    deadline = time.monotonic() + 30
-    while not (cnc.exists() and cnc.stat().st_size >= 4 and cnc.read_bytes()[:4] == (15).to_bytes(4, "little")):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"the driver did not start: {proc.communicate()}")
-        time.sleep(0.05)
+    """cnc.dat ready and written by ``proc`` (setpriv execs the driver: same pid), not a driver before it."""
+
+    def ready() -> bool:
+        header = read_cnc_header(directory)
+        return header is not None and header.pid == proc.pid and cnc_ready(directory)
+
+    try:
+        children.wait_ready(proc, ready, 30)
+    except (children.ChildExited, children.NotReady) as e:
+        proc.kill()
+        raise AssertionError(f"the driver did not start: {e}: {proc.communicate()}") from None
 
 
 def test_the_unit_file_passes_systemd_analyze_verify(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 order, through our driver on both ends and across drivers both ways, with NAKs, retransmits and loss reports to
 show for it.
 
-Two network namespaces (tools/peers/netns.py) are joined by a link with 5 % loss, 10 ms delay (± 2 ms
+Two network namespaces (harness/netns.py) are joined by a link with 5 % loss, 10 ms delay (± 2 ms
 jitter), 25 % reordering and 1 % duplication, both directions alike, seeded. On this project's machines the
 kernel has no sch_netem, so that link is netns.py's TUN relay; where netem exists it is veth + netem.
 
@@ -41,11 +41,11 @@ from typing import Any
 
 import pytest
 
+from harness import netns
+from harness.children import child_env
+from harness.cnc import cnc_ready, read_cnc_counters
+from harness.netns import Host, two_hosts
 from tests.support.java_peers import JavaPeers, Spawned, compile_java_sources, find_peer_paths, log_tail
-from tools.peers import netns
-from tools.peers.children import child_env
-from tools.peers.cnc import cnc_ready, read_cnc_counters
-from tools.peers.netns import Host, two_hosts
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop]
 

@@ -1,4 +1,4 @@
-"""The two-host helper of tools/peers/netns.py: UDP crosses, impairments act, multicast works between the
+"""The two-host helper of harness/netns.py: UDP crosses, impairments act, multicast works between the
 namespaces and on ``lo`` inside one, and teardown leaves nothing behind (also after a failure).
 
 On this project's machines the kernel has no sch_netem, so impaired links are the TUN relay
@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from tools.peers import netns
-from tools.peers.netns import Host, two_hosts
+from harness import netns
+from harness.netns import Host, two_hosts
 
 PORT = 40456
 

@@ -19,8 +19,7 @@ from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 from driver.status.system_counters import FIRST_FREE_COUNTER_ID
 from driver.status.system_counters import SystemCounterDescriptor as SC
-from tests.support import wait_for
-from tests.support.ports import free_port
+from tests.support import free_port, wait_for
 
 COUNTERS = FIRST_FREE_COUNTER_ID + 3  # the driver's own, the client's heartbeat, two more
 EXHAUSTED = (

@@ -18,8 +18,8 @@ import pytest
 
 from driver.status.driver_snapshot import CncWatcher, read_snapshot
 from driver.status.system_counters import SystemCounterDescriptor
+from harness.netns import Host, require_netns, two_hosts
 from tests.conftest import wait_for_cnc_ready
-from tools.peers.netns import Host, require_netns, two_hosts
 
 PORT = 40461
 STREAM_ID = 4001

@@ -26,6 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.children import describe_failure
+from harness.cnc import cnc_ready
+from harness.java import Peers, compile_java
 from tools.bench.compare import STREAM_TUNING, first_error, parse_props
 from tools.bench.harness import (
     KINDS,
@@ -37,9 +40,6 @@ from tools.bench.harness import (
     wait_ready,
 )
 from tools.bench.report import BenchError, no_comparison
-from tools.peers.children import describe_failure
-from tools.peers.cnc import cnc_ready
-from tools.peers.java import Peers, compile_java
 
 HERE = Path(__file__).resolve().parent
 BENCH_SOURCES = HERE / "java"

@@ -2,14 +2,15 @@
 
 ``Harness`` (a context manager, one per measured run) starts a media driver -- ``ours`` (``python -m driver run
 --dir D -Dk=v ...``) or ``java`` (the Aeron 1.15.1 ``io.aeron.driver.MediaDriver`` with ``-Daeron.dir=D
--Daeron.dir.delete.on.start=true -Dk=v ...``) -- each in a fresh directory under /dev/shm, waits until its cnc.dat
-is ready (tools/peers/cnc.py), and runs the Aeron Java sample clients, or the benchmarks' own Java clients
-(``compiled_java``), against it. Every line a child prints is kept with the monotonic time it arrived
-(tools/peers/children.py ``Proc``).
+-Daeron.dir.delete.on.start=true -Dk=v ...``) or ``c`` (the Aeron 1.53 C driver ``aeronmd`` with the same -D
+properties, harness/c_driver.py) -- each in a fresh directory under /dev/shm, waits until its cnc.dat is ready
+(harness/cnc.py), and runs the Aeron Java sample clients, the benchmarks' own Java clients (``compiled_java``), or
+our C sample clients (``c_client``) against it. Every line a child prints is kept with the monotonic time it
+arrived (harness/children.py ``Proc``).
 
 On leaving the ``with`` block -- normally, on an error, on Ctrl-C, SIGTERM or SIGHUP -- every process it started
 gets SIGTERM (its own session and process group), then SIGKILL after a grace period, and its directories are
-removed. Each child runs in a session of its own, as when started from its own terminal (tools/peers/children.py
+removed. Each child runs in a session of its own, as when started from its own terminal (harness/children.py
 ``start`` says why), and gets SIGTERM from the kernel if the harness itself is killed (PR_SET_PDEATHSIG).
 """
 
@@ -29,16 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import children
+from harness.c_driver import CPeer, find_c_driver
+from harness.children import Proc, describe_failure, stop_all
+from harness.cnc import cnc_ready
+from harness.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 from tools.bench.cpu import CpuSampler, tree_cpu_seconds
 from tools.bench.report import BenchError
-from tools.peers import children
-from tools.peers.children import Proc, describe_failure, stop_all
-from tools.peers.cnc import cnc_ready
-from tools.peers.java import ADD_OPENS, DRIVER_MAIN, Peers, compile_java, find_peers, java_cmd, props_args
 
 ROOT = Path(__file__).resolve().parents[2]
 SHM = Path("/dev/shm")
 KINDS = ("ours", "java")
+C_KIND = "c"  # the Aeron C driver: only where a benchmark asks for it (it is built optionally)
 
 # A fixed locale keeps the samples' printf output ("%.02g", "%,d") parseable.
 JVM_OPTS = (*ADD_OPENS, "-Duser.language=en", "-Duser.country=US")
@@ -51,10 +54,29 @@ READY_TIMEOUT_S = 30.0
 STARTUP_TIMEOUT_S = 30.0
 
 
+def aeronmd_ready(aeron_dir: Path) -> bool:
+    """aeronmd writes its cnc.dat version (Aeron 1.53's own, not 1.15.1's 15) last, once the file is laid out."""
+    try:
+        with open(aeron_dir / "cnc.dat", "rb") as f:
+            version = f.read(4)
+    except OSError:
+        return False
+    return len(version) == 4 and version != bytes(4)
+
+
+def require_c_peer() -> CPeer:
+    peer = find_c_driver()
+    if peer is None:
+        raise BenchError(
+            "Aeron C driver not built: run `make peers` (python -m harness.c_driver says why it cannot be)"
+        )
+    return peer
+
+
 def require_peers() -> Peers:
     peers = find_peers()
     if peers is None:
-        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (tools/peers/install.py) first")
+        raise BenchError("Aeron 1.15.1 peer not installed: run `make peers` (harness/install.py) first")
     return peers
 
 
@@ -109,6 +131,7 @@ class Harness:
 
     def __init__(self, peers: Peers | None = None) -> None:
         self._peers = peers
+        self._c_peer: CPeer | None = None
         self.procs: list[Proc] = []
         self.dirs: list[Path] = []
         self._saved_handlers: dict[int, Any] = {}
@@ -152,6 +175,12 @@ class Harness:
         if self._peers is None:
             self._peers = require_peers()
         return self._peers
+
+    @property
+    def c_peer(self) -> CPeer:
+        if self._c_peer is None:
+            self._c_peer = require_c_peer()
+        return self._c_peer
 
     # --- processes and dirs ----------------------------------------------------------------------------------
 
@@ -197,16 +226,22 @@ class Harness:
         cmd = self.java_cmd(main_class, props, args, classes)
         return self.spawn(name or main_class.rsplit(".", 1)[-1], cmd, stdin=stdin)
 
+    def c_client(self, name: str, props: Mapping[str, Any] | None = None, stdin: bytes | None = None) -> Proc:
+        """Start one of our C sample clients (harness/c_samples: ``streaming_publisher``, ``rate_subscriber``,
+        ``ping``, ``pong``) with ``props`` as its -D settings."""
+        return self.spawn(f"c-{name}", [str(self.c_peer.client(name)), *props_args(props)], stdin=stdin)
+
     def start_driver(
         self,
         kind: str,
         props: Mapping[str, Any] | None = None,
         ready_timeout: float = READY_TIMEOUT_S,
     ) -> Driver:
-        """Start ``ours`` or ``java`` in a fresh dir under /dev/shm and wait until its cnc.dat is ready."""
+        """Start ``ours``, ``java`` or ``c`` in a fresh dir under /dev/shm and wait until its cnc.dat is ready."""
         aeron_dir = self.new_dir(kind) / "aeron"
         proc = self.spawn(f"{kind}-driver", self.driver_cmd(kind, aeron_dir, props))
-        wait_ready(proc, lambda: cnc_ready(aeron_dir), f"{kind} driver", ready_timeout)
+        ready = (lambda: aeronmd_ready(aeron_dir)) if kind == C_KIND else (lambda: cnc_ready(aeron_dir))
+        wait_ready(proc, ready, f"{kind} driver", ready_timeout)
         return Driver(kind, aeron_dir, proc)
 
     def driver_cmd(
@@ -217,15 +252,18 @@ class Harness:
         ours_args: Sequence[str] = (),
         java_main: str = DRIVER_MAIN,
     ) -> list[str]:
-        """The command line of ``ours`` (``python -m driver run --dir D *ours_args``) or ``java`` (``java_main``
-        with ``aeron.dir=D`` deleted on start), with ``props`` as -D properties."""
+        """The command line of ``ours`` (``python -m driver run --dir D *ours_args``), ``java`` (``java_main``
+        with ``aeron.dir=D`` deleted on start) or ``c`` (``aeronmd``, likewise), with ``props`` as -D properties."""
         if kind == "ours":
             run = [sys.executable, "-m", "driver", "run", "--dir", str(aeron_dir)]
             return [*run, *ours_args, *props_args(props)]
         if kind == "java":
             java_props = {"aeron.dir": aeron_dir, "aeron.dir.delete.on.start": "true", **(props or {})}
             return self.java_cmd(java_main, java_props)
-        raise ValueError(f"unknown driver kind {kind!r} (expected one of {KINDS})")
+        if kind == C_KIND:
+            c_props = {"aeron.dir": aeron_dir, "aeron.dir.delete.on.start": "true", **(props or {})}
+            return [str(self.c_peer.aeronmd), *props_args(c_props)]
+        raise ValueError(f"unknown driver kind {kind!r} (expected one of {(*KINDS, C_KIND)})")
 
     def wait_for(
         self,

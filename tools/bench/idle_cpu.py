@@ -18,10 +18,10 @@ import os
 import sys
 import time
 
+from harness.java import find_peers
 from tools.bench.archive_harness import archive_channel_props, start_archiving_driver
 from tools.bench.harness import Harness
 from tools.bench.report import BenchError, run_main
-from tools.peers.java import find_peers
 
 GOAL_PCT = 5.0
 

@@ -16,10 +16,10 @@ import time
 
 from driver.client import Aeron
 from driver.client.exceptions import AeronError
+from harness.java import find_peers
 from tools.bench.compare import ratio, rounded
 from tools.bench.harness import Harness, free_udp_port
 from tools.bench.report import BenchError, emit, no_comparison, progress, run_main
-from tools.peers.java import find_peers
 
 STREAM_ID = 1001
 BATCH = 64  # registrations in flight at once: well inside the to-driver ring

@@ -2,7 +2,7 @@
 """Loss recovery: time to recover from a burst of loss on a 50 ms RTT link, ours vs the Java driver.
 
 Each run builds two
-network namespaces (tools/peers/netns.py) joined by a link delaying every packet 25 ms each way (RTT 50 ms,
+network namespaces (harness/netns.py) joined by a link delaying every packet 25 ms each way (RTT 50 ms,
 no other impairment: netns.py's TUN relay here, veth + netem where the kernel has netem), and runs the same
 driver kind on both ends -- ours, or the Aeron 1.15.1 Java MediaDriver (SHARED threading) -- with the same
 Java clients: ``SequencedPublisher`` on host a offers a steady stream (default 4,000 msgs/s of 256 bytes,
@@ -49,6 +49,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness import netns
+from harness.children import Proc, describe_failure
+from harness.cnc import Counters, cnc_ready
+from harness.java import Peers
 from tools.bench.compare import (
     add_compare_args,
     compare,
@@ -61,10 +65,6 @@ from tools.bench.compare import (
 from tools.bench.harness import SEQUENCED_SOURCES, Harness, compiled_java, require_peers, wait_ready
 from tools.bench.report import BenchError, emit, host_info, no_comparison, run_main
 from tools.bench.samples import check_sequenced
-from tools.peers import netns
-from tools.peers.children import Proc, describe_failure
-from tools.peers.cnc import Counters, cnc_ready
-from tools.peers.java import Peers
 
 STREAM_ID = 1002
 PORT = 40124

@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.children import Proc
+from harness.cnc import Counters
+from harness.java import Peers
 from tools.bench.compare import (
     add_compare_args,
     compare,
@@ -40,9 +43,6 @@ from tools.bench.compare import (
 from tools.bench.harness import SEQUENCED_SOURCES, Harness, compiled_java, free_udp_port, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, run_main
 from tools.bench.samples import check_sequenced
-from tools.peers.children import Proc
-from tools.peers.cnc import Counters
-from tools.peers.java import Peers
 
 STREAM_ID = 1003
 PROGRESS = re.compile(r"^PROGRESS (\d+) (\d+)")

@@ -4,7 +4,7 @@
 A parked runner arms its ``timerfd`` (driver/agent/park_timer.py) and waits for it through the event loop's
 epoll. On a virtual machine the arming of a timer due soon reprograms the guest's clock, and the wake-up is an
 interrupt delivered through the hypervisor: both can cost more than a Python duty cycle, which is why the driver
-parks as rarely as it can (README, Performance). This measures, in this process:
+parks as rarely as it can (docs/performance.md). This measures, in this process:
 
 - ``arm_us``: CPU per arming, by how far ahead it is due (a loop of re-arms: none of them expires);
 - ``park``: per one-shot park through epoll, by its length: the arming, how late the wake-up comes after the

@@ -13,11 +13,16 @@ client throws (e.g. a channel the driver does not support yet), is recorded as f
 
 Every run measures, one after the other in an order that rotates from run to run: our driver with its
 defaults (``ours``), our driver with the documented low-latency profile (``ours_ll``: ``mediadriver run
---profile low-latency``, README "Low-latency profile"; ``--no-profile`` skips it) and the Java driver. The JSON
+--profile low-latency``, docs/tuning.md "The low-latency profile"; ``--no-profile`` skips it) and the Java driver. The JSON
 line reports median p50/p99 per driver over ``--runs`` and ratios to Java (lower is better). Goals over UDP:
 p50 and p99 <= 1.0x Java with our defaults, <= 0.7x with the low-latency profile; over IPC p99 <= 1.5x.
 Ping's warm-up (``--warmup-iterations`` x ``--warmup-messages``) runs before the timed round trips, so the
 histogram is steady state.
+
+With ``--reference c`` (or ``java,c``) the Aeron 1.53 C driver ``aeronmd`` (SHARED, ``--c-prop``;
+harness/c_driver.py) is measured with our C ``ping`` and ``pong`` clients (``c``), and so is our driver with
+those same clients (``ours-c``): ``c_p50_ratio`` / ``c_p99_ratio`` are ``ours-c`` over ``c``, held to the goals of
+``ours``. The C ping prints its round trips in the Java Ping's table layout (exact percentiles).
 
 Over IPC the driver is not on the message path (Ping and Pong share mapped log buffers), so the figures there
 mostly show that our conductor does not disturb the clients; over UDP every message crosses the driver twice.
@@ -33,11 +38,20 @@ import argparse
 from typing import Any
 
 from driver.context import PROFILES
-from tools.bench.compare import add_compare_args, driver_props, first_error, median_of, ratio, rounded
-from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers
+from harness.java import Peers
+from tools.bench.compare import (
+    JAVA_DEFAULT_PROPS,
+    add_compare_args,
+    driver_props,
+    first_error,
+    median_of,
+    parse_props,
+    ratio,
+    rounded,
+)
+from tools.bench.harness import C_KIND, STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
 from tools.bench.samples import parse_histogram
-from tools.peers.java import Peers
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 # Per channel: timed round trips, warm-up iterations, warm-up messages per iteration (None: Ping's own 5 x 10,000).
@@ -78,7 +92,9 @@ def measure_ping(
     peers: Peers,
     warmup_iterations: int | None,
     warmup_messages: int | None,
+    clients: str = "java",
 ) -> dict[str, Any]:
+    """One run of ``kind``'s driver with the Java Ping/Pong, or with our C ping/pong when ``clients`` is "c"."""
     ping_channel, pong_channel = channels(channel_kind)
     with Harness(peers) as h:
         driver = h.start_driver(kind, driver_props)
@@ -95,15 +111,21 @@ def measure_ping(
             props["aeron.sample.warmup.iterations"] = warmup_iterations
         if warmup_messages is not None:
             props["aeron.sample.warmup.messages"] = warmup_messages
-        pong = h.java("io.aeron.samples.Pong", props)
+        if clients == C_KIND:
+            pong, ready = h.c_client("pong", props), "^Pong ready"
+        else:
+            pong, ready = h.java("io.aeron.samples.Pong", props), "^Using exclusive publications"
         h.wait_for(
-            lambda: pong.find("^Using exclusive publications") is not None,
+            lambda: pong.find(ready) is not None,
             STARTUP_TIMEOUT_S,
             "Pong to start",
             watch=[pong, driver.proc],
             fail_on_exception=[pong],
         )
-        ping = h.java("io.aeron.samples.Ping", props, stdin=b"n\n")
+        if clients == C_KIND:
+            ping = h.c_client("ping", props)
+        else:
+            ping = h.java("io.aeron.samples.Ping", props, stdin=b"n\n")
         try:
             h.wait_for(
                 lambda: ping.find(r"^#\[Max\s*=") is not None,
@@ -146,6 +168,13 @@ def main() -> int:
     parser.add_argument(
         "--no-profile", action="store_true", help="skip our driver with the low-latency profile"
     )
+    parser.add_argument(
+        "--reference",
+        default="java",
+        help="java (the Java driver with Java Ping/Pong), c (aeronmd, with ours, both with our C ping/pong) or "
+        "java,c (default java)",
+    )
+    parser.add_argument("--c-prop", action="append", metavar="NAME=VALUE", help="-D property for aeronmd")
     add_compare_args(parser, timeout=300.0)
     args = parser.parse_args()
     default_messages, default_iterations, default_warmup = DEFAULTS[args.channel]
@@ -156,18 +185,27 @@ def main() -> int:
     if args.warmup_messages is None:
         args.warmup_messages = default_warmup
     props = driver_props(args)
+    props[C_KIND] = {**JAVA_DEFAULT_PROPS, **parse_props(args.c_prop)}
+    props["ours-c"] = props["ours"]
+    references = [r.strip() for r in args.reference.split(",") if r.strip()]
+    if not references or any(r not in ("java", C_KIND) for r in references):
+        raise SystemExit(f"--reference {args.reference!r}: expected java, c or java,c")
     try:
         peers = require_peers()
     except BenchError as exc:
         return no_comparison({"bench": "ping_pong"}, exc)
     host = host_info()
 
-    kinds: tuple[str, ...] = ("ours", "java") if args.no_profile else ("ours", "ours_ll", "java")
+    kinds: tuple[str, ...] = ()
+    if "java" in references:
+        kinds = ("ours", "java") if args.no_profile else ("ours", "ours_ll", "java")
+    if C_KIND in references:
+        kinds += ("ours-c", C_KIND)
     props["ours_ll"] = {**PROFILES["low-latency"], **props["ours"]}
 
     def measure(kind: str) -> dict[str, Any]:
         return measure_ping(
-            "java" if kind == "java" else "ours",
+            kind if kind in ("java", C_KIND) else "ours",
             args.channel,
             args.messages,
             args.length,
@@ -176,6 +214,7 @@ def main() -> int:
             peers,
             args.warmup_iterations,
             args.warmup_messages,
+            C_KIND if kind in ("ours-c", C_KIND) else "java",
         )
 
     results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
@@ -199,18 +238,29 @@ def main() -> int:
         "length": args.length,
         "messages": args.messages,
         "warmup": f"{_or(args.warmup_iterations, 5)} x {_or(args.warmup_messages, 10_000)}",
-        "ours_p50_us": rounded(medians["ours", "p50_us"], 3),
-        "java_p50_us": rounded(medians["java", "p50_us"], 3),
-        "p50_ratio": ratio(medians["ours", "p50_us"], medians["java", "p50_us"]),
-        "ours_p99_us": rounded(medians["ours", "p99_us"], 3),
-        "java_p99_us": rounded(medians["java", "p99_us"], 3),
-        "p99_ratio": ratio(medians["ours", "p99_us"], medians["java", "p99_us"]),
-        "ours_p999_us": rounded(medians["ours", "p999_us"], 3),
-        "java_p999_us": rounded(medians["java", "p999_us"], 3),
-        "goal": {kind: f"ratios <= {goal:g}" for kind, goal in GOALS[args.channel].items()},
-        "runs": args.runs,
-        **host,
     }
+    if "java" in references:
+        result.update(
+            {
+                "ours_p50_us": rounded(medians["ours", "p50_us"], 3),
+                "java_p50_us": rounded(medians["java", "p50_us"], 3),
+                "p50_ratio": ratio(medians["ours", "p50_us"], medians["java", "p50_us"]),
+                "ours_p99_us": rounded(medians["ours", "p99_us"], 3),
+                "java_p99_us": rounded(medians["java", "p99_us"], 3),
+                "p99_ratio": ratio(medians["ours", "p99_us"], medians["java", "p99_us"]),
+                "ours_p999_us": rounded(medians["ours", "p999_us"], 3),
+                "java_p999_us": rounded(medians["java", "p999_us"], 3),
+            }
+        )
+    if C_KIND in references:  # ours and aeronmd, both with the C ping/pong
+        for p in ("p50", "p99", "p999"):
+            result[f"ours_c_{p}_us"] = rounded(medians["ours-c", f"{p}_us"], 3)
+            result[f"c_{p}_us"] = rounded(medians[C_KIND, f"{p}_us"], 3)
+        for p in ("p50", "p99"):
+            result[f"c_{p}_ratio"] = ratio(medians["ours-c", f"{p}_us"], medians[C_KIND, f"{p}_us"])
+    result["goal"] = {kind: f"ratios <= {goal:g}" for kind, goal in GOALS[args.channel].items()}
+    result["runs"] = args.runs
+    result.update(host)
     if "ours_ll" in kinds:
         result["ours_ll_p50_us"] = rounded(medians["ours_ll", "p50_us"], 3)
         result["ours_ll_p99_us"] = rounded(medians["ours_ll", "p99_us"], 3)
@@ -226,15 +276,22 @@ def main() -> int:
             for r in results[kind]
         ]
     emit(result)
-    if result["p99_ratio"] is None:
+    # Per reference, the ratio prefixes held to each goal: ours (and ours_ll) to java, ours-c to c (ours' goal).
+    held: list[tuple[str, float]] = []
+    if "java" in references:
+        held += [
+            ("" if kind == "ours" else "ll_", goal)
+            for kind, goal in GOALS[args.channel].items()
+            if kind in kinds
+        ]
+    if C_KIND in references:
+        held.append(("c_", GOALS[args.channel]["ours"]))
+    if any(result.get(f"{prefix}p99_ratio") is None for prefix, _ in held if prefix != "ll_"):
         return 2
-    met = True
-    for kind, goal in GOALS[args.channel].items():
-        prefix = "" if kind == "ours" else "ll_"
-        if kind not in kinds:
-            continue
-        checked = ("p99",) if args.channel == "ipc" else ("p50", "p99")
-        met = met and all((result[f"{prefix}{p}_ratio"] or float("inf")) <= goal for p in checked)
+    checked = ("p99",) if args.channel == "ipc" else ("p50", "p99")
+    met = all(
+        (result[f"{prefix}{p}_ratio"] or float("inf")) <= goal for prefix, goal in held for p in checked
+    )
     return 0 if met else 1
 
 

@@ -3,7 +3,7 @@
 (the Aeron 1.53 C client's CPython bindings), over ``aeron:ipc`` and UDP loopback, 32 B and 1 KiB.
 
 Both clients run against the same driver in the same run, on the same interpreter: the Python 3.12 venv that
-tools/peers/install.py makes for pyaeron (or ``--python``). Our client runs there from this checkout: the first
+harness/install.py makes for pyaeron (or ``--python``). Our client runs there from this checkout: the first
 run installs the project's runtime dependencies into that venv and builds the C fast path for that Python next to
 the checkout's own (``ours_on``); the JSON line says which fast path each side ran with. When pyaeron cannot be
 had the comparisons are skipped, the reason printed, and ours runs on this interpreter.
@@ -35,10 +35,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from harness import install
+from harness.children import Proc
 from tools.bench.harness import ROOT, Harness, free_udp_port
 from tools.bench.report import BenchError, emit, host_info, progress
-from tools.peers import install
-from tools.peers.children import Proc
 
 PEER = ("-m", "tools.bench.python_clients_peer")  # run from the repository root, in either venv
 DROP_S = 2.0
@@ -218,7 +218,7 @@ def main() -> int:
     parser.add_argument("--no-pyaeron", action="store_true")
     parser.add_argument(
         "--python",
-        help="the interpreter both clients run on (it needs pyaeron); default: the pyaeron venv of tools/peers",
+        help="the interpreter both clients run on (it needs pyaeron); default: the pyaeron venv harness/install.py makes",
     )
     args = parser.parse_args()
 

@@ -4,7 +4,7 @@
     python -m tools.bench.python_clients_peer sub CLIENT MODE IDLE AERON_DIR CHANNEL STREAM_ID SECONDS
 
 CLIENT is ``ours`` (this checkout's driver.client) or ``pyaeron`` (nothing from this repository is imported
-then but the empty ``tools`` package files); python_clients.py runs both on the Python 3.12 venv of tools/peers.
+then but the empty ``tools`` package files); python_clients.py runs both on the Python 3.12 venv harness/install.py makes.
 MODE: ``message`` (offer / poll(handler), one call per message), ``batch`` (ours: ``offer_many`` /
 ``poll_batch``), ``asyncio`` (ours: ``offer_async`` / ``async for ... in subscription.messages()``).
 

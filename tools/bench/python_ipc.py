@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.peers.children import terminate
+from harness.children import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.children import terminate
 from tools.bench.harness import free_udp_port
 from tools.bench.report import emit, host_info, progress
-from tools.peers.children import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 

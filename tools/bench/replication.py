@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Archive replication (docs/archive.md section 20) against a plain replay over the same UDP path, and the time a
-copy takes to merge with live. Two network namespaces (tools/peers/netns.py, a veth link) each run our driver
+copy takes to merge with live. Two network namespaces (harness/netns.py, a veth link) each run our driver
 with its archive (``mediadriver run --archive``); this process reaches each archive through its driver's aeron
 dir (local control channel, IPC).
 
@@ -33,11 +33,11 @@ from typing import Any
 
 from driver.archive.codecs import SourceLocation
 from driver.client import Aeron
-from tests.support.archive_host import ArchiveHost
-from tests.support.embedded import new_aeron_dir, remove_aeron_dirs
-from tests.support.wait import wait_for
+from harness import netns
+from harness.archive_host import ArchiveHost
+from harness.embedded import new_aeron_dir, remove_aeron_dirs
+from harness.wait import wait_for
 from tools.bench.report import emit, host_info, progress
-from tools.peers import netns
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def record_stopped(source: ArchiveHost, mib: int) -> tuple[int, int]:
     source.archive.start_recording("aeron:ipc", STREAM_ID, SourceLocation.LOCAL)
     count = mib * 1024 * 1024 // (MESSAGE + 32)
     subprocess.run(
-        [sys.executable, "-m", "tests.support.fast_publisher", str(source.aeron_dir),
+        [sys.executable, "-m", "harness.fast_publisher", str(source.aeron_dir),
          f"aeron:ipc?term-length={16 * TERM_LENGTH}|mtu={MTU}", str(STREAM_ID), str(count), str(MESSAGE)],
         check=True, capture_output=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
@@ -122,7 +122,7 @@ def merge_once(
         SourceLocation.REMOTE,
     )
     publisher = a.run(
-        sys.executable, "-m", "tests.support.live_publisher", str(new_aeron_dir(base, "publisher")),
+        sys.executable, "-m", "harness.live_publisher", str(new_aeron_dir(base, "publisher")),
         f"aeron:udp?control={a.address}:{ctrl}|mtu={MTU}", str(LIVE_STREAM_ID), str(LIVE_RATE), str(1 << 62),
         str(TERM_LENGTH), stdin=subprocess.PIPE, cwd=ROOT,
     )  # fmt: skip

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tools.peers.errors import PeerError
+from harness.errors import PeerError
 
 BenchError = PeerError
 """A run that could not be measured; the message says why (and goes into the JSON line). The kit's error, so that

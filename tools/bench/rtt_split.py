@@ -52,12 +52,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.cnc import cnc_ready
 from tools.bench.compare import add_prop_args, parse_props
 from tools.bench.cpu import tree_cpu_seconds
 from tools.bench.harness import STARTUP_TIMEOUT_S, Harness, free_udp_port, require_peers, wait_ready
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress, run_main
 from tools.bench.samples import parse_histogram
-from tools.peers.cnc import cnc_ready
 
 PING_STREAM_ID, PONG_STREAM_ID = 10, 11
 STAGES = ("ping_sent", "ping_read", "pong_sent", "pong_read")

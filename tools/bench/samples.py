@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.children import Proc, describe_failure
 from tools.bench.report import BenchError
-from tools.peers.children import Proc, describe_failure
 
 # RateSubscriber: "8.9e+06 msgs/sec, 2.8e+08 payload bytes/sec, totals 11154950 messages 340 MB" (StreamingPublisher
 # prints the same without "payload"). The rates have two significant digits, so only the exact totals are used.

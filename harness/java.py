@@ -1,4 +1,4 @@
-"""The Aeron 1.15.1 peer installed by tools/peers/install.py, a ``javac``, and Java command lines."""
+"""The Aeron 1.15.1 peer installed by harness/install.py, a ``javac``, and Java command lines."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.peers import install
-from tools.peers.errors import PeerError
+from harness import install
+from harness.errors import PeerError
 
 # Agrona maps files through sun.nio.ch.FileChannelImpl.map0 by reflection: opening the packages keeps Java 11
 # from printing "illegal reflective access" warnings.
@@ -32,7 +32,7 @@ class Peers:
 
 
 def find_peers() -> Peers | None:
-    """The jar and Java 11 runtime installed by tools/peers/install.py (``make peers``; ``AERON_JAR`` and
+    """The jar and Java 11 runtime installed by harness/install.py (``make peers``; ``AERON_JAR`` and
     ``AERON_JAVA`` override them), or None if either is missing."""
     jar = Path(os.environ.get("AERON_JAR", install.JAR))
     java = Path(os.environ.get("AERON_JAVA", install.JAVA))

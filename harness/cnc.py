@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.peers.children import wait_ready
-from tools.peers.errors import PeerError
+from harness.children import wait_ready
+from harness.errors import PeerError
 
 CNC_FILE = "cnc.dat"
 CNC_VERSION = 15

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tools.peers.errors import PeerError
+from harness.errors import PeerError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 STOP_GRACE_S = 5.0
 POLL_INTERVAL_S = 0.02
 

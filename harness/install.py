@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / ".peers"
 JAR = PEERS / "aeron-all-1.15.1.jar"
 JDK_DIR = PEERS / "jdk"

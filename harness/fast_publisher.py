@@ -1,4 +1,4 @@
-"""A publisher in a process of its own, as fast as the stream takes it: ``python -m tests.support.fast_publisher
+"""A publisher in a process of its own, as fast as the stream takes it: ``python -m harness.fast_publisher
 AERON_DIR CHANNEL STREAM COUNT LENGTH`` waits for a subscriber, offers COUNT messages of LENGTH bytes (each
 starting with its sequence number, 8 bytes little-endian), prints "sent COUNT in SECONDS" and exits."""
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.ports import free_port
+from harness.ports import free_port
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0

@@ -1,19 +1,15 @@
-"""tools/peers, the kit the benchmarks and the interop tests share: how children are started and waited for, and
-every benchmark importable as a module of the tools.bench package (run as ``python -m tools.bench.<name>``)."""
+"""harness/children.py, which the benchmarks and the interop tests share: how children are started and waited
+for."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tools.peers.children import ChildExited, NotReady, child_env, start, terminate, wait_ready
-
-BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
+from harness.children import ChildExited, NotReady, child_env, start, terminate, wait_ready
 
 
 def _sid_of_child(own_session: bool) -> tuple[int, int]:
@@ -49,9 +45,3 @@ def test_waiting_gives_up_after_the_timeout() -> None:
             wait_ready(child, lambda: False, timeout=0.2)
     finally:
         terminate(child)
-
-
-@pytest.mark.parametrize("name", sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "__init__"))
-def test_every_benchmark_module_imports_from_the_package(name: str) -> None:
-    module = importlib.import_module(f"tools.bench.{name}")
-    assert module.__name__ == f"tools.bench.{name}"

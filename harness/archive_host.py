@@ -1,4 +1,4 @@
-"""Our driver with its archive (``mediadriver run --archive``) inside a network namespace (tools/peers/netns.py's
+"""Our driver with its archive (``mediadriver run --archive``) inside a network namespace (harness/netns.py's
 ``Host``), for replication tests and tools/bench/replication.py: its archive control channel is UDP on the host's
 address, and this process reaches the archive through the driver's aeron dir on the local control channel (IPC),
 which needs no route into the namespace."""
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from driver.archive.client import AeronArchive
-from tests.support.embedded import new_aeron_dir
-from tests.support.wait import wait_for
+from harness.embedded import new_aeron_dir
+from harness.wait import wait_for
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CONTROL_PORT = 8010
 WINDOW = "512k"  # at most half of a 1 MiB term
 SOCKET_BUFFER = "2m"

@@ -67,7 +67,7 @@ SUBNET = "10.201.0"
 PREFIX_LENGTH = 24
 COMMAND_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 _TUNSETIFF = 0x400454CA
 _IFF_TUN = 0x0001

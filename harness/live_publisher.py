@@ -11,7 +11,7 @@ unfragmented DATA frames. Its driver paces multi-destination publications by the
 control): with the default max, a consumer that falls more than the publisher's term buffer behind the fastest
 receiver (the archive) loses data for good, which no merge can mend.
 
-    python -m tests.support.live_publisher AERON_DIR CHANNEL STREAM_ID RATE COUNT [TERM_LENGTH [TAIL_RATE]] [NAME=INT ...]
+    python -m harness.live_publisher AERON_DIR CHANNEL STREAM_ID RATE COUNT [TERM_LENGTH [TAIL_RATE]] [NAME=INT ...]
 
 ``NAME=INT`` arguments are integer settings of its driver (DriverContext field names, e.g.
 ``retransmit_unicast_linger_ns=2000000``).
@@ -30,7 +30,7 @@ import numpy as np
 from driver.client import Aeron, ExclusivePublication
 from driver.protocol.frames import CURRENT_VERSION, HDR_TYPE_DATA, HEADER_LENGTH, UNFRAGMENTED
 from driver.util.bit_util import to_int32
-from tests.support.embedded import EmbeddedDriver
+from harness.embedded import EmbeddedDriver
 
 MESSAGE_LENGTH = 32
 FRAME_LENGTH = HEADER_LENGTH + MESSAGE_LENGTH  # 64: every 64th byte of a term is a frame start

@@ -1,6 +1,6 @@
 """``make dist``: the sdist, the wheel built from it in isolation, and that wheel repaired into a manylinux one.
 
-    python tools/dist.py [--out dist]
+    python harness/dist.py [--out dist]
 
 ``python -m build`` makes the sdist and then builds the wheel from the unpacked sdist in a fresh environment,
 so a file the sdist lacks fails here, not on a user's machine. ``auditwheel repair`` (and its ``patchelf``, both

@@ -1,0 +1,1 @@
+"""asv benchmarks of the tracked suite (tools/bench/track.py)."""
