@@ -130,6 +130,43 @@ def test_the_native_owner_tables_are_the_import_tests() -> None:
     assert readme == NATIVE_OWNERS, "native/README.md's header -> owner table differs from tests/test_imports.py"
 
 
+# Where a path a reader follows may be named: the docs, the READMEs, the C sources and the docstrings and
+# comments of the code (the tests' own paths are often made-up examples, and the Makefile names build outputs).
+NAMED_IN = (
+    "README.md",
+    "docs/*.md",
+    "native/README.md",
+    "native/**/*.[ch]",
+    "tools/**/README.md",
+    "driver/**/*.py",
+    "harness/*.py",
+    "tools/bench/**/*.py",
+)
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:driver|native|tests|tools|harness|docs)/[\w./*-]*[\w/*])")
+NATIVE_FILE = re.compile(r"(?<![\w/.<-])(amd_\w+\.[ch])\b")
+
+
+def test_every_path_a_doc_header_or_docstring_names_exists() -> None:
+    """A path (``driver/...``, ``native/...``, ``tests/...``, ``tools/...``, ``harness/...``, ``docs/...``; a
+    glob matches at least one file) or a native file by its name (``amd_*.h``) named anywhere a reader looks:
+    it is there."""
+    native_files = {p.name for p in (ROOT / "native").rglob("amd_*.[ch]")}
+    gone = []
+    for pattern in NAMED_IN:
+        for source in sorted(ROOT.glob(pattern)):
+            if "__pycache__" in source.parts:
+                continue
+            text = source.read_text()
+            where = source.relative_to(ROOT).as_posix()
+            for path in set(REPO_PATH.findall(text)):
+                path = path.rstrip(".")
+                found = any(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()
+                if not found and not (ROOT / f"{path}.py").exists():  # a module named without .py
+                    gone.append(f"{where}: {path}")
+            gone += [f"{where}: {name}" for name in set(NATIVE_FILE.findall(text)) if name not in native_files]
+    assert not gone, "named but not there: " + "; ".join(sorted(gone))
+
+
 def test_every_path_the_native_sources_name_exists() -> None:
     """The C headers and native/README.md name their Python owners: those files exist."""
     texts = [NATIVE_README.read_text(), *(p.read_text() for p in (ROOT / "native").rglob("*.[ch]"))]

@@ -8,7 +8,8 @@ short park there is either no park at all or a millisecond or more, while the pr
 serves (a subscriber freeing window, a publisher filling the term) move on in microseconds. An exception
 from ``do_work`` goes to the error handler and the runner carries on. With a fast path (the SHARED driver's
 native steady-state cycle, driver/fast_cycle.py) armed after a cycle that parks, a wake-up runs it instead of the
-duty cycle until it hands back.
+duty cycle until it hands back. What runs next, and how, is decided by one table
+(driver/agent/wake_policy.py); this module only carries its actions out.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from driver.agent.idle_strategy import OS_YIELD, SPIN, YIELD, BackoffIdleStrategy, IdleStrategy, Waker
+from driver.agent import wake_policy as policy
+from driver.agent.idle_strategy import SPIN, BackoffIdleStrategy, IdleStrategy, Waker
 from driver.agent.park_timer import ParkTimer
+from driver.agent.wake_policy import PRECISE_PARK_BELOW_NS as PRECISE_PARK_BELOW_NS
+from driver.agent.wake_policy import Action
 from driver.agent.work_probe import WorkProbe
 
 log = logging.getLogger(__name__)
-
-PRECISE_PARK_BELOW_NS = 1_000_000
-"""Parks shorter than this use the runner's timerfd (when the loop can watch one); longer ones call_later."""
 
 
 class Agent(Protocol):
@@ -148,8 +149,7 @@ class AgentRunner:
         self._parked = False
         if not self._running:
             return
-        agent, idle, loop, probe = self.agent, self.idle_strategy, self._loop, self.probe
-        assert loop is not None
+        agent, idle, probe = self.agent, self.idle_strategy, self.probe
         fast = self.fast
         if fast is not None:
             fast.before_cycle()
@@ -166,16 +166,11 @@ class AgentRunner:
             delay_ns = idle.next_delay_ns(work)
             if delay_ns != SPIN:
                 break
-        if delay_ns > 0 and work > 0 and probe is not None and probe.spin_ns and probe.moves_soon():
-            self._handle = loop.call_soon(self._tick)  # an answer is already there: no park
-            return
-        if fast is not None and delay_ns > 0:
-            try:
-                fast.after_cycle()
-            except Exception as e:
-                fast.armed = False
-                self._report(e)
-        self._wait(delay_ns)
+        precise = self._park_timer is not None
+        action = policy.after_cycle(work, delay_ns, probe is not None and probe.spin_ns > 0, fast is not None, precise)
+        if action[0] == policy.ASK_ANSWER:
+            action = policy.after_answer(probe.moves_soon(), delay_ns, fast is not None, precise)  # type: ignore[union-attr]
+        self._carry_out(action)
 
     def _fast(self) -> None:
         """A wake-up while the fast path may be armed: its native cycle, or the duty cycle when it hands back."""
@@ -193,49 +188,56 @@ class AgentRunner:
             fast.armed = False
             self._report(e)
             work = None
-        if work is None or not self._running:
-            if self._running:
-                self._tick()
+        if not self._running:
             return
-        delay_ns = self.idle_strategy.next_delay_ns(work)
-        if delay_ns == SPIN or (delay_ns > 0 and work > 0 and fast.pending()):
-            self._handle = self._loop.call_soon(self._fast)  # type: ignore[union-attr]
-        else:
-            self._wait(delay_ns, self._fast)
+        delay_ns = 0 if work is None else self.idle_strategy.next_delay_ns(work)
+        pending = policy.native_pending_matters(work, delay_ns) and fast.pending()
+        self._carry_out(policy.after_native(work, delay_ns, pending, self._park_timer is not None))
 
-    def _wait(self, delay_ns: int, then: Callable[[], None] | None = None) -> None:
-        """Yield or park, then ``then`` (the duty cycle unless given); a park on the timer ends in
-        :meth:`_on_park_timer`."""
+    def _carry_out(self, action: Action) -> None:
+        """Do what the table (driver/agent/wake_policy.py) decided: run the duty cycle or the native one now, at
+        the loop's next turn, after an OS yield or after a park (a park on the timer ends in
+        :meth:`_on_park_timer`); arm the native cycle first when the action says so."""
+        step, then_name, delay_ns, arm = action
+        if step == policy.NOTHING:
+            return
+        then = self._tick if then_name == policy.CYCLE else self._fast
+        if step == policy.NOW:
+            then()
+            return
+        if arm:
+            fast = self.fast
+            assert fast is not None
+            try:
+                fast.after_cycle()
+            except Exception as e:
+                fast.armed = False
+                self._report(e)
         loop = self._loop
         assert loop is not None
-        then = then or self._tick
-        if delay_ns == YIELD:
+        if step == policy.SOON:
             self._handle = loop.call_soon(then)
-        elif delay_ns == OS_YIELD:
+        elif step == policy.OS_YIELD_THEN:
             os.sched_yield()
             self._handle = loop.call_soon(then)
         else:
             self._parked = True
-            if delay_ns < PRECISE_PARK_BELOW_NS and self._park_timer is not None:
-                self._park_timer.arm(delay_ns)  # _on_park_timer runs the next cycle
+            if step == policy.PARK_TIMER:
+                self._park_timer.arm(delay_ns)  # type: ignore[union-attr]  # _on_park_timer runs next
             else:
                 self._handle = loop.call_later(delay_ns / 1e9, then)
 
     def _on_park_timer(self) -> None:
         timer = self._park_timer
         # A stale readiness (the park was already ended by a wake, or re-armed) consumes nothing: no cycle.
-        if timer is not None and timer.clear() and self._parked and self._handle is None:
-            fast = self.fast
-            if fast is not None and fast.armed:
-                self._fast()
-                return
-            probe = self.probe
-            if probe is not None and probe.is_quiet():
-                delay_ns = self.idle_strategy.next_delay_ns(0)
-                if delay_ns > 0:  # a park: nothing to do, so no cycle (a spin or yield runs it)
-                    self._wait(delay_ns)
-                    return
-            self._tick()
+        fresh = timer is not None and timer.clear() and self._parked and self._handle is None
+        fast, probe = self.fast, self.probe
+        action = policy.on_park_timer(fresh, fast is not None and fast.armed, probe is not None)
+        if action[0] == policy.ASK_QUIET:
+            quiet = probe.is_quiet()  # type: ignore[union-attr]
+            delay_ns = self.idle_strategy.next_delay_ns(0) if quiet else None
+            action = policy.after_quiet(quiet, delay_ns, timer is not None)
+        self._carry_out(action)
 
     def _report(self, error: Exception) -> None:
         try:
@@ -244,11 +246,14 @@ class AgentRunner:
             log.exception("error handler of agent %s failed on %r", self.agent.role_name, error)
 
     def _wake(self) -> None:
-        if self._parked and self._loop is not None:
+        if self._loop is None:
+            return
+        action = policy.on_wake(self._parked, self.fast is not None)
+        if action[0] != policy.NOTHING:
             if self._handle is not None:
                 self._handle.cancel()
             self._parked = False
-            self._handle = self._loop.call_soon(self._tick if self.fast is None else self._fast)
+            self._carry_out(action)
 
     def stop(self) -> None:
         """First phase of shutdown: no further duty cycles; ``on_close`` runs on the loop next."""

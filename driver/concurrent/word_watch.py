@@ -1,4 +1,4 @@
-"""WordWatch: did any of these 64-bit words in mapped memory move since the last look? (native/amd_watch.h)
+"""WordWatch: did any of these 64-bit words in mapped memory move since the last look? (native/include/amd_watch.h)
 
 The one owner of ``amd_watch_changed``. The words are fields other processes write (a publication's term
 tails, a subscriber's position counter, the to-driver ring's tail); an idle agent runner uses the answer to

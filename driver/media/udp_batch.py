@@ -19,6 +19,7 @@ someone asks: :meth:`ReceiveBatch.address` decodes, :meth:`ReceiveBatch.raw_addr
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import mmap
 import os
@@ -35,6 +36,9 @@ MIN_SEGMENT = lib.AMD_UDP_MIN_SEGMENT
 """A coalesced receive is split only into segments at least this long (no Aeron datagram is shorter)."""
 GSO_UNSUPPORTED_ERRNOS = frozenset({5, 22, 92, 95})
 """EIO, EINVAL, ENOPROTOOPT, EOPNOTSUPP: the socket or its route cannot segment; send plain datagrams."""
+SHORT_SEND_ERRNOS = frozenset(e for e in errno.errorcode if lib.amd_udp_is_short_send(e))
+"""Send failures that are a short send to count, not an error (amd_udp_is_short_send: the native cycle's list
+too)."""
 ADDRESS_SLOT_LENGTH = lib.AMD_UDP_ADDRESS_SLOT_LENGTH
 """sizeof(struct sockaddr_storage)."""
 SLOT_ALIGNMENT = 32

@@ -55,12 +55,11 @@ GSO_SEND_BURST = udp_batch.MAX_GSO_DATAGRAMS
 if (socket.AF_INET, socket.AF_INET6) != (udp_batch.AF_INET, udp_batch.AF_INET6):  # pragma: no cover
     raise ImportError("udp_batch's address family numbers do not match this platform's socket module")
 
-_SHORT_SEND_ERRNOS = frozenset(
-    {errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.ECONNREFUSED, errno.EDESTADDRREQ, errno.ENOTCONN}
-)
-"""Send failures that are a short send to count, not an error: a full socket buffer, an ICMP port
-unreachable left on a connected socket, or a send before any destination is known (Java ignores
-PortUnreachableException and NotYetConnectedException in SendChannelEndpoint.send)."""
+_SHORT_SEND_ERRNOS = udp_batch.SHORT_SEND_ERRNOS
+"""Send failures that are a short send to count, not an error: a full socket buffer, an ICMP port unreachable
+left on a connected socket, or a send before any destination is known (Java ignores PortUnreachableException
+and NotYetConnectedException in SendChannelEndpoint.send). One list with the native cycle's:
+native/include/amd_udp.h's amd_udp_is_short_send."""
 
 
 class ChannelEndpointError(Exception):

@@ -35,6 +35,12 @@ int32_t amd_udp_recv_batch(
     uint8_t *addrs,
     int32_t *addr_lengths);
 
+/* 1 when a send that failed with this errno is a short send to count (nothing went, try again later), not an
+ * error: a full socket buffer (EAGAIN, EWOULDBLOCK, ENOBUFS), an ICMP port unreachable left on a connected
+ * socket (ECONNREFUSED), no destination known yet (EDESTADDRREQ, ENOTCONN); else 0. The one list: the
+ * native cycle and driver/media/udp_transport.py (through udp_batch.SHORT_SEND_ERRNOS) both ask it. */
+int32_t amd_udp_is_short_send(int32_t error);
+
 /* One datagram of length bytes from buf (sendto with MSG_DONTWAIT): to addr when addr_length > 0, else to
  * the connected peer. Returns the bytes sent or -errno (-EAGAIN when the socket buffer is full). */
 int32_t amd_udp_sendto(int fd, const uint8_t *buf, int32_t length, const uint8_t *addr, int32_t addr_length);

@@ -67,7 +67,7 @@ static int64_t send_publication(amd_cycle *c, amd_cycle_publication *p)
         amd_udp_send_term_burst(p->fd, term, p->term_length, offset, window, p->mtu, p->max_datagrams, NULL, 0, result);
     if (sent < 0)
     {
-        if (-EAGAIN == sent || -EWOULDBLOCK == sent || -ENOBUFS == sent)
+        if (amd_udp_is_short_send(-sent))
         {
             p->short_sends++;
             return 0;

@@ -456,3 +456,9 @@ int32_t amd_udp_send_term_burst_gso(
     }
     return datagrams;
 }
+
+int32_t amd_udp_is_short_send(int32_t error)
+{
+    return EAGAIN == error || EWOULDBLOCK == error || ENOBUFS == error || ECONNREFUSED == error ||
+        EDESTADDRREQ == error || ENOTCONN == error;
+}

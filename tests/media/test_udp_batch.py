@@ -3,6 +3,7 @@ sendmmsg wrappers). Sockets come from the test; the module itself never imports 
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
 
@@ -298,3 +299,16 @@ def test_gro_batch_keeps_a_run_of_unaligned_segments_whole(udp_pair) -> None:
             time.sleep(0.001)
         assert batch.count == 1
         assert bytes(batch.data(0)) == data
+
+
+def test_one_list_of_short_send_errnos_for_the_transport_and_the_native_cycle() -> None:
+    """A full buffer, a port unreachable on a connected socket, no destination yet: short sends to count, in the
+    Python send paths and the native cycle's bursts alike (amd_udp_is_short_send is the one list)."""
+    assert {
+        errno.EAGAIN,
+        errno.EWOULDBLOCK,
+        errno.ENOBUFS,
+        errno.ECONNREFUSED,
+        errno.EDESTADDRREQ,
+        errno.ENOTCONN,
+    } == udp_batch.SHORT_SEND_ERRNOS

@@ -73,6 +73,12 @@ What is here, and when to use which:
 ``another_user()``, ``run_as``, ``run_command_as``, ``as_user`` (users.py)
     A second user and its group for the block (root only; elsewhere the test skips), and code, a ``mediadriver``
     command or any command run as that user. Import from ``tests.support.users``.
+``Rig``, ``Peer``, ``Readiness``, ``MODES`` (differential.py)
+    One driver's data path run three ways (the SHARED Python cycle, the native steady-state cycle serving the
+    wake-ups it can, DEDICATED's agent by agent) over the same scripted events against a peer of real loopback
+    sockets, its clocks manual and the loop's socket readiness delivered by hand; ``Rig.result()`` is what a
+    run observed (datagrams per event, delivered messages, counters, the loss report). Import from
+    ``tests.support.differential``; tests/test_fast_cycle_differential.py compares the modes.
 ``PlainAgent`` (agents.py)
     An agent with no work that no work probe can watch: an added agent sharing a runner, in runner tests.
 ``EmbeddedDriver``, ``embedded_driver(...)``, ``new_aeron_dir()`` (harness/embedded.py)
