@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.counters import AtomicCounter, CountersFullError
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.protocol import control_protocol as cp
 from driver.protocol.channel_uri import InvalidChannelError
@@ -190,6 +190,8 @@ class ClientCommandAdapter:
             pass
         except ControlProtocolError as e:
             self._refuse(client_id, correlation_id, e.code, str(e), e)
+        except CountersFullError as e:  # one wording wherever the counters run out: cause and fix
+            self._refuse(client_id, correlation_id, cp.ErrorCode.GENERIC_ERROR, str(e), e)
         except InvalidChannelError as e:
             self._refuse(client_id, correlation_id, e.error_code, str(e), e)
         except cp.MalformedCommandError as e:

@@ -34,7 +34,7 @@ from driver.concurrent.counter_types import (
     client_heartbeat_key,
     client_heartbeat_label,
 )
-from driver.concurrent.counters import AtomicCounter, CountersManager
+from driver.concurrent.counters import AtomicCounter, CountersFullError, CountersManager
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.concurrent.word_watch import WatchVersion, Word, WordWatch
@@ -178,6 +178,8 @@ class AeronClient:
     liveness_timeout_ms: int
     heartbeat: AtomicCounter
     time_of_last_keepalive_ms: int
+    closed_by_command: bool = False
+    """It sent CLIENT_CLOSE: reaped at the next check as a close, not a liveness timeout."""
 
     def keepalive(self, now_ms: int) -> None:
         self.time_of_last_keepalive_ms = now_ms
@@ -610,8 +612,13 @@ class DriverConductor:
     def _check_clients(self, now_ms: int) -> int:
         expired = [c for c in self._clients.values() if c.has_timed_out(now_ms)]
         for client in expired:
-            self._system_counters.get(SystemCounterDescriptor.CLIENT_TIMEOUTS).increment()
-            self._client_proxy.on_client_timeout(client.client_id)
+            if client.closed_by_command:
+                # 1.15.1 counts a clean close as a liveness timeout and tells the client it timed out; today's
+                # Aeron does neither, and a dashboard then sees no outage that is not there (docs/commands.md).
+                self._system_counters.client_closes.increment()
+            else:
+                self._system_counters.get(SystemCounterDescriptor.CLIENT_TIMEOUTS).increment()
+                self._client_proxy.on_client_timeout(client.client_id)
             self._release_client(client)
         return len(expired)
 
@@ -700,9 +707,10 @@ class DriverConductor:
             client.keepalive(self._epoch_clock_ms())
 
     def on_client_close(self, client_id: int) -> None:
-        # As 1.15.1: the client is reaped (and counted as timed out) at the next timer check.
+        # Reaped at the next timer check, as 1.15.1, but counted as a close ("Client closes"), not a timeout.
         client = self._clients.get(client_id)
         if client is not None:
+            client.closed_by_command = True
             # The heartbeat counter is zeroed too, as 1.15.1 does: its old value must not revive the client.
             client.keepalive(0)
             self._next_timer_ns = 0
@@ -752,6 +760,8 @@ class DriverConductor:
         self._get_or_add_client(msg.client_id)
         try:
             counter = self._counters.new_counter(msg.label, msg.type_id, msg.key)
+        except CountersFullError:
+            raise  # worded as for every resource that needs a counter
         except Exception as e:
             raise ControlProtocolError(cp.ErrorCode.GENERIC_ERROR, f"cannot allocate counter: {e}") from e
         self._counter_links[msg.correlation_id] = CounterLink(msg.correlation_id, msg.client_id, counter)

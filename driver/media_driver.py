@@ -7,10 +7,11 @@ error log of a dead one beside the directory, then recreate it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
-import shutil
+import pwd
 import time
 import uuid
 from collections.abc import Callable
@@ -43,12 +44,12 @@ from driver.media.loss_generator import LossGenerator
 from driver.protocol.frames import HDR_TYPE_DATA, HDR_TYPE_PAD
 from driver.receiver import Receiver
 from driver.receiver_proxy import ReceiverProxy
-from driver.reports.loss_report import LossReport, LossReportFile, create_loss_report_file
+from driver.reports.loss_report import LOSS_REPORT_FILE, LossReport, LossReportFile, create_loss_report_file
 from driver.sender import Sender
 from driver.sender_proxy import SenderProxy
 from driver.status.duty_cycle import DutyCycleTracker
 from driver.status.system_counters import SystemCounterDescriptor, SystemCounters
-from driver.util.files import FileAllocationError
+from driver.util.files import FileAllocationError, remove_dir
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,14 @@ class DriverStartError(RuntimeError):
 
 class ActiveDriverError(DriverStartError):
     """Another driver is alive on the same aeron dir."""
+
+
+AERON_DIR_ENTRIES = frozenset({CNC_FILE, LOSS_REPORT_FILE, "publications", "images"})
+"""What the driver makes in its aeron dir: all that goes from a dir the driver may not remove (a mount point)."""
+
+
+def owns_entry(name: str) -> bool:
+    return name in AERON_DIR_ENTRIES
 
 
 def epoch_ms() -> int:
@@ -108,17 +117,79 @@ def inspect_existing_driver(directory: Path, driver_timeout_ms: int) -> Path | N
                 "-Daeron.dir.delete.on.start=true"
             )
         ring = ManyToOneRingBuffer(cnc.to_driver_buffer)
-        age_ms = epoch_ms() - ring.consumer_heartbeat_time()
-        if age_ms <= driver_timeout_ms:
-            raise ActiveDriverError(
-                f"active driver detected in {directory}: pid {cnc.pid}, heartbeat {age_ms} ms ago. "
-                "Stop that driver first or choose another directory with --dir / AERON_DIR"
-            )
+        heartbeat_ms = ring.consumer_heartbeat_time()
+        age_ms = epoch_ms() - heartbeat_ms
+        if heartbeat_ms != 0 and age_ms <= driver_timeout_ms:
+            raise ActiveDriverError(active_driver_message(directory, cnc.pid, age_ms, driver_timeout_ms))
         if not ErrorLogReader.has_errors(cnc.error_log_buffer):
             return None
-        saved = _error_log_file_name(directory, datetime.datetime.now().astimezone())
-        saved.write_text(format_error_log(cnc.error_log_buffer))
-        return saved
+        text = format_error_log(cnc.error_log_buffer)
+    saved = _error_log_file_name(directory, datetime.datetime.now().astimezone())
+    try:
+        saved.write_text(text)
+    except OSError:
+        # Beside the dir is not writable (a mount point at /aeron): inside it, under a name the driver keeps.
+        saved = directory / saved.name
+        saved.write_text(text)
+    return saved
+
+
+def pid_alive(pid: int) -> bool | None:
+    """Whether process ``pid`` runs in this pid namespace; None where that cannot tell (a pid of 0, or this
+    process's own pid: the old driver ran in another namespace, as a restarted container's pid 1 does)."""
+    if pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def active_driver_message(directory: Path, pid: int, age_ms: int, driver_timeout_ms: int) -> str:
+    """Why a dir with a fresh heartbeat is refused, and when it can be used: a live pid is a driver to stop; a pid
+    that is gone left its heartbeat behind (kill -9), which goes stale after the driver timeout."""
+    head = f"active driver detected in {directory}: pid {pid}"
+    alive = pid_alive(pid)
+    if alive:
+        return (
+            f"{head} is running, heartbeat {age_ms} ms ago; stop that driver first (mediadriver terminate "
+            f"--dir {directory}) or choose another directory with --dir, AERON_DIR or -Daeron.dir"
+        )
+    state = "is gone (no such process here)" if alive is False else "cannot be checked from this pid namespace"
+    wait_ms = max(driver_timeout_ms - age_ms + 1, 0)
+    return (
+        f"{head} {state} but its last heartbeat was {age_ms} ms ago; a new driver takes the dir over in "
+        f"{wait_ms} ms, once that heartbeat is older than the {driver_timeout_ms} ms driver timeout "
+        "(aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe unless a driver in another "
+        "pid namespace, such as another container, shares the dir)"
+    )
+
+
+def _not_ours(directory: Path, error: PermissionError) -> str | None:
+    """A refusal on another user's aeron dir (a file or dir there is not ours), in the one wording of a permission
+    refusal: the path, whose it is, what to do; None when what refused is this user's own."""
+    path = Path(error.filename) if error.filename else directory
+    for candidate in (path, *path.parents):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        if uid == os.geteuid():
+            return None
+        try:
+            owner = f" (it belongs to {pwd.getpwuid(uid).pw_name})"
+        except KeyError:
+            owner = f" (it belongs to uid {uid})"
+        break
+    else:
+        return None
+    return (
+        f"permission denied on {path}{owner}: the aeron dir {directory} is another user's, perhaps its driver's; "
+        "run the driver as that user or give it a directory of its own with --dir, AERON_DIR or -Daeron.dir"
+    )
 
 
 class MediaDriver:
@@ -137,7 +208,8 @@ class MediaDriver:
         try:
             self._create_files(ctx, epoch_clock_ms)
         except FileAllocationError as e:
-            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_dir(self.aeron_dir, owns_entry)
             raise DriverStartError(f"cannot create the driver's files: {e}") from e
         self.counters = CountersManager(
             self.cnc.counters_metadata_buffer,
@@ -281,6 +353,21 @@ class MediaDriver:
         return cls(ctx)
 
     def _prepare_directory(self) -> None:
+        try:
+            self._make_directory()
+        except PermissionError as e:
+            raise DriverStartError(
+                _not_ours(self.aeron_dir, e)
+                or f"cannot create the aeron dir {self.aeron_dir}: permission denied on {e.filename or self.aeron_dir}. "
+                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
+            ) from e
+        except OSError as e:
+            raise DriverStartError(
+                f"cannot create the aeron dir {self.aeron_dir}: {e.strerror or e}. "
+                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
+            ) from e
+
+    def _make_directory(self) -> None:
         directory = self.aeron_dir
         if directory.is_symlink():
             # The driver deletes and remakes its dir at start: through a link that would empty whatever it
@@ -290,22 +377,21 @@ class MediaDriver:
                 "and the driver deletes and recreates its dir at start. Give the real directory, or another "
                 "path, with --dir, AERON_DIR or -Daeron.dir"
             )
-        try:
-            if directory.exists():
-                if not self.ctx.dir_delete_on_start:
-                    self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
-                shutil.rmtree(directory)
-            directory.mkdir(parents=True)
-            (directory / "publications").mkdir()
-            (directory / "images").mkdir()
-            # Exact modes and group, whatever the umask: the dir holds every payload and the command ring.
-            for path in (directory, directory / "publications", directory / "images"):
-                self.permissions.apply_to_dir(path)
-        except OSError as e:
-            raise DriverStartError(
-                f"cannot create the aeron dir {directory}: {e.strerror or e}. "
-                "Choose a writable directory with --dir, AERON_DIR or -Daeron.dir"
-            ) from e
+        kept = False
+        if directory.exists():
+            if not self.ctx.dir_delete_on_start:
+                self.saved_error_log = inspect_existing_driver(directory, self.ctx.driver_timeout_ms)
+            # A mount point (a tmpfs, a container's memory volume) stays: what the driver made in it goes.
+            kept = not remove_dir(directory, owns_entry)
+        directory.mkdir(parents=True, exist_ok=kept)
+        (directory / "publications").mkdir()
+        (directory / "images").mkdir()
+        # Exact modes and group, whatever the umask: the dir holds every payload and the command ring. A kept dir
+        # of another owner keeps its mode (only its owner may change it); what the driver makes is private.
+        for path in (directory, directory / "publications", directory / "images"):
+            if path is directory and kept and directory.stat().st_uid != os.geteuid():
+                continue
+            self.permissions.apply_to_dir(path)
 
     def on_error(self, error: BaseException) -> None:
         """Every error the driver observes: kept once per distinct kind in the error log, then counted (as Aeron's
@@ -488,7 +574,8 @@ class MediaDriver:
         self.loss_report_file.close()
         self.cnc.close()
         if self.ctx.dir_delete_on_shutdown:
-            shutil.rmtree(self.aeron_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_dir(self.aeron_dir, owns_entry)
 
     def __enter__(self) -> MediaDriver:
         return self

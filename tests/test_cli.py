@@ -59,7 +59,7 @@ def test_stat_once_prints_aeron_stat_lines(driver_process) -> None:
     assert lines[1] == "=" * 70
     assert lines[2] == "  0:                    0 - Bytes sent"
     assert lines[26] == " 24:                    0 - Client liveness timeouts"
-    assert " 41:            1,234,567 - big one" in lines  # after 40 system counters and the heartbeat
+    assert " 42:            1,234,567 - big one" in lines  # after the driver's 41 counters and the heartbeat
 
 
 def test_errors_prints_the_error_log(driver_process) -> None:

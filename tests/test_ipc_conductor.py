@@ -15,12 +15,12 @@ from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
 from driver.protocol import control_protocol as cp
-from driver.status.system_counters import SystemCounterDescriptor
+from driver.status.system_counters import FIRST_FREE_COUNTER_ID
 from tests.support import wait_for
 
 TERM_LENGTH = 64 * 1024
 
-FIRST_FREE_ID = len(SystemCounterDescriptor)  # the first counter id after the system counters
+FIRST_FREE_ID = FIRST_FREE_COUNTER_ID  # the first counter id after the driver's own counters
 
 
 class Client:

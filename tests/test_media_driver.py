@@ -15,7 +15,7 @@ import pytest
 from driver.concurrent.cnc_file import CncFile
 from driver.concurrent.error_log import ErrorLogReader
 from driver.context import DriverContext
-from driver.media_driver import ActiveDriverError, DriverStartError, MediaDriver
+from driver.media_driver import ActiveDriverError, DriverStartError, MediaDriver, active_driver_message
 
 
 def _run_driver(aeron_dir: Path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
@@ -54,7 +54,12 @@ def test_a_live_driver_on_the_same_dir_is_refused_naming_its_pid(aeron_dir: Path
     first = driver_process()
     result = _run_driver(aeron_dir)
     assert result.returncode == 1
-    assert f"active driver detected in {aeron_dir}: pid {first.pid}" in result.stderr
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"mediadriver: active driver detected in {aeron_dir}: pid {first.pid} is running, heartbeat "
+        f"{line.split('heartbeat ')[1].split(' ms')[0]} ms ago; stop that driver first (mediadriver terminate "
+        f"--dir {aeron_dir}) or choose another directory with --dir, AERON_DIR or -Daeron.dir"
+    )
     assert first.proc.poll() is None  # the first driver is untouched
     assert first.stop() == 0
 
@@ -154,3 +159,19 @@ def test_a_stopped_driver_leaves_no_udp_port_bound(aeron_dir) -> None:
     for port in ports:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.bind(("127.0.0.1", port))  # OSError (address in use) if a socket was left open
+
+
+def test_a_dead_drivers_dir_says_its_pid_is_gone_and_when_it_is_taken_over(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(gone.stdout)  # exited: no such process (unless reused at once)
+    assert active_driver_message(tmp_path, pid, 3_000, 10_000) == (
+        f"active driver detected in {tmp_path}: pid {pid} is gone (no such process here) but its last heartbeat "
+        "was 3000 ms ago; a new driver takes the dir over in 7001 ms, once that heartbeat is older than the "
+        "10000 ms driver timeout (aeron.driver.timeout), or now with -Daeron.dir.delete.on.start=true (safe "
+        "unless a driver in another pid namespace, such as another container, shares the dir)"
+    )
+    # A restarted container's driver has the pid its predecessor had (1): that pid says nothing here.
+    assert active_driver_message(tmp_path, os.getpid(), 9_000, 10_000).startswith(
+        f"active driver detected in {tmp_path}: pid {os.getpid()} cannot be checked from this pid namespace but "
+        "its last heartbeat was 9000 ms ago; a new driver takes the dir over in 1001 ms"
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +23,9 @@ from driver.agent.command_queue import CommandQueue
 from driver.archive.archive_conductor import ArchiveConductor
 from driver.archive.archive_conductor_proxy import ArchiveConductorProxy
 from driver.archive.archive_context import ArchiveContext
+from driver.archive.archive_mark_file import FILENAME as MARK_FILE_NAME
 from driver.archive.archive_mark_file import ArchiveMarkFile
-from driver.archive.catalog import NULL_POSITION, Catalog, CatalogError
+from driver.archive.catalog import CATALOG_FILE_NAME, NULL_POSITION, Catalog, CatalogError
 from driver.archive.checksums import last_good_position
 from driver.archive.codecs import RecordingDescriptor
 from driver.archive.recorder import Recorder
@@ -43,7 +44,7 @@ from driver.archive.session_worker_proxy import ReplayerProxy, SessionWorkerProx
 from driver.client.aeron import Aeron
 from driver.client.exceptions import AeronError
 from driver.util.bit_util import is_power_of_two
-from driver.util.files import FilePermissions
+from driver.util.files import FilePermissions, remove_dir
 
 log = logging.getLogger("driver.archive")
 
@@ -84,6 +85,22 @@ def _descriptor_problem(d: RecordingDescriptor) -> str | None:
     return None
 
 
+_OWNED_NAME = re.compile(r"-?\d+(-\d+\.rec|\.crc|\.idx|\.idx\.tmp)")
+
+
+_SERVICE_ENTRIES = ("datasets", "http-token")
+"""The record & replay service keeps its data sets and token in the archive dir (docs/service.md): they describe
+the recordings, so they go with them."""
+
+
+def owns_entry(name: str) -> bool:
+    """What the archive makes in its dir (catalog, mark file, segments and sidecars) and the service's entries: all
+    that ``aeron.archive.dir.delete.on.start`` removes from a dir the archive may not remove (a mount point)."""
+    return (
+        name in (CATALOG_FILE_NAME, MARK_FILE_NAME, *_SERVICE_ENTRIES) or _OWNED_NAME.fullmatch(name) is not None
+    )
+
+
 def create_archive_dir(archive_dir: Path, permissions: FilePermissions) -> None:
     """Creates ``archive_dir`` (and missing parents) with the policy's mode and group, whatever the umask. A dir
     that already exists keeps its mode and group: the user made it, perhaps for other uses too, and the files the
@@ -119,8 +136,8 @@ class Archive:
         self.mark_file: ArchiveMarkFile | None = None
         permissions = ctx.file_permissions
         try:
-            if ctx.delete_archive_on_start and self.archive_dir.exists():
-                shutil.rmtree(self.archive_dir)
+            if ctx.delete_archive_on_start:
+                remove_dir(self.archive_dir, owns_entry)
             create_archive_dir(self.archive_dir, permissions)
         except OSError as e:
             raise ArchiveStartError(

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from driver import stop_signals
-from driver.cli.common import COMMAND_HELP, EXIT_USAGE, fail
+from driver.cli.common import COMMAND_HELP, EXIT_USAGE, fail, fail_os_error
 from driver.context import ConfigurationError, parse_property_args
 from driver.util.extras import MissingExtra, missing_extra
 
@@ -75,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args, properties)
     except MissingExtra as e:
         return fail(str(e), EXIT_USAGE)
+    except PermissionError as e:  # another user's files (the driver's, the archive's): the cause and the fix
+        return fail_os_error(e)
     except ImportError as e:  # a command that imports an extra's module without asking require() first
         missing = missing_extra(e, command)
         if missing is None:

@@ -23,6 +23,7 @@ from driver.cli.archive_replicate import add_replicate_parser
 from driver.cli.common import COMMAND_HELP, EXIT_OK, EXIT_USAGE, fail
 from driver.cli.long_running import archive_context, run_loop
 from driver.client.exceptions import AeronError
+from driver.util.files import describe_os_error
 from driver.views.archive_catalog import (
     DEFAULT_ARCHIVE_DIR,
     FORMATS,
@@ -166,7 +167,9 @@ def cmd_purge(args: argparse.Namespace, properties: dict[str, str]) -> int:
         context = ArchiveClientContext.from_sources({"aeron_dir": args.aeron_dir}, properties)
         with contextlib.closing(AeronArchive.connect(context=context)) as archive:
             files = archive.purge_recording(args.recording_id)
-    except (ArchiveError, AeronError, OSError) as e:
+    except OSError as e:
+        return fail(f"purge of recording {args.recording_id}: {describe_os_error(e)}", prog=PROG)
+    except (ArchiveError, AeronError) as e:
         return fail(f"purge of recording {args.recording_id}: {e}", prog=PROG)
     print(f"recording {args.recording_id} purged: {files} file(s) being deleted by the archive", flush=True)
     return EXIT_OK

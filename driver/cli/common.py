@@ -11,6 +11,7 @@ from pathlib import Path
 
 from driver.concurrent.cnc_file import CNC_FILE, CncError, CncFile, check_version
 from driver.context import default_aeron_dir
+from driver.util.files import describe_os_error, permission_denied
 
 PROG = "mediadriver"
 
@@ -44,6 +45,11 @@ def fail(message: str, code: int = EXIT_FAILURE, prog: str = PROG) -> int:
     return code
 
 
+def fail_os_error(error: OSError, code: int = EXIT_FAILURE, prog: str = PROG) -> int:
+    """``fail`` with an OSError as a user reads it: the file and the cause (a refusal names the fix)."""
+    return fail(describe_os_error(error), code, prog)
+
+
 def warn_unknown(properties: list[str]) -> None:
     for prop in properties:
         print(f"{PROG}: warning: unknown property {prop} ignored", file=sys.stderr)
@@ -57,9 +63,12 @@ def aeron_dir(args: argparse.Namespace, properties: dict[str, str]) -> str:
 def open_cnc(aeron_dir: str, timeout_s: float = 1.0) -> CncFile:
     """The driver's cnc.dat mapped read-only, once its version is set (a driver starting now sets it soon)."""
     path = Path(aeron_dir) / CNC_FILE
-    if not path.exists():
-        raise CncError(f"{path} does not exist: no driver has used {aeron_dir} (try --dir or AERON_DIR)")
-    cnc = CncFile.map_existing(path, writable=False)
+    try:
+        if not path.exists():
+            raise CncError(f"{path} does not exist: no driver has used {aeron_dir} (try --dir or AERON_DIR)")
+        cnc = CncFile.map_existing(path, writable=False)
+    except PermissionError as e:
+        raise CncError(permission_denied(path)) from e
     deadline = time.monotonic() + timeout_s
     while cnc.version == 0 and time.monotonic() < deadline:
         time.sleep(0.001)

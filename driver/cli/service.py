@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 from driver.cli.common import COMMAND_HELP, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
 from driver.service.token_file import TOKEN_ENV, read_token, token_path
+from driver.util.files import describe_os_error
 
 DEFAULT_URL = "http://127.0.0.1:8080"  # `mediadriver serve`'s default port
 DEFAULT_ARCHIVE_DIR = "aeron-archive"  # the archive's default (aeron.archive.dir)
@@ -198,7 +199,7 @@ def _run(args: argparse.Namespace, properties: dict[str, str], body: Callable[[S
     try:
         client = _client(args, properties)
     except OSError as e:
-        return fail(f"cannot read the token file: {e}", EXIT_USAGE)
+        return fail(f"cannot read the token file: {describe_os_error(e)}", EXIT_USAGE)
     try:
         return body(client)
     except ApiError as e:

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from driver.cli.common import COMMAND_HELP, EXIT_USAGE, aeron_dir, fail, open_cnc
+from driver.cli.common import COMMAND_HELP, EXIT_USAGE, aeron_dir, fail, fail_os_error, open_cnc
 from driver.concurrent.cnc_file import CncError, CncFile
 from driver.concurrent.counter_types import decode_counter, read_counters
 from driver.concurrent.counters import CountersReader
@@ -96,8 +96,10 @@ def _filtered_cnc(
     directory = aeron_dir(args, properties)
     try:
         return counters, directory, open_cnc(directory)
-    except (CncError, OSError) as e:
+    except CncError as e:
         return fail(str(e))
+    except OSError as e:
+        return fail_os_error(e)
 
 
 def cmd_stat(args: argparse.Namespace, properties: dict[str, str]) -> int:

@@ -27,7 +27,7 @@ from driver.concurrent.logbuffer.term_reader import TermReader
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.context import default_aeron_dir
 from driver.protocol import control_protocol as cp
-from driver.util.files import free_bytes, unallocated_bytes
+from driver.util.files import free_bytes, permission_denied, unallocated_bytes
 
 DEFAULT_DRIVER_TIMEOUT_MS = 10_000
 IDLE_SLEEP_S = 0.01
@@ -56,12 +56,7 @@ def _map_cnc(
         except (FileNotFoundError, CncError):
             pass
         except PermissionError as e:
-            raise AeronError(
-                f"permission denied on {cnc_path} ({e.strerror}): the driver's aeron dir and files are private "
-                "to the user running it unless it is started with -Daeron.dir.group=<a group of this user> "
-                "(group read-write: aeron.dir.mode=0770, aeron.file.mode=0660 by default then); "
-                "see docs/getting-started.md, 'Sharing the aeron dir'"
-            ) from e
+            raise AeronError(permission_denied(cnc_path)) from e
         if cnc is not None:
             while cnc.version == 0 and time.monotonic() < deadline:
                 time.sleep(0.001)

@@ -12,6 +12,7 @@ One lock serialises the duty cycle, which runs on the client's own background th
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,11 @@ from driver.concurrent.ring_buffer import ManyToOneRingBuffer
 from driver.protocol import control_protocol as cp
 
 KEEPALIVE_INTERVAL_MS = 500
+CLOSE_RETRY_S = 1.0
+CLOSE_RETRY_SLEEP_S = 0.001
+"""``close()`` retries CLIENT_CLOSE into a full to-driver ring this long, then goes without it."""
+
+log = logging.getLogger(__name__)
 
 
 def epoch_ms() -> int:
@@ -91,7 +97,12 @@ class ClientConductor:
 
     def _send(self, msg_type_id: int, body: bytes) -> None:
         if not self._to_driver.write(msg_type_id, body):
-            raise AeronError(f"could not write command {msg_type_id:#x}: the to-driver ring buffer is full")
+            name = cp.Command(msg_type_id).name if msg_type_id in cp.Command.__members__.values() else "command"
+            raise AeronError(
+                f"could not send {name} ({msg_type_id:#x}) to the driver: its to-driver ring "
+                "is full (the driver is not reading it, or other clients keep it full); try again, or give the driver "
+                "a larger aeron.conductor.buffer.length"
+            )
 
     def next_correlation_id(self) -> int:
         return self._to_driver.next_correlation_id()
@@ -139,7 +150,23 @@ class ClientConductor:
                 self.closed = True
                 self._pending.clear()
                 if self.failure is None:
-                    self._send(cp.Command.CLIENT_CLOSE, cp.encode_correlated(self.client_id, -1))
+                    self._send_close()
+
+    def _send_close(self) -> None:
+        """CLIENT_CLOSE, retried while other clients keep the ring full, for CLOSE_RETRY_S at most; then the client
+        goes without it (its local resources are released all the same; the driver reaps it by liveness)."""
+        body = cp.encode_correlated(self.client_id, -1)
+        deadline = time.monotonic() + CLOSE_RETRY_S
+        while not self._to_driver.write(cp.Command.CLIENT_CLOSE, body):
+            if time.monotonic() >= deadline:
+                log.info(
+                    "client %d closed without telling the driver: the to-driver ring stayed full for %g s; the "
+                    "driver releases its resources after the client liveness timeout",
+                    self.client_id,
+                    CLOSE_RETRY_S,
+                )
+                return
+            time.sleep(CLOSE_RETRY_SLEEP_S)
 
     # --- duty cycle ----------------------------------------------------------------------------
 
@@ -250,7 +277,11 @@ class ClientConductor:
         elif msg_type_id == cp.Event.ON_OPERATION_SUCCESS:
             correlation_id = cp.decode_operation_succeeded(body)
             self._respond(correlation_id, msg_type_id, correlation_id)
-        elif msg_type_id == cp.Event.ON_CLIENT_TIMEOUT and cp.decode_client_timeout(body) == self.client_id:
+        elif (
+            msg_type_id == cp.Event.ON_CLIENT_TIMEOUT
+            and cp.decode_client_timeout(body) == self.client_id
+            and not self.closed  # a 1.15.1 driver answers a clean close with it too: no timeout to report
+        ):
             self.failure = ClientTimeoutError(
                 f"the driver timed out client {self.client_id}: keepalives stopped for longer than "
                 "the client liveness timeout"

@@ -33,6 +33,9 @@ FLOW_CONTROL_RECEIVERS_TYPE_ID = 17
 SENDER_NAKS_RECEIVED_TYPE_ID = 19
 RECEIVER_NAKS_SENT_TYPE_ID = 20
 RECORDING_POSITION_TYPE_ID = 100  # Aeron Archive's RecordingPos, allocated through ADD_COUNTER
+CLIENT_CLOSES_TYPE_ID = 1100
+"""This driver's count of clients that closed cleanly (docs/counters.md section 9): not a type-0 system counter, so
+that no tool reading today's Aeron's system counters by id mistakes it for one (Aeron has used id 40 since)."""
 
 # Label prefixes, as the Java driver writes them.
 PUBLISHER_POS_NAME = "pub-pos (sample)"
@@ -172,6 +175,7 @@ TYPE_NAMES: dict[int, str] = {
     SENDER_NAKS_RECEIVED_TYPE_ID: SENDER_NAKS_RECEIVED_NAME,
     RECEIVER_NAKS_SENT_TYPE_ID: RECEIVER_NAKS_SENT_NAME,
     RECORDING_POSITION_TYPE_ID: "rec-pos",
+    CLIENT_CLOSES_TYPE_ID: "client-closes",
 }
 UNKNOWN_TYPE_NAME = "unknown"
 _TYPE_ALIASES = {

@@ -222,7 +222,9 @@ class ManyToOneRingBuffer:
                         break  # being written: the producer commits it, or unblock() pads it
                     reason = f"uncommitted length {record_length} is not a record the claimed space can hold"
                 else:
-                    msg_type_id = unpack_i32(view, record_index + TYPE_OFFSET)[0] if in_bounds else 0
+                    # The header itself is always inside the buffer (records are 8-aligned): even a record whose
+                    # length runs past the end is reported with the type its producer wrote.
+                    msg_type_id = unpack_i32(view, record_index + TYPE_OFFSET)[0]
                     if in_bounds and record_length >= HEADER_LENGTH:
                         if msg_type_id == PADDING_MSG_TYPE_ID:
                             bytes_read += extent

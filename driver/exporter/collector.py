@@ -7,6 +7,9 @@ Metric mapping (one series per allocated counter, plus derived and liveness gaug
                                                        25..39), e.g. ``aeron_bytes_sent_total``; the max cycle
                                                        times, bytes mapped, ``aeron_software_version`` (id 34)
                                                        and ``aeron_controllable_idle_strategy_status`` are gauges
+``aeron_client_closes_total`` (counter)                this driver's "Client closes" (type 1100): clients that
+                                                       closed cleanly, which ``aeron_client_liveness_timeouts_total``
+                                                       no longer counts (1.15.1 counts them there)
 ``aeron_stream_position_bytes`` (gauge)                pub-lmt, snd-pos, snd-lmt, pub-pos, rcv-hwm, rcv-pos, sub-pos;
                                                        labels type, registration_id, session_id, stream_id, channel,
                                                        counter_id
@@ -45,6 +48,7 @@ from prometheus_client.registry import Collector
 from driver.concurrent.cnc_file import CncError
 from driver.concurrent.counter_types import (
     CHANNEL_STATUS_TYPE_IDS,
+    CLIENT_CLOSES_TYPE_ID,
     CLIENT_HEARTBEAT_TYPE_ID,
     FLOW_CONTROL_RECEIVERS_TYPE_ID,
     LOCAL_SOCKET_ADDRESS_TYPE_ID,
@@ -217,6 +221,14 @@ def snapshot_metrics(snapshot: DriverSnapshot | None, now_ms: int, stale_after_m
                 system.append(CounterMetricFamily(name, help_text, value=c.value))
             else:
                 system.append(GaugeMetricFamily(name, help_text, value=c.value))
+        elif c.type_id == CLIENT_CLOSES_TYPE_ID:
+            system.append(
+                CounterMetricFamily(
+                    f"{PREFIX}_client_closes_total",
+                    "Clients that closed cleanly (CLIENT_CLOSE); liveness timeouts count only clients that went silent.",
+                    value=c.value,
+                )
+            )
         elif c.type_id in STREAM_COUNTER_TYPE_IDS:
             family: GaugeMetricFamily | CounterMetricFamily
             if c.type_id in STREAM_EVENT_COUNTER_TYPE_IDS:

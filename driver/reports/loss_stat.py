@@ -12,6 +12,7 @@ from datetime import tzinfo
 
 from driver.concurrent.error_log import format_timestamp_ms
 from driver.reports.loss_report import CorruptLossReportError, LossEntry, LossReportFile
+from driver.util.files import describe_os_error
 from driver.util.text import printable
 
 CSV_HEADER = "#OBSERVATION_COUNT, TOTAL_BYTES_LOST, FIRST_OBSERVATION, LAST_OBSERVATION, SESSION_ID, STREAM_ID, CHANNEL, SOURCE"
@@ -81,7 +82,7 @@ def run_loss_stat(location: str, output_format: str = "table") -> int:
         )
         return 1
     except OSError as e:
-        print(f"mediadriver: cannot read {path}: {e}", file=sys.stderr)
+        print(f"mediadriver: cannot read {path}: {describe_os_error(e)}", file=sys.stderr)
         return 1
     entries: list[LossEntry] = []
     problem = None

@@ -24,6 +24,7 @@ from driver.concurrent.counter_types import (
 from driver.concurrent.counters import CountersReader
 from driver.concurrent.error_log import ErrorLogReader
 from driver.concurrent.ring_buffer import ManyToOneRingBuffer
+from driver.util.files import describe_os_error
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class CncWatcher:
             self._unmap(f"{self.path} does not exist")
             return None
         except OSError as e:
-            self._unmap(f"{self.path}: {e.strerror or e}")
+            self._unmap(describe_os_error(e))
             return None
         cnc = self._cnc
         if cnc is not None:
@@ -100,7 +101,10 @@ class CncWatcher:
     def _map(self, st: os.stat_result) -> CncFile | None:
         try:
             cnc = CncFile.map_existing(self.path, writable=False)
-        except (CncError, OSError, ValueError) as e:
+        except OSError as e:
+            self.problem = describe_os_error(e)
+            return None
+        except (CncError, ValueError) as e:
             self.problem = str(e)
             return None
         version = cnc.version

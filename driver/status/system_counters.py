@@ -1,12 +1,12 @@
 """The driver-wide counters allocated first in cnc.dat: Aeron 1.15.1's 25 (ids 0..24, docs/counters.md §2), then
-the ones today's Aeron added after them, at today's Aeron's ids 25..39 (§8)."""
+the ones today's Aeron added after them, at today's Aeron's ids 25..39 (§8), then this driver's own (§9)."""
 
 from __future__ import annotations
 
 import struct
 from enum import IntEnum
 
-from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counter_types import CLIENT_CLOSES_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import AtomicCounter, CountersManager
 from driver.util.version import VERSION
 
@@ -86,6 +86,11 @@ class SystemCounterDescriptor(IntEnum):
         return manager.new_counter(self.label, SYSTEM_COUNTER_TYPE_ID, _I32.pack(self.value))
 
 
+CLIENT_CLOSES_LABEL = "Client closes"
+FIRST_FREE_COUNTER_ID = len(SystemCounterDescriptor) + 1
+"""The first counter id after the system counters and the driver's client-closes counter (docs/counters.md §9)."""
+
+
 class SystemCounters:
     """Allocates every system counter in order; must run on a fresh manager so ids equal descriptor ids."""
 
@@ -102,6 +107,9 @@ class SystemCounters:
                     "SystemCounters must be created first, on an empty CountersManager"
                 )
         self._counters[SystemCounterDescriptor.AERON_VERSION].set(semantic_version(DRIVER_VERSION))
+        self.client_closes = manager.new_counter(CLIENT_CLOSES_LABEL, CLIENT_CLOSES_TYPE_ID)
+        """Clients that closed with CLIENT_CLOSE; "Client liveness timeouts" counts only those that went silent
+        (1.15.1 counts both there)."""
 
     def get(self, descriptor: SystemCounterDescriptor) -> AtomicCounter:
         return self._counters[descriptor]
@@ -112,3 +120,5 @@ class SystemCounters:
     def close(self) -> None:
         for counter in self._counters.values():
             counter.close()
+        if hasattr(self, "client_closes"):
+            self.client_closes.close()

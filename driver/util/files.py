@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,3 +105,86 @@ def create_allocated_file(path: Path, length: int, permissions: FilePermissions,
             ) from e
         raise FileAllocationError(e.errno, f"cannot allocate {length} bytes for {path}: {e.strerror}") from e
     return fd
+
+
+_KEEP_DIR_ERRNOS = (errno.EBUSY, errno.EACCES, errno.EPERM, errno.EROFS)
+"""Why a directory whose contents are gone may still not be removable: a mount point (a tmpfs, a container's
+memory-backed volume, a bind mount) or a parent this user may not write."""
+
+
+def mount_points() -> frozenset[str]:
+    """Every mount point of this process's mount namespace (bind mounts within one file system too, which
+    ``os.path.ismount`` cannot see)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return frozenset()
+    # Field 5 is the mount point, with spaces and the like escaped as octal (\040).
+    return frozenset(
+        fields[4].encode().decode("unicode_escape") for fields in map(str.split, lines) if len(fields) > 4
+    )
+
+
+def is_mount_point(path: Path) -> bool:
+    return os.path.ismount(path) or os.path.realpath(path) in mount_points()
+
+
+def _remove_entry(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_dir(directory: Path, owned: Callable[[str], bool]) -> bool:
+    """Remove ``directory`` and what is in it, as Aeron does with its dirs; one that cannot itself go (a mount
+    point, or a parent this user may not write) is kept: then only the entries whose names ``owned`` accepts go
+    and the directory stays, to be used again. Returns whether the directory itself went.
+
+    Raises OSError for an entry that cannot be removed."""
+    if not directory.exists():
+        return True
+    if is_mount_point(directory) or not os.access(directory.parent, os.W_OK):
+        clear_owned(directory, owned)
+        return False
+    shutil.rmtree(directory, onerror=_keep_top(directory))
+    return not directory.exists()
+
+
+def clear_owned(directory: Path, owned: Callable[[str], bool]) -> None:
+    """Remove the entries of ``directory`` whose names ``owned`` accepts; the rest, and the directory, stay."""
+    for entry in sorted(os.listdir(directory)):
+        if owned(entry):
+            _remove_entry(directory / entry)
+
+
+def _keep_top(directory: Path) -> Callable[[Callable[..., object], str, object], None]:
+    def on_error(function: Callable[..., object], path: str, exc_info: object) -> None:
+        error = exc_info[1] if isinstance(exc_info, tuple) else exc_info
+        # Everything inside went; the directory itself cannot (a mount point ismount could not see).
+        if function is os.rmdir and path == str(directory) and getattr(error, "errno", None) in _KEEP_DIR_ERRNOS:
+            return
+        raise error  # type: ignore[misc]
+
+    return on_error
+
+
+def permission_denied(path: str | os.PathLike[str] | None) -> str:
+    """The one wording of a refused access to the driver's or the archive's files, for every command and the
+    client: the cause (whose files they are) and the fix, in one line."""
+    where = f" on {path}" if path else ""
+    return (
+        f"permission denied{where}: the driver's and the archive's dirs and files are private to the user that "
+        "runs them; run this as that user, or start them with -Daeron.dir.group=<a group of this user> "
+        "(group read-write; docs/getting-started.md, 'Sharing the aeron dir')"
+    )
+
+
+def describe_os_error(error: OSError) -> str:
+    """An OSError as a user reads it: the file and the cause, without errno numbers (a permission refusal as
+    ``permission_denied`` words it)."""
+    if isinstance(error, PermissionError):
+        return permission_denied(error.filename)
+    cause = error.strerror or str(error)
+    return f"{error.filename}: {cause}" if error.filename else cause

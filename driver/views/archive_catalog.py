@@ -42,6 +42,7 @@ from driver.concurrent.logbuffer.frame_descriptor import (
     HEADER_LENGTH,
 )
 from driver.util.bit_util import align, is_power_of_two
+from driver.util.files import permission_denied
 from driver.util.text import printable
 
 DEFAULT_ARCHIVE_DIR = "aeron-archive"  # aeron.archive.dir, relative to the archive's working directory
@@ -89,12 +90,16 @@ def open_catalog(archive_dir: Path) -> Catalog:
     hint = (
         f"pass --dir with the archive's directory (-D{ARCHIVE_DIR_PROPERTY}, default {DEFAULT_ARCHIVE_DIR})"
     )
+    try:
+        exists = archive_dir.exists() and (archive_dir / CATALOG_FILE).exists()
+    except PermissionError as e:
+        raise ArchiveDirError(permission_denied(e.filename or archive_dir)) from None
     if not archive_dir.exists():
         raise ArchiveDirError(f"no archive directory {archive_dir}: {hint}")
     if not archive_dir.is_dir():
         raise ArchiveDirError(f"{archive_dir} is not a directory: {hint}")
     path = archive_dir / CATALOG_FILE
-    if not path.exists():
+    if not exists:
         raise ArchiveDirError(
             f"no catalog {path}: {archive_dir} is not an archive directory (an archive creates "
             f"{CATALOG_FILE} when it first starts); {hint}"
@@ -103,6 +108,8 @@ def open_catalog(archive_dir: Path) -> Catalog:
         return Catalog(archive_dir, read_only=True)
     except CatalogError as e:
         raise ArchiveDirError(f"cannot read {path}: {e}") from None
+    except PermissionError:
+        raise ArchiveDirError(permission_denied(path)) from None
     except OSError as e:
         raise ArchiveDirError(f"cannot read {path}: {e.strerror or e}") from None
 

@@ -12,6 +12,7 @@ from driver.client import Aeron, ClientTimeoutError, CncVersionError, DriverTime
 from driver.concurrent.counters import RECORD_ALLOCATED
 from driver.context import DriverContext
 from driver.media_driver import MediaDriver
+from driver.status.system_counters import FIRST_FREE_COUNTER_ID
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from tests.support import ManualClock, wait_for
 
@@ -31,7 +32,7 @@ def test_connect_add_counter_and_close(driver_process) -> None:
         assert reader.get_counter_value(counter.id) == 1234
         assert reader.get_counter_label(counter.id) == "orders processed"
         assert reader.get_counter_type_id(counter.id) == 1001
-        assert _labels(aeron)[len(SC)] == f"client-heartbeat: {aeron.client_id}"  # first after the system counters
+        assert _labels(aeron)[FIRST_FREE_COUNTER_ID] == f"client-heartbeat: {aeron.client_id}"  # first after the driver's
         counter.close()
         assert reader.get_counter_state(counter.id) != RECORD_ALLOCATED
     # After CLIENT_CLOSE the driver reaps the client at its next timer tick (1 s).

@@ -331,6 +331,8 @@ def test_a_record_whose_length_lies_is_skipped_and_reported(lying_length: int, w
     assert collector.messages == [(1, b"before"), (2, b"after")]
     assert [(i, n) for i, n, _ in corrupt.records] == [(index, 40)]
     assert why in corrupt.records[0][2]
+    if lying_length > 0:
+        assert f"(length {lying_length}, type id 1)" in corrupt.records[0][2]  # the type its producer wrote
     assert ring.size() == 0 and raw[:CAPACITY] == bytes(CAPACITY)
 
 

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from driver.client import Aeron
 from driver.concurrent.counter_types import stream_position_key, stream_position_label
 from driver.exporter.collector import SYSTEM_METRIC_NAMES, CncCollector
-from driver.status.system_counters import SystemCounterDescriptor
+from driver.status.system_counters import FIRST_FREE_COUNTER_ID, SystemCounterDescriptor
 from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
 
 STAT_LINE = re.compile(r"^ *(\d+): +([\d,-]+) - (.*)$")
@@ -47,6 +47,8 @@ def counter_values(samples: Samples) -> dict[int, int]:
         label_map = dict(labels)
         if name in ID_BY_SYSTEM_NAME:
             values[ID_BY_SYSTEM_NAME[name]] = int(value)
+        elif name == "aeron_client_closes_total":  # the driver's own counter, after the system counters
+            values[FIRST_FREE_COUNTER_ID - 1] = int(value)
         elif "counter_id" in label_map:
             scale = 1000 if name == "aeron_client_heartbeat_timestamp_seconds" else 1
             values[int(label_map["counter_id"])] = round(value * scale)
@@ -88,7 +90,7 @@ def test_values_equal_stat_once_and_the_mapping_is_read_only(driver_process) -> 
             samples = scrape(collector)
             exported = counter_values(samples)
             stat = stat_once(driver.aeron_dir)
-            assert len(stat) == len(SystemCounterDescriptor) + 1 + 5  # system, client-heartbeat, the client's counters
+            assert len(stat) == FIRST_FREE_COUNTER_ID + 1 + 5  # the driver's, client-heartbeat, the client's counters
             # the agents' timings may move between the two reads
             timings = {d.id for d in SystemCounterDescriptor if "cycle" in d.label or "NameResolver" in d.label}
             assert {k: v for k, v in exported.items() if k not in timings} == {
@@ -149,7 +151,7 @@ def test_survives_a_driver_restart(driver_process) -> None:
             aeron.add_counter(1001, "before restart").set(111)
             before = scrape(collector)
         assert before[("aeron_driver_pid", frozenset())] == first.pid
-        assert counter_values(before)[len(SystemCounterDescriptor) + 1] == 111  # after the heartbeat
+        assert counter_values(before)[FIRST_FREE_COUNTER_ID + 1] == 111  # after the heartbeat
         assert first.stop() == 0
 
         deadline = time.monotonic() + 6
@@ -169,7 +171,7 @@ def test_survives_a_driver_restart(driver_process) -> None:
         assert after[("aeron_up", frozenset())] == 1
         assert after[("aeron_driver_pid", frozenset())] == second.pid != first.pid
         assert after[("aeron_exporter_cnc_maps_total", frozenset())] == 2
-        assert counter_values(after)[len(SystemCounterDescriptor) + 1] == 222
+        assert counter_values(after)[FIRST_FREE_COUNTER_ID + 1] == 222
         assert not any(("label", "before restart") in labels for _name, labels in after)
     finally:
         collector.close()

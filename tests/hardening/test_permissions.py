@@ -4,58 +4,19 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
-import subprocess
-import sys
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
 
 from driver.client import Aeron
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.users import another_user, run_as, run_command_as
 
 
 @pytest.fixture
 def other_user():
     """A second user and a group it belongs to (the tests run as root); removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("creating a user needs root")
-    name = f"aeront{uuid.uuid4().hex[:8]}"
-    group = f"{name}g"
-    made = subprocess.run(["groupadd", group], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot add a group: {made.stderr.strip()}")
-    made = subprocess.run(["useradd", "-M", "-N", "-G", group, name], capture_output=True, text=True)
-    if made.returncode != 0:
-        subprocess.run(["groupdel", group], check=False)
-        pytest.skip(f"cannot add a user: {made.stderr.strip()}")
-    try:
-        yield name, group
-    finally:
-        subprocess.run(["userdel", name], check=False)
-        subprocess.run(["groupdel", group], check=False)
-
-
-def run_as(user: str, code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "setpriv",
-            f"--reuid={user}",
-            f"--regid={pwd.getpwnam(user).pw_gid}",
-            "--init-groups",
-            sys.executable,
-            "-c",
-            textwrap.dedent(code),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"},
-    )
+    with another_user() as user:
+        yield user
 
 
 def test_defaults_keep_other_users_out(embedded_driver, aeron_dir: Path, other_user) -> None:
@@ -110,3 +71,44 @@ def test_a_group_member_can_use_a_driver_shared_with_its_group(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok")
+
+
+
+def test_every_command_names_the_cause_and_the_fix_of_a_refused_file(
+    embedded_driver, aeron_dir: Path, other_user, tmp_path: Path
+) -> None:
+    user, _group = other_user
+    embedded_driver()
+    archive_dir = tmp_path / "archive"
+    archive_dir.mkdir(mode=0o700)
+    (archive_dir / "archive.catalog").write_bytes(bytes(4096))
+    os.chmod(tmp_path, 0o755)
+    cnc = aeron_dir / "cnc.dat"
+    expected = {
+        ("stat", "--dir", str(aeron_dir), "--once"): f"mediadriver: permission denied on {cnc}: ",
+        ("streams", "--dir", str(aeron_dir), "--once"): f"mediadriver: permission denied on {cnc}: ",
+        ("errors", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {cnc}: ",
+        ("terminate", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {cnc}: ",
+        ("loss", "--dir", str(aeron_dir)): f"mediadriver: cannot read {aeron_dir / 'loss-report.dat'}: "
+        "permission denied on ",
+        ("archive", "--dir", str(archive_dir), "list"): "mediadriver archive: permission denied on ",
+        ("run", "--dir", str(aeron_dir)): f"mediadriver: permission denied on {aeron_dir}/cnc.dat (it belongs to "
+        f"root): the aeron dir {aeron_dir} is another user's, perhaps its driver's; run the driver as that user or "
+        "give it a directory of its own with --dir, AERON_DIR or -Daeron.dir",
+        ("datasets", "--archive-dir", str(archive_dir), "list"): "mediadriver: cannot read the token file: "
+        f"permission denied on {archive_dir / 'http-token'}: ",
+    }
+    (archive_dir / "http-token").write_text("secret\n")
+    for args, start in expected.items():
+        result = run_command_as(user, *args)
+        assert result.returncode == (2 if args[0] == "datasets" else 1), (args, result.stderr)
+        [line] = result.stderr.splitlines()  # one line, no traceback
+        assert line.startswith(start), (args, line)
+        assert "Errno" not in line
+        if args[0] == "run":
+            continue
+        assert line.endswith(
+            "private to the user that runs them; run this as that user, or start them with "
+            "-Daeron.dir.group=<a group of this user> (group read-write; docs/getting-started.md, 'Sharing the aeron dir')"
+        ), (args, line)
+        assert "Errno" not in line

@@ -10,6 +10,7 @@ import pytest
 pytestmark = pytest.mark.interop
 
 CLIENT_HEARTBEAT_TYPE_ID = 11
+CLIENT_CLOSES_TYPE_ID = 1100  # ours alone
 CLIENT_LIVENESS_TIMEOUTS_ID = 24
 FIRST_FREE_COUNTER_ID = 25  # after the 25 system counters
 
@@ -27,6 +28,12 @@ def _parse_client_output(lines):
     label = re.search(r"^LABEL (.*)$", text, re.MULTILINE)
     assert client and counter and value and label, text
     return int(client[1]), int(counter[1]), int(counter[2]), int(value[1]), label[1]
+
+
+def _client_closes(counters) -> int:
+    (closes,) = [c for c in counters.values() if c.type_id == CLIENT_CLOSES_TYPE_ID]
+    assert closes.label == "Client closes"
+    return closes.value
 
 
 def _heartbeat_counter(counters, client_id):
@@ -61,11 +68,13 @@ def test_counter_client_round_trip(kind, drivers, spawn_java, cnc):
     assert client.lines[-1] == "CLOSED"
     assert counter_id not in driver.counters()  # REMOVE_COUNTER was answered before close() returned
     # CLIENT_CLOSE: the driver drops the client at its next timer tick; Aeron 1.15.1 counts that as a liveness
-    # timeout too (the [java] case pins this quirk).
+    # timeout too (the [java] case pins this quirk), ours as a close ("Client closes", docs/commands.md).
+    timeouts = 1 if kind == "java" else 0
     cnc.wait_for(
         lambda: (
             heartbeat.id not in driver.counters()
-            and driver.counters()[CLIENT_LIVENESS_TIMEOUTS_ID].value == 1
+            and driver.counters()[CLIENT_LIVENESS_TIMEOUTS_ID].value == timeouts
+            and (kind == "java" or _client_closes(driver.counters()) == 1)
         ),
         TIMER_INTERVAL_S + 2.0,
         what="the closed client's heartbeat counter to be freed",

@@ -77,7 +77,7 @@ def test_pyaeron_publisher_and_subscriber_outlive_four_liveness_timeouts(our_dri
                 )
         deadline = time.monotonic() + PROCESS_DEADLINE_S
         # Late in the run (over three liveness timeouts in) every client must still be there and none timed out;
-        # read now because a client's own close later also counts as a timeout, as in 1.15.1.
+        # read now because a client's own close later also counts as a timeout on the Java driver (1.15.1).
         time.sleep(RUN_SECONDS - 2)
         still_running = {key: proc.poll() is None for key, proc in procs.items()}
         timeouts = driver.counters()[CLIENT_TIMEOUTS_ID]

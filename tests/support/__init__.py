@@ -66,6 +66,13 @@ What is here, and when to use which:
     A ``tmp_path_factory`` dir removed when its block ends: use it in every module- or session-scoped fixture
     that writes recordings, segments or other bulk (pytest would keep them until the run ends). Import from
     ``tests.support.scratch``.
+``mounted_tmpfs(mount_point, size)`` (tmpfs.py)
+    A real tmpfs mounted for the block (tests run as root; elsewhere the test skips): a file system that fills up,
+    or an aeron or archive dir that is a mount point, as a container's memory-backed volume is. Import from
+    ``tests.support.tmpfs``.
+``another_user()``, ``run_as``, ``run_command_as``, ``as_user`` (users.py)
+    A second user and its group for the block (root only; elsewhere the test skips), and code, a ``mediadriver``
+    command or any command run as that user. Import from ``tests.support.users``.
 ``Rig``, ``Peer``, ``Readiness``, ``MODES`` (differential.py)
     One driver's data path run three ways (the SHARED Python cycle, the native steady-state cycle serving the
     wake-ups it can, DEDICATED's agent by agent) over the same scripted events against a peer of real loopback

@@ -11,12 +11,13 @@ import pytest
 
 
 @contextlib.contextmanager
-def mounted_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
-    """Mount a tmpfs of ``size`` (as mount's ``size=``: 1m, 16m) on ``mount_point``; unmounted after. Skips the
-    test, saying why, where mounting is not permitted."""
+def mounted_tmpfs(mount_point: Path, size: str, options: str = "") -> Iterator[Path]:
+    """Mount a tmpfs of ``size`` (as mount's ``size=``: 1m, 16m) on ``mount_point``, with more of mount's
+    ``options`` (``uid=..,mode=0700``); unmounted after. Skips the test, saying why, where mounting is not
+    permitted."""
     mount_point.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+        ["mount", "-t", "tmpfs", "-o", ",".join(filter(None, (f"size={size}", options))), "tmpfs", str(mount_point)],
         capture_output=True,
         text=True,
     )

@@ -2,7 +2,7 @@
 and then remove hundreds of IPC and UDP publications and subscriptions each (UDP ones make images, so the
 receiver's requests to the conductor are in the burst too). With queues of 4 commands every proxy runs on
 its backlog; each command still gets its response and the driver ends with nothing left: no
-publication, image, endpoint or link (conductor state) and only the system counters in cnc.dat."""
+publication, image, endpoint or link (conductor state) and only the driver's own counters in cnc.dat."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 import time
 
 from driver.client import Aeron
-from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counter_types import CLIENT_CLOSES_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import CountersReader
 from driver.concurrent.error_log import ErrorLogReader, format_error_log
 from driver.status.system_counters import SystemCounterDescriptor as SC
@@ -91,9 +91,9 @@ def test_a_burst_larger_than_any_queue_loses_nothing(embedded_driver, monkeypatc
         types: list[int] = []
         reader = CountersReader(driver.cnc.counters_metadata_buffer, driver.cnc.counters_values_buffer)
         reader.for_each(lambda _id, type_id, _key, _label: types.append(type_id))
-        return set(types) == {SYSTEM_COUNTER_TYPE_ID}
+        return set(types) == {SYSTEM_COUNTER_TYPE_ID, CLIENT_CLOSES_TYPE_ID}
 
-    wait_for(only_system_counters, 10, "only the system counters to remain in cnc.dat")
+    wait_for(only_system_counters, 10, "only the driver's own counters to remain in cnc.dat")
     wait_for(
         lambda: not driver.sender.commands and not driver.receiver.has_pending_commands(),
         5,

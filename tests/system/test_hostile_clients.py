@@ -7,6 +7,7 @@ keeps exchanging messages over IPC throughout, and must never fail.
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from driver.client import Aeron
 from driver.client.exceptions import RegistrationError
 from driver.concurrent.cnc_file import CNC_FILE, CncFile
-from driver.concurrent.counter_types import SYSTEM_COUNTER_TYPE_ID
+from driver.concurrent.counter_types import CLIENT_CLOSES_TYPE_ID, SYSTEM_COUNTER_TYPE_ID
 from driver.concurrent.counters import CountersReader
 from driver.concurrent.error_log import format_error_log
 from driver.concurrent.ring_buffer import HEADER_LENGTH, TAIL_POSITION_OFFSET, ManyToOneRingBuffer
@@ -271,7 +272,7 @@ def test_reused_correlation_ids_are_refused_and_nothing_outlives_the_clients(emb
         return types
 
     # A large log is freed on the driver's log thread: its counters go once that is done, just after the lists.
-    wait_for(lambda: counter_types() == {SYSTEM_COUNTER_TYPE_ID}, 5, "only system counters to remain")
+    wait_for(lambda: counter_types() == {SYSTEM_COUNTER_TYPE_ID, CLIENT_CLOSES_TYPE_ID}, 5, "only the driver's own counters to remain")
     # The driver's thread deletes a log just after it drops the publication from its lists.
     wait_for(
         lambda: (
@@ -339,3 +340,22 @@ def test_a_client_flooding_bad_commands_cannot_lap_a_pausing_bystander(embedded_
             flooder.kill()
             flooder.wait()
         bystander.close()
+
+
+def test_a_record_running_past_the_buffer_is_logged_with_its_own_type_id(embedded_driver) -> None:
+    embedded = embedded_driver(**SETTINGS)
+    driver = embedded.driver
+    raw = RawRing(embedded.aeron_dir)
+    try:
+        errors = driver.system_counters.get(SC.ERRORS)
+        before = errors.get()
+        raw.write_record(40, 2 * 1024 * 1024, 119, bytes(32))
+        wait_for(lambda: errors.get() > before, 10, "the corrupt record to be counted")
+        [line] = [line for line in errors_logged(driver).splitlines() if "corrupt to-driver record" in line]
+        assert re.search(
+            r"CorruptCommandRecordError: corrupt to-driver record skipped \(\d+ bytes from index (\d+)\): record at index \1 "
+            r"\(length 2097152, type id 119\): runs \d+ bytes past the end of the \d+-byte buffer$",
+            line,
+        ), line
+    finally:
+        raw.close()

@@ -204,8 +204,10 @@ MODERN_ONLY_METRICS = (
     "_cycle_",
     "aeron_bytes_currently_mapped",
     "aeron_resolution_changes_total",
+    "aeron_client_closes_total",
 )
-"""In queries of today's Aeron's counters (docs/counters.md section 8), which the 1.15.1 driver here lacks."""
+"""In queries of today's Aeron's counters (docs/counters.md section 8) and of this driver's own (section 9), which
+the 1.15.1 driver here lacks."""
 
 
 def dashboard_queries() -> list[tuple[str, str]]:

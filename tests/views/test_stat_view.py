@@ -22,7 +22,7 @@ from driver.concurrent.counter_types import (
     stream_position_label,
 )
 from driver.status.driver_snapshot import DriverSnapshot
-from driver.status.system_counters import SystemCounterDescriptor
+from driver.status.system_counters import FIRST_FREE_COUNTER_ID
 from driver.views.stat_view import CounterFilter, render_table
 from driver.views.streams import render_streams, stream_lines
 from tests.support.recording_counters import REC_POS_TYPE_ID, rec_pos_key, rec_pos_label
@@ -143,10 +143,10 @@ def test_cli_filters_streams_and_table_on_our_driver(driver_process) -> None:
     for result in (full, by_stream, by_type, table, streams, streams_ipc):
         assert result.returncode == 0, result.stderr
     lines = full.stdout.splitlines()
-    assert len(lines) == 2 + len(SystemCounterDescriptor) + 1 + 11  # header, system counters, client heartbeat, the client's counters
+    assert len(lines) == 2 + FIRST_FREE_COUNTER_ID + 1 + 11  # header, the driver's counters, client heartbeat, the client's
     assert by_stream.stdout.splitlines()[0][8:] == lines[0][8:]  # same header (but for the time)
     picked = by_stream.stdout.splitlines()[2:]
-    first = len(SystemCounterDescriptor) + 1  # the client's counters follow its heartbeat, in COUNTERS order
+    first = FIRST_FREE_COUNTER_ID + 1  # the client's counters follow its heartbeat, in COUNTERS order
     assert [line.split(":")[0].strip() for line in picked] == [str(first + i) for i in (8, 9, 10)]
     assert set(picked) <= set(lines[2:])
     assert [line.split(" - ")[1] for line in by_type.stdout.splitlines()[2:]] == [
@@ -188,7 +188,7 @@ def test_live_views_refresh_until_ctrl_c(driver_process) -> None:
         assert len(screens) >= 2, out
         if command[0] == "stat":
             assert (
-                "pid" in screens[-1] and f"0 of {len(SystemCounterDescriptor)} counters" in screens[-1]
+                "pid" in screens[-1] and f"0 of {FIRST_FREE_COUNTER_ID} counters" in screens[-1]
             )  # system counters have no stream
         else:
             assert f"Command `n Control file {driver.aeron_dir}/cnc.dat" in screens[-1]

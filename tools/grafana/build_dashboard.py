@@ -475,11 +475,13 @@ def build() -> dashboard.Dashboard:
         .with_panel(
             graph(
                 "Errors and client timeouts",
-                "Errors the driver observed and clients it timed out, per second.",
+                "Errors the driver observed, clients it timed out and (apart from those) clients that closed "
+                "cleanly, per second.",
                 "ops",
                 [
                     (rate("aeron_errors_total"), "{{instance}} errors"),
                     (rate("aeron_client_liveness_timeouts_total"), "{{instance}} client timeouts"),
+                    (rate("aeron_client_closes_total"), "{{instance}} client closes"),
                     (rate("aeron_unblocked_publications_total"), "{{instance}} unblocked publications"),
                     (rate("aeron_unblocked_control_commands_total"), "{{instance}} unblocked commands"),
                 ],

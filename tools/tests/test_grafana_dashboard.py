@@ -16,11 +16,11 @@ from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from driver.cli.exporter import DEFAULT_METRICS_PORT
-from driver.concurrent.counter_types import decode_counter
+from driver.concurrent.counter_types import CLIENT_CLOSES_TYPE_ID, decode_counter
 from driver.exporter import DEFAULT_PORT
 from driver.exporter.collector import snapshot_metrics
 from driver.status.driver_snapshot import DriverSnapshot
-from driver.status.system_counters import SystemCounterDescriptor
+from driver.status.system_counters import CLIENT_CLOSES_LABEL, SystemCounterDescriptor
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDER = ROOT / "tools" / "grafana" / "build_dashboard.py"
@@ -55,6 +55,7 @@ def test_json_round_trips_through_the_sdk_model() -> None:
 
 def exporter_metric_names() -> set[str]:
     counters = [decode_counter(d.id, 0, struct.pack("<i", d.id), d.label, 0) for d in SystemCounterDescriptor]
+    counters.append(decode_counter(len(counters), CLIENT_CLOSES_TYPE_ID, b"", CLIENT_CLOSES_LABEL, 0))
     snapshot = DriverSnapshot(Path("cnc.dat"), 15, 1, 0, 0, 0, counters)
     names = set()
     for family in snapshot_metrics(snapshot, 0, 10_000):
