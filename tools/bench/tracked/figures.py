@@ -1,9 +1,10 @@
 """The tracked figures (asv ``track_*`` benchmarks): each a same-run ratio of ours against its reference, or a
 figure with a goal of its own, taken from one quick run of a benchmark script of tools/bench.
 
-Each class runs its script once (``setup_cache``: its one JSON line) and its ``track_*`` methods read figures from
-it. ``@figure`` gives each its unit, whether higher or lower is better (tools/bench/track.py names a figure that got
-more than 20 % worse) and its goal. The scripts start the references as their users do (the Java driver, archive
+Each class runs its script once (``setup_cache``: its one JSON line; asv keys the cache by where the method is
+written, so each class writes its own) and its ``track_*`` attributes, made by ``figure``, read figures from it:
+each with its unit, whether higher or lower is better (tools/bench/track.py names a figure that got more than 20 %
+worse) and its goal. The scripts start the references as their users do (the Java driver, archive
 and sample clients from the jar; pyaeron in its own venv); the options here are the quick set's, about 12 minutes
 in all on a 2-core machine. Run through asv (``make bench``), or one class alone:
 ``python -m asv run --python=same --quick --bench Startup --config tools/bench/asv.conf.json``.
@@ -27,15 +28,26 @@ DIRECTIONS: dict[str, str] = {}
 
 
 def figure(
-    unit: str, better: str, goal: float | None = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def mark(method: Callable[..., Any]) -> Callable[..., Any]:
-        method.unit = unit  # type: ignore[attr-defined]
-        method.goal = goal  # type: ignore[attr-defined]
-        DIRECTIONS[method.__qualname__] = better
-        return method
+    path: tuple[str, ...], unit: str, better: str, goal: float | None = None
+) -> Callable[[Any, dict[str, Any]], float]:
+    """A track method reading the number at ``path`` of the class's JSON line (see ``pick``)."""
 
-    return mark
+    def track(self: Any, result: dict[str, Any]) -> float:
+        return pick(result, *path)
+
+    track.unit = unit  # type: ignore[attr-defined]
+    track.goal = goal  # type: ignore[attr-defined]
+    track.better = better  # type: ignore[attr-defined]
+    return track
+
+
+def tracked(cls: type) -> type:
+    """Names each ``figure`` of the class after its attribute and notes which way is better."""
+    for name, method in vars(cls).items():
+        if name.startswith("track_"):
+            method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
+            DIRECTIONS[method.__qualname__] = method.better
+    return cls
 
 
 def direction(name: str) -> str:
@@ -63,43 +75,18 @@ def run_script(name: str, *args: str) -> dict[str, Any]:
 
 
 def pick(result: dict[str, Any], *path: str) -> float:
-    """The number at ``path``; a key ending in ``*`` matches the first key that starts with the rest."""
+    """The number at ``path``; a key ending in ``*`` matches the first key that starts with the rest; of a list of
+    numbers (one per run), the largest."""
     value: Any = result
     for key in path:
         if key.endswith("*"):
             key = next(k for k in value if k.startswith(key[:-1]))
         value = value[key]
+    if isinstance(value, list) and value and all(isinstance(v, int | float) for v in value):
+        value = max(value)
     if not isinstance(value, int | float):
         raise ValueError(f"{'/'.join(path)} is {value!r}, not a number")
     return float(value)
-
-
-class Startup:
-    """Launch to a ready cnc.dat and idle anonymous memory, ours vs the Java driver; the CLI's start-up."""
-
-    timeout = 300
-    script = "startup"
-    args = ("--launches", "3")
-    reference = "the Java 1.15.1 driver launched the same way"
-
-    def setup_cache(self) -> dict[str, Any]:
-        return run_script(self.script, *self.args)
-
-    @figure("x Java", "lower", 0.7)
-    def track_ready_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ready_ratio")
-
-    @figure("x Java", "lower", 0.7)
-    def track_rss_anon_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "rss_ratio")
-
-    @figure("s", "lower", 0.25)
-    def track_help_s(self, r: dict[str, Any]) -> float:
-        return pick(r, "help_s")
-
-    @figure("s", "lower", 0.25)
-    def track_stat_once_s(self, r: dict[str, Any]) -> float:
-        return pick(r, "stat_once_s")
 
 
 STEADY_QUICK = (
@@ -113,233 +100,188 @@ STEADY_QUICK = (
     "ours,java",
     "--no-shell-check",
 )
+LOSS_QUICK = ("--runs", "1", "--seconds", "5", "--skip", "2")
+JAVA_DRIVER = "the Java 1.15.1 driver (SHARED), Java sample clients for both"
+JAVA_LOSS = "the Java 1.15.1 driver with its DebugReceiveChannelEndpoint, Java clients for both"
+JAVA_ARCHIVE = "the Java 1.15.1 ArchivingMediaDriver, the 1.15.1 AeronArchive client for both"
 
 
+@tracked
+class Startup:
+    """Launch to a ready cnc.dat and idle anonymous memory, ours vs the Java driver; the CLI's start-up."""
+
+    timeout = 300
+    script, args = "startup", ("--launches", "3")
+    reference = "the Java 1.15.1 driver launched the same way"
+
+    def setup_cache(self) -> dict[str, Any]:
+        return run_script(self.script, *self.args)
+
+    track_ready_ratio = figure(("ready_ratio",), "x Java", "lower", 0.7)
+    track_rss_anon_ratio = figure(("rss_ratio",), "x Java", "lower", 0.7)
+    track_help_s = figure(("help_s",), "s", "lower", 0.25)
+    track_stat_once_s = figure(("stat_once_s",), "s", "lower", 0.25)
+
+
+@tracked
 class Udp32:
     """Java StreamingPublisher -> RateSubscriber over UDP loopback, 32 B, ours vs the Java driver (SHARED)."""
 
     timeout = 300
-    script = "udp_throughput"
-    args = STEADY_QUICK
-    reference = "the Java 1.15.1 driver (SHARED), Java sample clients for both"
+    script, args, reference = "udp_throughput", STEADY_QUICK, JAVA_DRIVER
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "higher", 1.5)
-    def track_msgs_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "ours*")
+    track_msgs_ratio = figure(("ratios", "ours*"), "x Java", "higher", 1.5)
 
 
+@tracked
 class Udp1k:
     """The same at 1 KiB."""
 
     timeout = 300
-    script = "udp_throughput"
-    args = (*STEADY_QUICK, "--length", "1024")
-    reference = "the Java 1.15.1 driver (SHARED), Java sample clients for both"
+    script, args, reference = "udp_throughput", (*STEADY_QUICK, "--length", "1024"), JAVA_DRIVER
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "higher", 1.5)
-    def track_msgs_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "ours*")
+    track_msgs_ratio = figure(("ratios", "ours*"), "x Java", "higher", 1.5)
 
 
+@tracked
 class RoundTrips:
     """Java Ping <-> Pong over UDP: ours with defaults and with the low-latency profile vs the Java driver."""
 
     timeout = 600
-    script = "ping_pong"
-    args = ("--runs", "1", "--channel", "udp")
+    script, args = "ping_pong", ("--runs", "1", "--channel", "udp")
     reference = "the Java 1.15.1 driver (SHARED), Java Ping and Pong for both"
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "lower", 1.0)
-    def track_p50_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "p50_ratio")
-
-    @figure("x Java", "lower", 1.0)
-    def track_p99_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "p99_ratio")
-
-    @figure("x Java", "lower", 0.7)
-    def track_low_latency_p50_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ll_p50_ratio")
-
-    @figure("x Java", "lower", 0.7)
-    def track_low_latency_p99_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ll_p99_ratio")
+    track_p50_ratio = figure(("p50_ratio",), "x Java", "lower", 1.0)
+    track_p99_ratio = figure(("p99_ratio",), "x Java", "lower", 1.0)
+    track_low_latency_p50_ratio = figure(("ll_p50_ratio",), "x Java", "lower", 0.7)
+    track_low_latency_p99_ratio = figure(("ll_p99_ratio",), "x Java", "lower", 0.7)
 
 
-LOSS_QUICK = ("--runs", "1", "--seconds", "5", "--skip", "2")
-
-
+@tracked
 class Loss5:
     """Sequenced publisher -> subscriber over UDP with 5 % of data datagrams dropped at the receiver."""
 
     timeout = 300
-    script = "loss_throughput"
-    args = (*LOSS_QUICK, "--loss", "0.05")
-    reference = "the Java 1.15.1 driver with its DebugReceiveChannelEndpoint, Java clients for both"
+    script, args, reference = "loss_throughput", (*LOSS_QUICK, "--loss", "0.05"), JAVA_LOSS
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "higher", 10.0)
-    def track_msgs_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratio")
+    track_msgs_ratio = figure(("ratio",), "x Java", "higher", 10.0)
 
 
+@tracked
 class Loss1:
     """The same with 1 % dropped."""
 
     timeout = 300
-    script = "loss_throughput"
-    args = (*LOSS_QUICK, "--loss", "0.01")
-    reference = "the Java 1.15.1 driver with its DebugReceiveChannelEndpoint, Java clients for both"
+    script, args, reference = "loss_throughput", (*LOSS_QUICK, "--loss", "0.01"), JAVA_LOSS
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "higher", 5.0)
-    def track_msgs_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratio")
+    track_msgs_ratio = figure(("ratio",), "x Java", "higher", 5.0)
 
 
+@tracked
 class Archive:
     """The 1.15.1 AeronArchive client records an IPC stream and replays it: ours (checksums on) vs Java's."""
 
     timeout = 600
-    script = "archive_throughput"
-    args = ("--runs", "1", "--no-shell-check")
-    reference = "the Java 1.15.1 ArchivingMediaDriver, the 1.15.1 AeronArchive client for both"
+    script, args, reference = "archive_throughput", ("--runs", "1", "--no-shell-check"), JAVA_ARCHIVE
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "higher", 1.0)
-    def track_record_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "len_32", "record_ratio")
-
-    @figure("x Java", "higher", 1.0)
-    def track_replay_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "len_32", "replay_ratio")
-
-    @figure("x Java", "higher", 1.0)
-    def track_record_1k_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "len_1024", "record_ratio")
-
-    @figure("x Java", "higher", 1.0)
-    def track_replay_1k_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "len_1024", "replay_ratio")
+    track_record_32_ratio = figure(("len_32", "record_ratio"), "x Java", "higher", 1.0)
+    track_replay_32_ratio = figure(("len_32", "replay_ratio"), "x Java", "higher", 1.0)
+    track_record_1k_ratio = figure(("len_1024", "record_ratio"), "x Java", "higher", 1.0)
+    track_replay_1k_ratio = figure(("len_1024", "replay_ratio"), "x Java", "higher", 1.0)
 
 
+@tracked
 class ReplayLatency:
     """startReplay -> first fragment polled over IPC, ours vs Java's archive."""
 
     timeout = 300
-    script = "archive_replay_latency"
-    args = ("--runs", "1", "--reps", "200", "--warmup", "50")
-    reference = "the Java 1.15.1 ArchivingMediaDriver, the 1.15.1 AeronArchive client for both"
+    script, args = "archive_replay_latency", ("--runs", "1", "--reps", "200", "--warmup", "50")
+    reference = JAVA_ARCHIVE
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "lower", 0.5)
-    def track_p50_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "p50_ratio")
+    track_p50_ratio = figure(("p50_ratio",), "x Java", "lower", 0.5)
 
 
+@tracked
 class PythonClients:
     """Our Python client vs pyaeron (the Aeron 1.53 C client) through our driver, per message, process to
     process; and our asyncio API against our blocking one."""
 
     timeout = 900
-    script = "python_clients"
-    args = ("--runs", "1")
+    script, args = "python_clients", ("--runs", "1")
     reference = "pyaeron 0.1.0 (the Aeron 1.53 C client) through our driver, same interpreter"
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x pyaeron", "higher", 1.2)
-    def track_ipc_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "message/ipc/32 *")
-
-    @figure("x pyaeron", "higher", 1.2)
-    def track_ipc_1k_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "message/ipc/1024 *")
-
-    @figure("x pyaeron", "higher", 1.0)
-    def track_udp_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "message/udp/32 *")
-
-    @figure("x ours blocking", "higher", 0.8)
-    def track_asyncio_ipc_32_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratios", "asyncio/ipc/32 *")
+    track_ipc_32_ratio = figure(("ratios", "message/ipc/32 *"), "x pyaeron", "higher", 1.2)
+    track_ipc_1k_ratio = figure(("ratios", "message/ipc/1024 *"), "x pyaeron", "higher", 1.2)
+    track_udp_32_ratio = figure(("ratios", "message/udp/32 *"), "x pyaeron", "higher", 1.0)
+    track_asyncio_ipc_32_ratio = figure(("ratios", "asyncio/ipc/32 *"), "x ours blocking", "higher", 0.8)
 
 
+@tracked
 class ServiceReplay:
     """The record & replay service's replay forwarding, from the request, against the archive's plain replay."""
 
     timeout = 300
-    script = "service_replay"
-    args = ("--runs", "1", "--messages", "100000")
+    script, args = "service_replay", ("--runs", "1", "--messages", "100000")
     reference = "the archive's plain replay of the same recording"
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("msgs/s", "higher", 200_000)
-    def track_msgs_per_s(self, r: dict[str, Any]) -> float:
-        return pick(r, "msgs_per_s", "service")
-
-    @figure("x plain replay", "higher")
-    def track_vs_plain_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "service_vs_plain")
+    track_msgs_per_s = figure(("msgs_per_s", "service"), "msgs/s", "higher", 200_000)
+    track_vs_plain_ratio = figure(("service_vs_plain",), "x plain replay", "higher")
 
 
+@tracked
 class Replication:
     """Archive replication between two network namespaces against a plain replay over the same link; the time
     from a merge request to the live stream."""
 
     timeout = 600
-    script = "replication"
-    args = ("--runs", "1", "--mib", "64")
+    script, args = "replication", ("--runs", "1", "--mib", "64")
     reference = "a plain replay over the same veth link between two namespaces"
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x plain replay", "higher", 0.8)
-    def track_copy_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "ratio")
-
-    @figure("s", "lower", 2.0)
-    def track_merge_s(self, r: dict[str, Any]) -> float:
-        return max(r["merge_s"])
+    track_copy_ratio = figure(("ratio",), "x plain replay", "higher", 0.8)
+    track_merge_s = figure(("merge_s",), "s", "lower", 2.0)
 
 
+@tracked
 class ManyStreams:
     """16 and 256 streams of one UDP channel at 200 k msgs/s in all, our Python client on both ends: the
     driver's CPU, ours vs the Java driver."""
 
     timeout = 600
-    script = "many_streams"
-    args = ("--streams", "16,256", "--seconds", "5", "--warmup", "2")
+    script, args = "many_streams", ("--streams", "16,256", "--seconds", "5", "--warmup", "2")
     reference = "the Java 1.15.1 driver (SHARED), the same Python client processes for both"
 
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    @figure("x Java", "lower", 1.0)
-    def track_cpu_16_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "streams", "16", "cpu_ratio")
-
-    @figure("x Java", "lower", 1.0)
-    def track_cpu_256_ratio(self, r: dict[str, Any]) -> float:
-        return pick(r, "streams", "256", "cpu_ratio")
+    track_cpu_16_ratio = figure(("streams", "16", "cpu_ratio"), "x Java", "lower", 1.0)
+    track_cpu_256_ratio = figure(("streams", "256", "cpu_ratio"), "x Java", "lower", 1.0)
