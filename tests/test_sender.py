@@ -169,6 +169,23 @@ def test_nak_is_answered_with_a_retransmission(env: Env) -> None:
     assert env[SC.RETRANSMITS_SENT] == 1
 
 
+def data_datagrams(env: Env, receiver: socket.socket, length: int, timeout_s: float = 5.0) -> list[bytes]:
+    """Run the sender until ``length`` bytes of data frames (not heartbeats or setups) reached ``receiver``."""
+    deadline = time.monotonic() + timeout_s
+    received: list[bytes] = []
+    while sum(len(d) for d in received) < length and time.monotonic() < deadline:
+        env.sender.do_work()
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                datagram = receiver.recv(65536)
+                if (
+                    frames.frame_type(datagram) == frames.HDR_TYPE_DATA
+                    and len(datagram) > frames.HEADER_LENGTH
+                ):
+                    received.append(datagram)
+    return received
+
+
 def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagrams(
     tmp_path: Path, clock
 ) -> None:
@@ -186,25 +203,10 @@ def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagram
             sender_address = transport.send_local_address
             receiver.sendto(sm(11), sender_address)
             env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, 4 datagrams
-            deadline = time.monotonic() + 5
-            first: list[bytes] = []
-            while sum(len(d) for d in first) < 30 * 160 and time.monotonic() < deadline:
-                env.sender.do_work()
-                with contextlib.suppress(BlockingIOError):
-                    while True:
-                        datagram = receiver.recv(65536)
-                        if frames.frame_type(datagram) == frames.HDR_TYPE_DATA and len(datagram) > 32:
-                            first.append(datagram)
+            first = data_datagrams(env, receiver, 30 * 160)
             assert b"".join(first) == publication.raw_log.term_buffers[0].get_bytes(0, 30 * 160)
             receiver.sendto(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 3200), sender_address)
-            resent: list[bytes] = []
-            while sum(len(d) for d in resent) < 3200 and time.monotonic() < deadline:
-                env.sender.do_work()
-                with contextlib.suppress(BlockingIOError):
-                    while True:
-                        datagram = receiver.recv(65536)
-                        if frames.frame_type(datagram) == frames.HDR_TYPE_DATA and len(datagram) > 32:
-                            resent.append(datagram)
+            resent = data_datagrams(env, receiver, 3200)
             assert [len(d) for d in resent] == [1280, 1280, 640]  # whole frames, each datagram <= the MTU
             assert b"".join(resent) == publication.raw_log.term_buffers[0].get_bytes(320, 3200)
             assert env[SC.RETRANSMITS_SENT] == 1

@@ -17,6 +17,7 @@ import argparse
 import struct
 import sys
 import time
+from typing import Any
 
 from driver.client import Aeron
 
@@ -26,16 +27,21 @@ SAMPLE_EVERY = 16
 READY_TIMEOUT_S = 60.0
 
 
+def ready(items: list[Any], failure: str) -> None:
+    """Wait until every publication or subscription is connected, then say READY."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not all(item.is_connected for item in items):
+        if time.monotonic() > deadline:
+            raise SystemExit(failure)
+        time.sleep(0.01)
+    print("READY", flush=True)
+
+
 def publish(aeron: Aeron, args: argparse.Namespace) -> None:
     publications = [
         aeron.add_exclusive_publication(args.channel, FIRST_STREAM_ID + i) for i in range(args.streams)
     ]
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not all(p.is_connected for p in publications):
-        if time.monotonic() > deadline:
-            raise SystemExit("not every publication connected")
-        time.sleep(0.01)
-    print("READY", flush=True)
+    ready(publications, "not every publication connected")
     message = bytearray(args.length)
     interval_ns = int(1e9 / args.rate) if args.rate > 0 else 0
     sent = 0
@@ -62,12 +68,7 @@ def publish(aeron: Aeron, args: argparse.Namespace) -> None:
 def subscribe(aeron: Aeron, args: argparse.Namespace) -> None:
     subscriptions = [aeron.add_subscription(args.channel, FIRST_STREAM_ID + i) for i in range(args.streams)]
     print("SUBSCRIBED", flush=True)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not all(s.is_connected for s in subscriptions):
-        if time.monotonic() > deadline:
-            raise SystemExit("not every subscription has an image")
-        time.sleep(0.01)
-    print("READY", flush=True)
+    ready(subscriptions, "not every subscription has an image")
     received = 0
     latencies: list[int] = []
 
