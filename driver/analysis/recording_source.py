@@ -117,7 +117,7 @@ class RecordingReader(DataSourceReader):
         if dataset:
             self.bounds.only_recordings(recordings.dataset_recordings(Path(path), dataset))
 
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         if self.corrupt == "report":
             return filters  # the report's columns are not the messages'
         return [f for f in filters if not apply_filter(self.bounds, f)]

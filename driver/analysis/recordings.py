@@ -440,7 +440,9 @@ class SliceReader:
         self.batch_bytes = batch_bytes
         self.problems: list[_Problem] = []
         self.files_opened = 0
-        self._sums = checksums_between(s.archive_dir, s.recording.recording_id, s.low) if s.checksummed else None
+        self._sums = (
+            checksums_between(s.archive_dir, s.recording.recording_id, s.low) if s.checksummed else None
+        )
 
     def _open(self, path: str) -> _Segment | None:
         try:
@@ -511,7 +513,11 @@ class SliceReader:
             tail_start = int(np.argmax(message == message[-1]))
             tail = (position[tail_start:], offset[tail_start:], length[tail_start:], header[tail_start])
         position, offset, length, header, begins = (
-            position[keep], offset[keep], length[keep], header[keep], begins[keep]
+            position[keep],
+            offset[keep],
+            length[keep],
+            header[keep],
+            begins[keep],
         )
         firsts = np.flatnonzero(begins)
         if len(firsts):
@@ -587,10 +593,13 @@ class SliceReader:
         start = int(positions[0])
         if not s.low <= start < s.high:
             return None
-        parts = [bytes(segment.map[o + HEADER_LENGTH : o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+        parts = [
+            bytes(segment.map[o + HEADER_LENGTH : o + n])
+            for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)
+        ]
         position = int(positions[-1] + _aligned(lengths[-1:])[0])
         while position < r.end_position:
-            index, offset = segment_position(r.start_position, position, r.term_length, r.segment_length)
+            index = segment_position(r.start_position, position, r.term_length, r.segment_length).index
             path = str(segment_path(s.archive_dir, r.recording_id, index))
             following = self._open(path)
             if following is None:
@@ -600,7 +609,11 @@ class SliceReader:
                 frames, problem = _walk(following, after, position, min(r.end_position, position + r.term_length),
                                         self._sums)  # fmt: skip
                 for p, o, n, h in zip(
-                    frames.position.tolist(), frames.offset.tolist(), frames.length.tolist(), frames.header
+                    frames.position.tolist(),
+                    frames.offset.tolist(),
+                    frames.length.tolist(),
+                    frames.header,
+                    strict=True,
                 ):
                     if int(h["type"]) != HDR_TYPE_DATA:
                         continue
@@ -609,7 +622,9 @@ class SliceReader:
                     parts.append(bytes(following.map[o + HEADER_LENGTH : o + n]))
                     if int(h["flags"]) & END_FLAG:
                         return self._batch(
-                            np.array([start], np.int64), np.array([first], HEADER), pa.array([b"".join(parts)])
+                            np.array([start], np.int64),
+                            np.array([first], HEADER),
+                            pa.array([b"".join(parts)]),
                         )
                     position = p + ((n + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT)
                 if problem is not None:

@@ -121,10 +121,9 @@ def record(env: RecordingEnv, sessions: Sequence[Session]) -> list[int]:
         env.client.start_recording(IPC, stream_id, SourceLocation.LOCAL)
         recording_id = (
             wait_for(
-                lambda s=stream_id, p=publication: env.client.find_last_matching_recording(
-                    0, IPC, s, p.session_id
-                )
-                + 1,
+                lambda s=stream_id, p=publication: (
+                    env.client.find_last_matching_recording(0, IPC, s, p.session_id) + 1
+                ),
                 10,
                 "the recording to start",
             )
@@ -138,9 +137,11 @@ def record(env: RecordingEnv, sessions: Sequence[Session]) -> list[int]:
             payload, reserved = session.messages[i]
             _offer(publication, payload, reserved)
         end = publication.position
-        wait_for(lambda r=recording_id: env.client.get_recording_position(r) == end, 60, "recorded to the end")
+        wait_for(
+            lambda r=recording_id, e=end: env.client.get_recording_position(r) == e, 60, "recorded to the end"
+        )
         env.client.stop_recording(IPC, stream_id)
-        wait_for(lambda r=recording_id: env.client.get_stop_position(r) == end, 10, "the stop position")
+        wait_for(lambda r=recording_id, e=end: env.client.get_stop_position(r) == e, 10, "the stop position")
         publication.close()
         ids.append(recording_id)
     return ids
