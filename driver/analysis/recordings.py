@@ -328,24 +328,31 @@ class _Problem:
     reason: str
 
 
+MAX_FRAME = 64 * 1024  # no frame is longer (the mtu's limit)
+
+
 def _walk(
     segment: _Segment, s: SegmentSlice, low: int, high: int, sums: np.ndarray | None
 ) -> tuple[_Frames, _Problem | None]:
-    """The well-formed frames in [low, high) of ``segment`` and the first problem that ended the walk early."""
+    """The well-formed frames of ``segment`` that start in [low, high) and the first problem that ended the walk
+    early (``low`` is a frame's start; ``high`` need not be)."""
     r = s.recording
     base = segment_base_position(r.start_position, s.segment_index, r.term_length, r.segment_length)
     offset = low - base
-    length = min(high - low, segment.size - offset)
-    if length < high - low:
+    window_end = min(base + r.segment_length, r.end_position, high + MAX_FRAME)
+    length = min(window_end - low, segment.size - offset)
+    if length < min(high, window_end) - low:
         return _empty_frames(), _Problem(base + max(segment.size, offset), "segment file ends early")
     walked = frame_checksums(segment.map, low, offset, length)
     positions = walked["position"].astype(np.int64)
     lengths = walked["length"].astype(np.int64)
+    end = int(positions[-1] + _aligned(lengths[-1:])[0]) if len(positions) else low
+    inside = int(np.searchsorted(positions, high))
+    walked, positions, lengths = walked[:inside], positions[:inside], lengths[:inside]
     offsets = positions - base
     headers = _headers(segment.map, offsets)
     problem: _Problem | None = None
-    end = int(positions[-1] + _aligned(lengths[-1:])[0]) if len(positions) else low
-    if end < high:
+    if end < min(high, window_end):
         problem = _Problem(end, "no whole frame where the recording has one")
     types = headers["type"]
     term_mask = r.term_length - 1
@@ -601,7 +608,7 @@ class SliceReader:
         while position < r.end_position:
             index = segment_position(r.start_position, position, r.term_length, r.segment_length).index
             path = str(segment_path(s.archive_dir, r.recording_id, index))
-            following = self._open(path)
+            following = segment if index == s.segment_index else self._open(path)
             if following is None:
                 return None
             try:
@@ -634,7 +641,8 @@ class SliceReader:
                     last = frames.position[-1] + _aligned(frames.length[-1:])[0]
                     position = int(last)
             finally:
-                following.close()
+                if following is not segment:
+                    following.close()
         return None
 
     def corrupt_rows(self) -> Iterator[pa.RecordBatch]:
