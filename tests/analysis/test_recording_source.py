@@ -45,7 +45,8 @@ from tests.support.wait import wait_for
 MESSAGES = int(os.environ.get("RECORDING_SOURCE_MESSAGES", "200000"))
 SIZES = (0, 1, 8, 32, 100, 200, 1000, 1400, 3000, 8000)  # 1376 bytes fit a 1408-byte frame: the rest fragment
 WEIGHTS = (2, 10, 30, 30, 10, 6, 4, 3, 3, 2)
-PAUSE_EVERY = 20_000
+PAUSE_EVERY = MESSAGES // 8
+SEGMENT_LENGTH = 2 << 20  # about 40 segment files (partitions) for 200,000 messages
 PAUSE_S = 0.05  # idle gaps: the sidecar index marks them, so times step between chunks
 
 
@@ -68,7 +69,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     a term's), one small; mixed sizes, a fifth of the bytes in fragmented messages; idle gaps now and then."""
     rng = random.Random(44)
     with scratch_dir(tmp_path_factory, "recording-source") as base:
-        with recording_archive(base, segment_length=256 * 1024) as env:
+        with recording_archive(base, segment_length=SEGMENT_LENGTH) as env:
             ids = record(
                 env,
                 [
@@ -93,20 +94,17 @@ def spark() -> Iterator[Any]:
     stop_session(session)
 
 
-def rows_by_recording(df: Any) -> dict[int, list[tuple[Any, ...]]]:
-    table = df.orderBy("recording_id", "position").toArrow()
-    out: dict[int, list[tuple[Any, ...]]] = {}
-    columns = [table.column(name).to_pylist() for name in ("recording_id", "payload", "reserved_value")]
-    for recording_id, payload, reserved in zip(*columns, strict=True):
-        out.setdefault(recording_id, []).append((payload, reserved))
-    return out
-
-
 @pytest.mark.slow
 def test_the_data_source_equals_a_full_replay_message_for_message(recorded: Recorded, spark: Any) -> None:
     df = read_recordings(spark, str(recorded.archive_dir))
-    assert df.rdd.getNumPartitions() > 1  # a partition per segment file
-    got = rows_by_recording(df)
+    assert df.rdd.getNumPartitions() > 10  # a partition per segment file
+    table = df.orderBy("recording_id", "position").toArrow()
+    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    got: dict[int, list[Message]] = {}
+    for recording_id, payload, reserved in zip(
+        columns["recording_id"], columns["payload"], columns["reserved_value"], strict=True
+    ):
+        got.setdefault(recording_id, []).append((payload, reserved))
     assert sorted(got) == recorded.ids
     for recording_id in recorded.ids:
         expected = recorded.replayed[recording_id]
@@ -118,16 +116,18 @@ def test_the_data_source_equals_a_full_replay_message_for_message(recorded: Reco
     fragmented = sum(1 for payload, _ in recorded.replayed[recorded.ids[0]] if len(payload) > 1376)
     assert fragmented > MESSAGES // 20
     with Catalog(recorded.archive_dir, read_only=True) as catalog:
-        for e in catalog:
-            d = e.descriptor
-            ids = (
-                df.where(F.col("recording_id") == d.recording_id).select("session_id", "stream_id").distinct()
-            )
-            assert [tuple(r) for r in ids.collect()] == [(d.session_id, d.stream_id)]
-            assert d.start_position & (d.term_buffer_length - 1) or d.recording_id != recorded.ids[1]
-    times = df.where(F.col("recording_id") == recorded.ids[0]).orderBy("position").select("timestamp")
-    stamps = [r[0] for r in times.collect()]
-    assert None not in stamps[:-1] and stamps == sorted(stamps)
+        descriptors = {e.recording_id: e.descriptor for e in catalog}
+    assert descriptors[recorded.ids[1]].start_position % descriptors[recorded.ids[1]].term_buffer_length
+    identities = set(zip(columns["recording_id"], columns["session_id"], columns["stream_id"], strict=True))
+    assert identities == {(r, d.session_id, d.stream_id) for r, d in descriptors.items()}
+    first = [
+        (p, t) for r, p, t in zip(columns["recording_id"], columns["position"], columns["timestamp"], strict=True)
+        if r == recorded.ids[0]
+    ]  # fmt: skip
+    stamps = [t for _, t in first]
+    assert None not in stamps[:-1] and stamps[:-1] == sorted(stamps[:-1])
+    positions = [p for p, _ in first]
+    assert positions == sorted(set(positions)) and positions[0] == descriptors[recorded.ids[0]].start_position
 
 
 @pytest.mark.slow
