@@ -4,8 +4,8 @@ subscriber: what the Spark data source over an archive directory is checked agai
 ``recording_archive(tmp_path)`` runs our archive on an embedded driver (SHARED, real clocks) with an
 ``AeronArchive`` client; ``record(env, sessions)`` publishes each session's messages on IPC and records them (a
 session whose ``late`` count is set publishes that many first, unrecorded: its recording joins mid-stream); and
-``replay_messages(env, recording_id)`` replays a stopped recording whole into a ``FragmentAssembler``, returning
-(payload, reserved value) per message.
+``replay(env, recording_id, on_message)`` replays a stopped recording whole into a ``FragmentAssembler`` (and
+``replay_messages`` returns (payload, reserved value) per message).
 """
 
 from __future__ import annotations
@@ -147,17 +147,13 @@ def record(env: RecordingEnv, sessions: Sequence[Session]) -> list[int]:
     return ids
 
 
-def replay_messages(env: RecordingEnv, recording_id: int) -> list[Message]:
-    """A full replay of a stopped recording into a Python subscriber: each whole message, in order."""
+def replay(env: RecordingEnv, recording_id: int, on_message: Callable[[Any, int, int, Any], None]) -> None:
+    """A full replay of a stopped recording into a Python subscriber: ``on_message(buffer, offset, length,
+    header)`` for each whole message (a ``FragmentAssembler``), in order."""
     d = env.client.list_recording(recording_id)
     assert d is not None
     stream_id = next(env.stream_ids)
     subscription = env.aeron.add_subscription(IPC, stream_id)
-    received: list[Message] = []
-
-    def on_message(buffer: Any, offset: int, length: int, header: Any) -> None:
-        received.append((bytes(buffer.view[offset : offset + length]), header.reserved_value))
-
     handler = FragmentAssembler(on_message)
     try:
         env.client.start_replay(recording_id, d.start_position, -1, IPC, stream_id)
@@ -170,4 +166,14 @@ def replay_messages(env: RecordingEnv, recording_id: int) -> list[Message]:
             pass
     finally:
         subscription.close()
+
+
+def replay_messages(env: RecordingEnv, recording_id: int) -> list[Message]:
+    """``replay``: each whole message's (payload, reserved value), in order."""
+    received: list[Message] = []
+
+    def on_message(buffer: Any, offset: int, length: int, header: Any) -> None:
+        received.append((bytes(buffer.view[offset : offset + length]), header.reserved_value))
+
+    replay(env, recording_id, on_message)
     return received
