@@ -98,7 +98,7 @@ def spark() -> Iterator[Any]:
 def test_the_data_source_equals_a_full_replay_message_for_message(recorded: Recorded, spark: Any) -> None:
     df = read_recordings(spark, str(recorded.archive_dir))
     assert df.rdd.getNumPartitions() > 10  # a partition per segment file
-    table = df.orderBy("recording_id", "position").toArrow()
+    table = df.toArrow().sort_by([("recording_id", "ascending"), ("position", "ascending")])
     columns = {name: table.column(name).to_pylist() for name in table.column_names}
     got: dict[int, list[Message]] = {}
     for recording_id, payload, reserved in zip(
@@ -136,7 +136,9 @@ def test_a_position_or_time_slice_opens_only_the_segment_files_it_needs(
 ) -> None:
     first = recorded.ids[0]
     all_rows = read_recordings(spark, str(recorded.archive_dir)).where(F.col("recording_id") == first)
-    positions = [r[0] for r in all_rows.select("position").orderBy("position").collect()]
+    table = all_rows.select("position", "timestamp").toArrow().sort_by("position")
+    positions = table.column("position").to_pylist()
+    stamped = list(zip(positions, table.column("timestamp").to_pylist(), strict=True))
     low, high = positions[len(positions) // 3], positions[len(positions) // 3 + 500]
     with Catalog(recorded.archive_dir, read_only=True) as catalog:
         d = catalog.descriptor(first)
@@ -158,7 +160,6 @@ def test_a_position_or_time_slice_opens_only_the_segment_files_it_needs(
     assert len(segments_opened) < len(list(recorded.archive_dir.glob(f"{first}-*.rec"))) // 4
 
     # A time slice: the messages recorded between two of the idle gaps.
-    stamped = all_rows.select("position", "timestamp").orderBy("position").collect()
     t0, t1 = stamped[PAUSE_EVERY + 10][1], stamped[2 * PAUSE_EVERY - 10][1]
     expected = sum(1 for _, t in stamped if t0 <= t <= t1)
     with file_opens(recorded.archive_dir) as opened:
