@@ -74,7 +74,9 @@ def export(
         if recording_id is not None:
             report = report.where(F.col("recording_id") == recording_id)
         damaged = report.count()
-    writer_df = df if fmt == "parquet" else df.withColumn("payload", F.base64("payload"))
+    # Spark's base64 breaks lines every 76 characters (MIME): one line per row in a CSV file.
+    base64 = F.regexp_replace(F.base64("payload"), "[\\r\\n]", "")
+    writer_df = df if fmt == "parquet" else df.withColumn("payload", base64)
     writer_df.write.mode("overwrite").format(fmt).option("header", "true").save(out)
     rows = spark.read.format(fmt).option("header", "true").load(out).count()
     return Exported(rows, damaged, out)
