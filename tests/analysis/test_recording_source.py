@@ -4,6 +4,7 @@ only the segment files they need; damage is an error naming file and position, o
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import struct
@@ -307,3 +308,14 @@ def test_interpolated_times_follow_the_index_and_jump_over_idle_gaps() -> None:
     times, valid = recordings.interpolate_times(index, np.array([0, 50, 100, 200, 300, 400]))
     assert times[:5].tolist() == [1000, 1500, 9000, 10000, 11000]
     assert valid.tolist() == [True, True, True, True, True, False]
+
+
+def test_a_service_data_set_names_its_recordings(tmp_path: Path) -> None:
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    manifest = {"id": "0123456789ab", "name": "morning", "recordings": [{"recording_id": 3}, {"recording_id": 5}]}
+    (folder / "0123456789ab.json").write_text(json.dumps(manifest))
+    assert recordings.dataset_recordings(tmp_path, "morning") == {3, 5}
+    assert recordings.dataset_recordings(tmp_path, "0123456789ab") == {3, 5}
+    with pytest.raises(FileNotFoundError, match="no data set 'evening'"):
+        recordings.dataset_recordings(tmp_path, "evening")
