@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.ports import free_port
 
@@ -82,7 +83,11 @@ def spark_cluster(tmp_path: Path, workers: int = 2, cores_per_worker: int = 1) -
         with open(logs / f"{name}.log", "wb") as log:
             processes.append(
                 subprocess.Popen(
-                    [spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                    [spark_class, *args],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
             )
 
@@ -96,10 +101,26 @@ def spark_cluster(tmp_path: Path, workers: int = 2, cores_per_worker: int = 1) -
         deadline = time.monotonic() + START_TIMEOUT_S
         while _alive_workers(status_url) < workers:
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(logs.glob("*.log")))
+                log_text = "\n".join(
+                    f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(logs.glob("*.log"))
+                )
                 raise RuntimeError(f"the Spark cluster did not start ({workers} workers wanted):\n{log_text}")
             time.sleep(0.5)
         yield SparkCluster(master_url, status_url, workers)
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+def stop_session(session: Any) -> None:
+    """Stops a SparkSession and pyspark's gateway JVM, which ``stop()`` leaves running (1.2 GB resident) until the
+    process exits: the rest of the suite should not share the machine with it. It exits when its stdin closes."""
+    from pyspark import SparkContext
+
+    session.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()
+        gateway.proc.wait(timeout=60)
+        SparkContext._gateway = SparkContext._jvm = None

@@ -125,7 +125,7 @@ CLI_IMPORTED_BY = ("driver.__main__",)
 # Each command family's module shares only these with the others (its own subcommand modules aside): what every
 # command uses, and what only the long-running ones do (the archive's settings, the event loop).
 CLI_SHARED = ("driver.cli.common", "driver.cli.long_running")
-CLI_FAMILY_PARTS = {"driver.cli.archive": ("driver.cli.archive_replicate",)}
+CLI_FAMILY_PARTS = {"driver.cli.archive": ("driver.cli.archive_replicate", "driver.cli.archive_export")}
 # The named lazy points: (module, function) -> the one subsystem it imports when a command runs it, so that start-up
 # pays only for what runs (driver/cli/long_running.py). Any other import inside a function fails, unless an
 # optional extra provides it.

@@ -19,6 +19,7 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.checksums import checksum_path, verify_checksums
 from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError
 from driver.archive_launcher import run_standalone
+from driver.cli.archive_export import add_parser as add_export_parser
 from driver.cli.archive_replicate import add_replicate_parser
 from driver.cli.common import COMMAND_HELP, EXIT_OK, EXIT_USAGE, fail
 from driver.cli.long_running import archive_context, run_loop
@@ -263,3 +264,4 @@ def add_tool_parsers(archive: argparse.ArgumentParser) -> None:
     segs = tool("segments", "the segment files of one recording: positions, size, presence", cmd_segments)
     segs.add_argument("recording_id", type=int, metavar="ID")
     add_replicate_parser(tools)
+    add_export_parser(tools)

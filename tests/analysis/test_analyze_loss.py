@@ -23,7 +23,6 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -31,6 +30,7 @@ from driver.analysis.corpus import FILE_LENGTH, generate_corpus
 from driver.analysis.job import AnalysisResult, analyze, create_session
 from driver.reports.loss_report import CorruptLossReportError, LossReportFile, entry_length
 from tests.support.scratch import scratch_dir
+from tests.support.spark_cluster import stop_session
 
 pytestmark = pytest.mark.slow
 
@@ -108,15 +108,7 @@ def fleet(scratch: Path) -> Fleet:
 def spark() -> Any:
     session = create_session("local[2]")
     yield session
-    session.stop()
-    # stop() leaves pyspark's gateway JVM (1.2 GB resident) running until this process exits: the rest of the
-    # suite should not share the machine with it. It exits when its stdin closes.
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(timeout=60)
-        SparkContext._gateway = SparkContext._jvm = None
+    stop_session(session)  # with pyspark's gateway JVM, which stop() leaves running
 
 
 @dataclass
