@@ -450,6 +450,7 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *stream_anext(MessageStream *self)
 {
+    release_ready_stop();
     if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
     {
         PyObject *item = PyList_GET_ITEM(self->items, self->next);
