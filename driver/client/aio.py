@@ -1,4 +1,5 @@
-"""asyncio helpers over the polling client: await an offer through back pressure, iterate messages.
+"""asyncio helpers over the polling client: await an offer through back pressure, iterate messages (one at a
+time or a poll's worth per await), run a program on uvloop.
 
 The client itself is synchronous (its calls take microseconds); these helpers only decide when to try
 again, yielding to the loop in between, so one event loop can serve many publications and subscriptions.
@@ -7,8 +8,10 @@ again, yielding to the loop in between, so one event loop can serve many publica
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import uvloop
 
 from driver.client.message import Message
 from driver.client.offer_result import (
@@ -22,10 +25,17 @@ from driver.client.offer_result import (
 from driver.concurrent.logbuffer import fastpath
 
 if TYPE_CHECKING:
+    from driver.client.image import FragmentBatch
     from driver.client.publication import ExclusivePublication, Publication
     from driver.client.subscription import Subscription
 
 IDLE_S = 0.0002
+T = TypeVar("T")
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on uvloop, the loop the driver itself runs on (about a third less per wake-up)."""
+    return uvloop.run(main)
 
 
 class PublicationClosedError(RuntimeError):
@@ -120,3 +130,57 @@ class _MessageStream:
             self.next += 1
             return items[self.next - 1]
         return await self.refill()
+
+
+async def offer_many(publication: Publication | ExclusivePublication, messages: Sequence[Any]) -> int:
+    """Offer all of ``messages`` (``offer_many``, as many per call as go), waiting out back pressure as
+    ``offer`` does; the number offered. Raises PublicationClosedError on a closed publication."""
+    offer_many_now = publication.offer_many
+    sent = 0
+    total = len(messages)
+    while sent < total:
+        went = offer_many_now(messages if sent == 0 else messages[sent:])
+        if went > 0:
+            sent += went
+            continue
+        await offer(publication, messages[sent])  # waits until one more goes (or raises), then the rest
+        sent += 1
+    return sent
+
+
+async def batches(
+    subscription: Subscription, fragment_limit: int = 256, idle_s: float = IDLE_S
+) -> AsyncIterator[list[Message]]:
+    """``async for batch in batches(subscription)``: a poll's worth of whole messages per step (a list the
+    caller keeps), so a consumer pays one await per poll rather than one per message. The loop is yielded to
+    once per batch; ends when the subscription closes."""
+    poll = subscription.poll_messages
+    delay = 0.0
+    while not subscription.is_closed:
+        batch: list[Message] = []
+        poll(batch, fragment_limit)
+        if batch:
+            delay = 0.0
+            yield batch
+            await asyncio.sleep(0)
+            continue
+        delay = min(0.001, delay * 2 or idle_s / 4)
+        await asyncio.sleep(delay)
+
+
+async def fragment_batches(
+    subscription: Subscription, fragment_limit: int = 4096, idle_s: float = IDLE_S
+) -> AsyncIterator[FragmentBatch]:
+    """``async for batch in fragment_batches(subscription)``: ``Subscription.poll_batch`` per step, the
+    fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
+    poll_batch = subscription.poll_batch
+    delay = 0.0
+    while not subscription.is_closed:
+        batch = poll_batch(fragment_limit)
+        if len(batch):
+            delay = 0.0
+            yield batch
+            await asyncio.sleep(0)
+            continue
+        delay = min(0.001, delay * 2 or idle_s / 4)
+        await asyncio.sleep(delay)

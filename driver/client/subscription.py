@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from driver.client.aio import batches as async_batches
+from driver.client.aio import fragment_batches as async_fragment_batches
 from driver.client.aio import messages as async_messages
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.image import ControlledFragmentHandler, FragmentBatch, Image
@@ -151,6 +153,15 @@ class Subscription:
     def messages(self, fragment_limit: int = 64) -> AsyncIterator[Message]:
         """``async for message in subscription.messages()``: whole messages, until the subscription closes."""
         return async_messages(self, fragment_limit)
+
+    def batches(self, fragment_limit: int = 256) -> AsyncIterator[list[Message]]:
+        """``async for batch in subscription.batches()``: a poll's worth of whole messages per await."""
+        return async_batches(self, fragment_limit)
+
+    def fragment_batches(self, fragment_limit: int = 4096) -> AsyncIterator[FragmentBatch]:
+        """``async for batch in subscription.fragment_batches()``: ``poll_batch`` per await, zero-copy views
+        valid until the next step."""
+        return async_fragment_batches(self, fragment_limit)
 
     # --- driven by the client conductor ----------------------------------------------------------
 
