@@ -138,7 +138,9 @@ async def call(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", choices=("server", "client"))
-    parser.add_argument("--aeron-dir", default=None, help="the driver's dir (default: as Aeron.connect finds it)")
+    parser.add_argument(
+        "--aeron-dir", default=None, help="the driver's dir (default: as Aeron.connect finds it)"
+    )
     parser.add_argument("--requests", default=REQUESTS, help="the requests' UDP channel")
     parser.add_argument("--responses", default=RESPONSES, help="the responses' UDP channel (recorded)")
     parser.add_argument("--archive-requests", default=ARCHIVE_REQUESTS, help="the archive's control channel")
