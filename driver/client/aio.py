@@ -148,39 +148,53 @@ async def offer_many(publication: Publication | ExclusivePublication, messages: 
     return sent
 
 
-async def batches(
+class _Polls:
+    """An async iterator that hands over one poll per step (``poll()``, empty when falsy), waiting with a backoff
+    while nothing comes and yielding to the loop once per step; ends when the subscription closes. A class, not an
+    async generator: a consumer that breaks out of its loop leaves nothing to finalize."""
+
+    __slots__ = ("idle_s", "poll", "subscription")
+
+    def __init__(self, subscription: Subscription, poll: Callable[[], Any], idle_s: float) -> None:
+        self.subscription = subscription
+        self.poll = poll
+        self.idle_s = idle_s
+
+    def __aiter__(self) -> _Polls:
+        return self
+
+    async def __anext__(self) -> Any:
+        await asyncio.sleep(0)  # once per poll: the other tasks run between batches
+        subscription, poll = self.subscription, self.poll
+        delay = 0.0
+        while not subscription.is_closed:
+            batch = poll()
+            if batch:
+                return batch
+            delay = min(0.001, delay * 2 or self.idle_s / 4)
+            await asyncio.sleep(delay)
+        raise StopAsyncIteration
+
+
+def batches(
     subscription: Subscription, fragment_limit: int = 256, idle_s: float = IDLE_S
 ) -> AsyncIterator[list[Message]]:
     """``async for batch in batches(subscription)``: a poll's worth of whole messages per step (a list the
-    caller keeps), so a consumer pays one await per poll rather than one per message. The loop is yielded to
-    once per batch; ends when the subscription closes."""
-    poll = subscription.poll_messages
-    delay = 0.0
-    while not subscription.is_closed:
+    caller keeps), so a consumer pays one await per poll rather than one per message."""
+    poll_messages = subscription.poll_messages
+
+    def poll() -> list[Message]:
         batch: list[Message] = []
-        poll(batch, fragment_limit)
-        if batch:
-            delay = 0.0
-            yield batch
-            await asyncio.sleep(0)
-            continue
-        delay = min(0.001, delay * 2 or idle_s / 4)
-        await asyncio.sleep(delay)
+        poll_messages(batch, fragment_limit)
+        return batch
+
+    return _Polls(subscription, poll, idle_s)
 
 
-async def fragment_batches(
+def fragment_batches(
     subscription: Subscription, fragment_limit: int = 4096, idle_s: float = IDLE_S
 ) -> AsyncIterator[FragmentBatch]:
     """``async for batch in fragment_batches(subscription)``: ``Subscription.poll_batch`` per step, the
     fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
     poll_batch = subscription.poll_batch
-    delay = 0.0
-    while not subscription.is_closed:
-        batch = poll_batch(fragment_limit)
-        if len(batch):
-            delay = 0.0
-            yield batch
-            await asyncio.sleep(0)
-            continue
-        delay = min(0.001, delay * 2 or idle_s / 4)
-        await asyncio.sleep(delay)
+    return _Polls(subscription, lambda: poll_batch(fragment_limit), idle_s)
