@@ -111,6 +111,26 @@ def messages(
     return stream
 
 
+def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]:
+    """The messages of ``batches`` (an async iterator of lists) one per step: a batch's messages are handed over
+    without a coroutine each (on the fast path from C), the next batch awaited when they are used up.
+    ``aclose()`` closes ``batches`` (an async generator's ``finally`` runs then)."""
+    pending: list[Message] = []
+    stream_type = _ClosableCStream if fastpath.message_stream_type() is not None else _ClosableStream
+
+    async def refill() -> Message:
+        batch = await batches.__anext__()  # StopAsyncIteration ends the iteration
+        while not batch:
+            batch = await batches.__anext__()
+        pending[:] = batch
+        stream.next = 1
+        return batch[0]
+
+    stream = stream_type(pending, refill)
+    stream.batches = batches
+    return stream
+
+
 class _MessageStream:
     """The iterator of ``messages`` when the fast path is off: the same steps as its C MessageStream."""
 
@@ -198,3 +218,28 @@ def fragment_batches(
     fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
     poll_batch = subscription.poll_batch
     return _Polls(subscription, lambda: poll_batch(fragment_limit), idle_s)
+
+
+class _ClosableStream(_MessageStream):
+    """``messages_of``'s iterator off the fast path: ``aclose()`` closes its batches."""
+
+    __slots__ = ("batches",)
+
+    async def aclose(self) -> None:
+        close = getattr(self.batches, "aclose", None)
+        if close is not None:
+            await close()
+
+
+_C_STREAM: Any = fastpath.message_stream_base()
+if _C_STREAM is not None:
+
+    class _ClosableCStream(_C_STREAM):  # type: ignore[misc, valid-type]
+        """``messages_of``'s iterator on the fast path: the C MessageStream's steps, and ``aclose()``."""
+
+        __slots__ = ("batches",)
+
+        aclose = _ClosableStream.aclose
+
+else:
+    _ClosableCStream = _ClosableStream  # type: ignore[misc, assignment]

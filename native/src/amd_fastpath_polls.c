@@ -496,8 +496,8 @@ static PyTypeObject MessageStreamType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "driver.concurrent.logbuffer._fastpath.MessageStream",
     .tp_basicsize = sizeof(MessageStream),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "An async iterator over a list that a refill coroutine tops up.",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "An async iterator over a list that a refill coroutine tops up (a subclass may add aclose).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)stream_init,
     .tp_dealloc = (destructor)stream_dealloc,

@@ -93,6 +93,12 @@ def message_stream_type() -> type | None:
     return _fastpath.MessageStream if active() and _fastpath is not None else None
 
 
+def message_stream_base() -> type | None:
+    """The C MessageStream type whenever the extension is built (ENABLED or not), for a subclass defined once at
+    import; ``message_stream_type`` says whether to use it."""
+    return _fastpath.MessageStream if _fastpath is not None else None
+
+
 class ChangeWaiter:
     """Sleeps without holding the GIL until an int64 in shared memory changes (checked every ``poll_s``), the
     waiter is stopped, or a timeout passes: the client's conductor thread idles here, so that a thread spinning
