@@ -167,13 +167,25 @@ class Subscription:
 
     def _add_image(self, image: Image) -> None:
         self._images = (*self._images, image)
+        self._bind_poll()
 
     def _remove_image(self, correlation_id: int) -> Image | None:
         image = next((i for i in self._images if i.correlation_id == correlation_id), None)
         if image is not None:
             self._images = tuple(i for i in self._images if i is not image)
+            self._bind_poll()
             image.close()
         return image
+
+    def _bind_poll(self) -> None:
+        """With one image whose poll is C (the fast path), ``poll`` is that C call itself: no Python frame per
+        poll. Otherwise the round robin over the images (the class's ``poll``)."""
+        images = self._images
+        fast = images[0].__dict__.get("poll") if len(images) == 1 else None
+        if fast is not None:
+            self.poll = fast  # type: ignore[method-assign]
+        else:
+            self.__dict__.pop("poll", None)
 
     def close(self) -> None:
         """Remove the subscription from the driver (REMOVE_SUBSCRIPTION); idempotent."""

@@ -44,6 +44,79 @@ static inline int32_t next_data_frame(const uint8_t *term, int64_t *offset, int6
 
 /* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
 static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
+static PyObject *buffer_name; /* "buffer", interned */
+
+/* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
+ *   -> (fragments read, new term offset)
+ * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
+ * (acquire) is positive and inside the term; padding is stepped over; each DATA frame goes to
+ * handler(term_buffer, payload offset, payload length, header) with header.offset set to the frame's offset.
+ * If the handler raises: with an error_handler (not None) it gets the exception and the frame counts as
+ * consumed; without one the exception propagates (the caller then consumes nothing). */
+/* The frames of one poll to handler(term_buffer, payload offset, payload length, header), header.offset set to
+ * each frame's offset (``slot``: member_slot(header, "offset")), from *offset while fewer than ``limit``:
+ * *offset and *fragments follow. 0 when the walk ended or a raising handler's exception went to error_handler
+ * (that frame consumed); -1 with the exception set when it propagates (the caller consumes nothing). */
+static int deliver_frames(PyObject *handler, PyObject *term_buffer, const uint8_t *term, long long capacity,
+                          int64_t *offset, long long limit, PyObject *header, PyObject **slot,
+                          PyObject *error_handler, long long *fragments)
+{
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (*fragments < limit)
+    {
+        const int32_t frame_length = next_data_frame(term, offset, last_header);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        const int64_t frame_offset = *offset;
+        *offset += ALIGN_FRAME(frame_length);
+        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
+        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
+        if (payload_offset == NULL || payload_length == NULL ||
+            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
+        {
+            Py_XDECREF(payload_offset);
+            Py_XDECREF(payload_length);
+            return -1;
+        }
+        PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
+        PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
+        Py_DECREF(payload_offset);
+        Py_DECREF(payload_length);
+        if (value == NULL)
+        {
+            if (error_handler == Py_None || !PyErr_ExceptionMatches(PyExc_Exception))
+            {
+                return -1;
+            }
+            PyObject *type, *exc, *traceback;
+            PyErr_Fetch(&type, &exc, &traceback);
+            PyErr_NormalizeException(&type, &exc, &traceback);
+            if (traceback != NULL)
+            {
+                PyException_SetTraceback(exc, traceback);
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(traceback);
+            PyObject *handled = PyObject_CallOneArg(error_handler, exc);
+            Py_DECREF(exc);
+            if (handled == NULL)
+            {
+                return -1;
+            }
+            Py_DECREF(handled);
+            return 0;
+        }
+        Py_DECREF(value);
+        ++*fragments;
+    }
+    if (*offset > capacity)
+    {
+        *offset = capacity; /* only a corrupt length can overrun; never report an offset past the term */
+    }
+    return 0;
+}
 
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
@@ -61,77 +134,199 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyExc_TypeError, "poll(handler, term_buffer, term_address, capacity, offset, limit, header, error_handler)");
         return NULL;
     }
-    PyObject *handler = args[0];
-    PyObject *term_buffer = args[1];
     const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[2]);
     const long long capacity = PyLong_AsLongLong(args[3]);
     const long long start = PyLong_AsLongLong(args[4]);
     const long long limit = PyLong_AsLongLong(args[5]);
     PyObject *header = args[6];
-    PyObject *error_handler = args[7];
     if (PyErr_Occurred())
     {
         return NULL;
     }
-    PyObject **slot = member_slot(header, offset_name);
     int64_t offset = start;
     long long fragments = 0;
-    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
-    while (fragments < limit)
+    if (deliver_frames(args[0], args[1], term, capacity, &offset, limit, header, member_slot(header, offset_name),
+                       args[7], &fragments) < 0)
     {
-        const int32_t frame_length = next_data_frame(term, &offset, last_header);
-        if (frame_length <= 0)
-        {
-            break;
-        }
-        const int64_t frame_offset = offset;
-        offset += ALIGN_FRAME(frame_length);
-        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
-        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
-        if (payload_offset == NULL || payload_length == NULL ||
-            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
-        {
-            Py_XDECREF(payload_offset);
-            Py_XDECREF(payload_length);
-            return NULL;
-        }
-        PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
-        PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
-        Py_DECREF(payload_offset);
-        Py_DECREF(payload_length);
-        if (value == NULL)
-        {
-            if (error_handler == Py_None || !PyErr_ExceptionMatches(PyExc_Exception))
-            {
-                return NULL;
-            }
-            PyObject *type, *exc, *traceback;
-            PyErr_Fetch(&type, &exc, &traceback);
-            PyErr_NormalizeException(&type, &exc, &traceback);
-            if (traceback != NULL)
-            {
-                PyException_SetTraceback(exc, traceback);
-            }
-            Py_XDECREF(type);
-            Py_XDECREF(traceback);
-            PyObject *handled = PyObject_CallOneArg(error_handler, exc);
-            Py_DECREF(exc);
-            if (handled == NULL)
-            {
-                return NULL;
-            }
-            Py_DECREF(handled);
-            return Py_BuildValue("(LL)", fragments, (long long)offset);
-        }
-        Py_DECREF(value);
-        ++fragments;
-    }
-    if (offset > capacity)
-    {
-        offset = capacity; /* only a corrupt length can overrun; never report an offset past the term */
+        return NULL;
     }
     return Py_BuildValue("(LL)", fragments, (long long)offset);
 }
+
+/* ImagePoll(owner, terms, addresses, term_length, header, position_address, position, on_batch): Image.poll
+ * as one C call (driver/client/image.py). An image's Python poll cost about ten times pyaeron's before the
+ * first fragment (the Python frames of Subscription.poll and Image.poll, the tuple returned, a cffi store of
+ * the position); here the position lives in the object (``position``) and goes to the subscriber position
+ * counter at ``position_address`` with a release store, as AtomicCounter.set_ordered. ``closed`` set: every
+ * poll returns 0 (the terms may be unmapped). ``batch_pending`` set: on_batch() first (Image._release_batch,
+ * which consumes a poll_batch's batch). ``owner`` keeps the mapped terms and counter alive. */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *owner;
+    PyObject *terms; /* the three term buffers, handed to the handler */
+    PyObject *header;
+    PyObject *on_batch;
+    const uint8_t *addresses[3];
+    int64_t *position_counter;
+    long long position;
+    long long term_length;
+    int shift;
+    int closed;
+    int batch_pending;
+} ImagePoll;
+
+static int image_poll_traverse(ImagePoll *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    Py_VISIT(self->terms);
+    Py_VISIT(self->header);
+    Py_VISIT(self->on_batch);
+    return 0;
+}
+
+static int image_poll_clear(ImagePoll *self)
+{
+    self->closed = 1; /* nothing left to read from */
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->terms);
+    Py_CLEAR(self->header);
+    Py_CLEAR(self->on_batch);
+    return 0;
+}
+
+static void image_poll_dealloc(ImagePoll *self)
+{
+    PyObject_GC_UnTrack(self);
+    image_poll_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int image_poll_init(ImagePoll *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *owner, *terms, *addresses, *header, *position_address, *on_batch;
+    long long term_length, position;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "ImagePoll takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O!LOOLO:ImagePoll", &owner, &PyTuple_Type, &terms, &PyTuple_Type, &addresses,
+                          &term_length, &header, &position_address, &position, &on_batch))
+    {
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(terms) != 3 || PyTuple_GET_SIZE(addresses) != 3 || term_length <= 0 ||
+        (term_length & (term_length - 1)) != 0)
+    {
+        PyErr_SetString(PyExc_ValueError, "ImagePoll: three terms and addresses, a power-of-two term length");
+        return -1;
+    }
+    for (int i = 0; i < 3; ++i)
+    {
+        self->addresses[i] = (const uint8_t *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(addresses, i));
+    }
+    self->position_counter = (int64_t *)PyLong_AsVoidPtr(position_address);
+    if (PyErr_Occurred())
+    {
+        return -1;
+    }
+    int shift = 0;
+    while ((1LL << shift) < term_length)
+    {
+        ++shift;
+    }
+    Py_INCREF(owner);
+    Py_INCREF(terms);
+    Py_INCREF(header);
+    Py_INCREF(on_batch);
+    Py_XSETREF(self->owner, owner);
+    Py_XSETREF(self->terms, terms);
+    Py_XSETREF(self->header, header);
+    Py_XSETREF(self->on_batch, on_batch);
+    self->term_length = term_length;
+    self->shift = shift;
+    self->position = position;
+    self->closed = 0;
+    self->batch_pending = 0;
+    return 0;
+}
+
+/* poll(handler, fragment_limit) -> fragments: Image.poll. */
+static PyObject *image_poll_poll(ImagePoll *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+    {
+        PyErr_SetString(PyExc_TypeError, "poll(handler, fragment_limit)");
+        return NULL;
+    }
+    if (self->batch_pending && !self->closed)
+    {
+        PyObject *released = PyObject_CallNoArgs(self->on_batch);
+        if (released == NULL)
+        {
+            return NULL;
+        }
+        Py_DECREF(released);
+    }
+    if (self->closed || self->terms == NULL)
+    {
+        return PyLong_FromLong(0);
+    }
+    const long long limit = PyLong_AsLongLong(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+    {
+        return NULL;
+    }
+    const int64_t position = self->position;
+    const int64_t term_offset = position & (self->term_length - 1);
+    const int index = (int)((position >> self->shift) % 3);
+    PyObject *term_buffer = PyTuple_GET_ITEM(self->terms, index);
+    PyObject *header = self->header;
+    Py_INCREF(term_buffer);
+    if (set_member(header, buffer_name, term_buffer) < 0)
+    {
+        return NULL;
+    }
+    int64_t offset = term_offset;
+    long long fragments = 0;
+    if (deliver_frames(args[0], term_buffer, self->addresses[index], self->term_length, &offset, limit, header,
+                       member_slot(header, offset_name), Py_None, &fragments) < 0)
+    {
+        return NULL;
+    }
+    if (offset != term_offset && !self->closed)
+    {
+        self->position = position + (offset - term_offset);
+        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
+    }
+    return PyLong_FromLongLong(fragments);
+}
+
+static PyMethodDef image_poll_methods[] = {
+    {"poll", (PyCFunction)(void (*)(void))image_poll_poll, METH_FASTCALL, "Image.poll(handler, fragment_limit)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef image_poll_members[] = {
+    {"position", T_LONGLONG, offsetof(ImagePoll, position), 0, "The image's position (this subscriber's)."},
+    {"closed", T_INT, offsetof(ImagePoll, closed), 0, "Nonzero: every poll returns 0."},
+    {"batch_pending", T_INT, offsetof(ImagePoll, batch_pending), 0, "Nonzero: on_batch() before each poll."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject ImagePollType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.ImagePoll",
+    .tp_basicsize = sizeof(ImagePoll),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One image's poll in C, its position kept here.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)image_poll_init,
+    .tp_dealloc = (destructor)image_poll_dealloc,
+    .tp_traverse = (traverseproc)image_poll_traverse,
+    .tp_clear = (inquiry)image_poll_clear,
+    .tp_methods = image_poll_methods,
+    .tp_members = image_poll_members,
+};
 
 /* scan(term_address, capacity, offset, offsets, lengths, flags) -> (fragments, new term offset)
  * The batch poll's walk: as poll, but each DATA frame's payload offset, payload length and flags byte go into
@@ -518,8 +713,10 @@ static PyMethodDef polls_functions[] = {
 int amd_fastpath_add_polls(PyObject *module)
 {
     offset_name = PyUnicode_InternFromString("offset");
-    if (offset_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
-        PyModule_AddType(module, &MessageStreamType) < 0)
+    buffer_name = PyUnicode_InternFromString("buffer");
+    if (offset_name == NULL || buffer_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
+        PyModule_AddType(module, &MessageStreamType) < 0 || PyType_Ready(&ImagePollType) < 0 ||
+        PyModule_AddType(module, &ImagePollType) < 0)
     {
         return -1;
     }

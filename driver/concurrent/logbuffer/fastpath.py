@@ -87,6 +87,28 @@ def message_poller() -> Callable[..., tuple[int, int, int]] | None:
     return _fastpath.messages if active() and _fastpath is not None else None
 
 
+def image_poll(
+    owner: Any,
+    terms: tuple[Any, Any, Any],
+    addresses: tuple[int, int, int],
+    term_length: int,
+    header: Any,
+    position_address: int,
+    position: int,
+    on_batch: Callable[[], None],
+) -> Any | None:
+    """An ``ImagePoll``: one image's ``poll(handler, fragment_limit)`` as one C call, its ``position`` (and
+    ``closed``, ``batch_pending``) kept in the object and each new position release-stored at
+    ``position_address`` (the subscriber position counter); ``on_batch()`` runs before a poll while
+    ``batch_pending``. None off the fast path."""
+    if not active():
+        return None
+    assert _fastpath is not None
+    return _fastpath.ImagePoll(
+        owner, terms, addresses, term_length, header, position_address, position, on_batch
+    )
+
+
 def message_stream_type() -> type | None:
     """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
     ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
