@@ -84,16 +84,22 @@ def messages(
     """``async for message in messages(subscription)``: whole messages, until the subscription closes.
 
     Each poll takes up to ``fragment_limit`` fragments at once (``Subscription.poll_messages``: on the fast path
-    the messages are made in C) and the loop is yielded to once per poll, not per message; on the fast path the
-    messages of a poll are then handed over from C too (driver/concurrent/logbuffer/fastpath.py). Messages
+    the messages are made in C) and the loop is yielded to once per ``fragment_limit`` messages handed over (a
+    full poll's worth; a consumer that keeps up, polling a few at a time, does not pay a loop turn per poll) and
+    whenever nothing has come; on the fast path the messages of a poll are then handed over from C too (driver/concurrent/logbuffer/fastpath.py). Messages
     already polled when the iteration is left are dropped with it."""
     pending: list[Message] = []
     spare: list[Message] = []  # the last poll's messages: rewritten by the next where the loop kept none
     poll = subscription.poll_messages
     stream_type = fastpath.message_stream_type() or _MessageStream
 
+    handed = 0  # messages handed over since the loop last ran other tasks
+
     async def refill() -> Message:
-        await asyncio.sleep(0)  # once per poll: the other tasks run between batches
+        nonlocal handed
+        if handed >= fragment_limit:
+            handed = 0
+            await asyncio.sleep(0)  # the other tasks run between polls, once per fragment_limit messages
         delay = 0.0
         while not subscription.is_closed:
             if pending:
@@ -101,6 +107,7 @@ def messages(
                 pending.clear()
             poll(pending, fragment_limit, spare)
             if pending:
+                handed += len(pending)
                 stream.next = 1
                 return pending[0]
             delay = min(0.001, delay * 2 or idle_s / 4)
@@ -170,26 +177,34 @@ async def offer_many(publication: Publication | ExclusivePublication, messages: 
 
 class _Polls:
     """An async iterator that hands over one poll per step (``poll()``, empty when falsy), waiting with a backoff
-    while nothing comes and yielding to the loop once per step; ends when the subscription closes. A class, not an
+    while nothing comes and yielding to the loop once per ``limit`` fragments or messages handed over (a full
+    poll's worth); ends when the subscription closes. A class, not an
     async generator: a consumer that breaks out of its loop leaves nothing to finalize."""
 
-    __slots__ = ("idle_s", "poll", "subscription")
+    __slots__ = ("handed", "idle_s", "limit", "poll", "subscription")
 
-    def __init__(self, subscription: Subscription, poll: Callable[[], Any], idle_s: float) -> None:
+    def __init__(
+        self, subscription: Subscription, poll: Callable[[], Any], limit: int, idle_s: float
+    ) -> None:
         self.subscription = subscription
         self.poll = poll
+        self.limit = limit
         self.idle_s = idle_s
+        self.handed = 0  # fragments or messages handed over since the loop last ran other tasks
 
     def __aiter__(self) -> _Polls:
         return self
 
     async def __anext__(self) -> Any:
-        await asyncio.sleep(0)  # once per poll: the other tasks run between batches
+        if self.handed >= self.limit:
+            self.handed = 0
+            await asyncio.sleep(0)  # the other tasks run between polls, once per ``limit`` handed over
         subscription, poll = self.subscription, self.poll
         delay = 0.0
         while not subscription.is_closed:
             batch = poll()
             if batch:
+                self.handed += len(batch)
                 return batch
             delay = min(0.001, delay * 2 or self.idle_s / 4)
             await asyncio.sleep(delay)
@@ -208,7 +223,7 @@ def batches(
         poll_messages(batch, fragment_limit)
         return batch
 
-    return _Polls(subscription, poll, idle_s)
+    return _Polls(subscription, poll, fragment_limit, idle_s)
 
 
 def fragment_batches(
@@ -217,7 +232,7 @@ def fragment_batches(
     """``async for batch in fragment_batches(subscription)``: ``Subscription.poll_batch`` per step, the
     fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
     poll_batch = subscription.poll_batch
-    return _Polls(subscription, lambda: poll_batch(fragment_limit), idle_s)
+    return _Polls(subscription, lambda: poll_batch(fragment_limit), fragment_limit, idle_s)
 
 
 class _ClosableStream(_MessageStream):
