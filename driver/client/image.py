@@ -85,12 +85,17 @@ class Image:
             values.address_value() + counter_offset(subscriber_position.id),
             position,
             self._release_batch,
+            Message,
+            session_id,
+            stream_id,
         )
-        # The image's position lives in its poller: the C ImagePoll (whose poll then serves ``poll``, one C call)
+        # The image's position lives in its poller: the C ImagePoll (whose calls then serve ``poll`` and
+        # ``poll_messages``, one C call each)
         # or, off the fast path, a plain cell.
         self._poller: Any = poller if poller is not None else _PositionCell(position)
         if poller is not None:
             self.poll = poller.poll  # type: ignore[method-assign]
+            self.poll_messages = poller.poll_messages  # type: ignore[method-assign]
         self.join_position = position
 
     @property

@@ -153,8 +153,8 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(LL)", fragments, (long long)offset);
 }
 
-/* ImagePoll(owner, terms, addresses, term_length, header, position_address, position, on_batch): Image.poll
- * as one C call (driver/client/image.py). An image's Python poll cost about ten times pyaeron's before the
+/* ImagePoll(owner, terms, addresses, term_length, header, position_address, position, on_batch, message_type,
+ * session_id, stream_id): Image.poll (and poll_messages, below) as one C call (driver/client/image.py). An image's Python poll cost about ten times pyaeron's before the
  * first fragment (the Python frames of Subscription.poll and Image.poll, the tuple returned, a cffi store of
  * the position); here the position lives in the object (``position``) and goes to the subscriber position
  * counter at ``position_address`` with a release store, as AtomicCounter.set_ordered. ``closed`` set: every
@@ -167,6 +167,9 @@ typedef struct
     PyObject *terms; /* the three term buffers, handed to the handler */
     PyObject *header;
     PyObject *on_batch;
+    PyTypeObject *message_type; /* Message, for poll_messages */
+    PyObject *session_id;
+    PyObject *stream_id;
     const uint8_t *addresses[3];
     int64_t *position_counter;
     long long position;
@@ -182,6 +185,9 @@ static int image_poll_traverse(ImagePoll *self, visitproc visit, void *arg)
     Py_VISIT(self->terms);
     Py_VISIT(self->header);
     Py_VISIT(self->on_batch);
+    Py_VISIT(self->message_type);
+    Py_VISIT(self->session_id);
+    Py_VISIT(self->stream_id);
     return 0;
 }
 
@@ -192,6 +198,9 @@ static int image_poll_clear(ImagePoll *self)
     Py_CLEAR(self->terms);
     Py_CLEAR(self->header);
     Py_CLEAR(self->on_batch);
+    Py_CLEAR(self->message_type);
+    Py_CLEAR(self->session_id);
+    Py_CLEAR(self->stream_id);
     return 0;
 }
 
@@ -204,16 +213,23 @@ static void image_poll_dealloc(ImagePoll *self)
 
 static int image_poll_init(ImagePoll *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *owner, *terms, *addresses, *header, *position_address, *on_batch;
+    PyObject *owner, *terms, *addresses, *header, *position_address, *on_batch, *message_type, *session_id, *stream_id;
     long long term_length, position;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
     {
         PyErr_SetString(PyExc_TypeError, "ImagePoll takes no keywords");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OO!O!LOOLO:ImagePoll", &owner, &PyTuple_Type, &terms, &PyTuple_Type, &addresses,
-                          &term_length, &header, &position_address, &position, &on_batch))
+    if (!PyArg_ParseTuple(args, "OO!O!LOOLOO!O!O!:ImagePoll", &owner, &PyTuple_Type, &terms, &PyTuple_Type,
+                          &addresses, &term_length, &header, &position_address, &position, &on_batch, &PyType_Type,
+                          &message_type, &PyLong_Type, &session_id, &PyLong_Type, &stream_id))
     {
+        return -1;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)message_type, &PyTuple_Type) ||
+        ((PyTypeObject *)message_type)->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "ImagePoll: message_type must be a tuple subclass without a __dict__");
         return -1;
     }
     if (PyTuple_GET_SIZE(terms) != 3 || PyTuple_GET_SIZE(addresses) != 3 || term_length <= 0 ||
@@ -244,6 +260,12 @@ static int image_poll_init(ImagePoll *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->terms, terms);
     Py_XSETREF(self->header, header);
     Py_XSETREF(self->on_batch, on_batch);
+    Py_INCREF(message_type);
+    Py_INCREF(session_id);
+    Py_INCREF(stream_id);
+    Py_XSETREF(self->message_type, (PyTypeObject *)message_type);
+    Py_XSETREF(self->session_id, session_id);
+    Py_XSETREF(self->stream_id, stream_id);
     self->term_length = term_length;
     self->shift = shift;
     self->position = position;
@@ -302,31 +324,6 @@ static PyObject *image_poll_poll(ImagePoll *self, PyObject *const *args, Py_ssiz
     }
     return PyLong_FromLongLong(fragments);
 }
-
-static PyMethodDef image_poll_methods[] = {
-    {"poll", (PyCFunction)(void (*)(void))image_poll_poll, METH_FASTCALL, "Image.poll(handler, fragment_limit)."},
-    {NULL, NULL, 0, NULL}};
-
-static PyMemberDef image_poll_members[] = {
-    {"position", T_LONGLONG, offsetof(ImagePoll, position), 0, "The image's position (this subscriber's)."},
-    {"closed", T_INT, offsetof(ImagePoll, closed), 0, "Nonzero: every poll returns 0."},
-    {"batch_pending", T_INT, offsetof(ImagePoll, batch_pending), 0, "Nonzero: on_batch() before each poll."},
-    {NULL, 0, 0, 0, NULL}};
-
-static PyTypeObject ImagePollType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "driver.concurrent.logbuffer._fastpath.ImagePoll",
-    .tp_basicsize = sizeof(ImagePoll),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "One image's poll in C, its position kept here.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)image_poll_init,
-    .tp_dealloc = (destructor)image_poll_dealloc,
-    .tp_traverse = (traverseproc)image_poll_traverse,
-    .tp_clear = (inquiry)image_poll_clear,
-    .tp_methods = image_poll_methods,
-    .tp_members = image_poll_members,
-};
 
 /* scan(term_address, capacity, offset, offsets, lengths, flags) -> (fragments, new term offset)
  * The batch poll's walk: as poll, but each DATA frame's payload offset, payload length and flags byte go into
@@ -479,54 +476,15 @@ static PyObject *new_message(
     return message;
 }
 
-/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
- *          spare=None) -> (messages, new term offset, stopped at a fragment)
- * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
- * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
- * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
- * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
- * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
- * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
- * taken is removed from it. */
-static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The walk of messages (below) from *offset: *offset, *count and *fragment follow; 0, or -1 with an exception. */
+static int walk_messages(PyTypeObject *message_type, const uint8_t *term, long long capacity, int64_t *offset_io,
+                         long long limit, long long term_begin, PyObject *session_id, PyObject *stream_id,
+                         PyObject *out, PyObject *spare, long long *count_out, int *fragment_out)
 {
-    (void)self;
-    if (nargs < 9 || nargs > 10)
-    {
-        PyErr_SetString(PyExc_TypeError,
-                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
-                        "session_id, stream_id, out, spare=None)");
-        return NULL;
-    }
-    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
-        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
-    {
-        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
-        return NULL;
-    }
-    PyTypeObject *message_type = (PyTypeObject *)args[0];
-    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
-    const long long capacity = PyLong_AsLongLong(args[2]);
-    const long long start = PyLong_AsLongLong(args[3]);
-    const long long limit = PyLong_AsLongLong(args[4]);
-    const long long term_begin = PyLong_AsLongLong(args[5]);
-    PyObject *session_id = args[6];
-    PyObject *stream_id = args[7];
-    PyObject *out = args[8];
-    if (PyErr_Occurred())
-    {
-        return NULL;
-    }
-    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
-    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
-    {
-        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
-        return NULL;
-    }
     Py_ssize_t spare_left = spare != NULL ? PyList_GET_SIZE(spare) : 0;
     const Py_ssize_t spare_count = spare_left;
-    PyObject *result = NULL;
-    int64_t offset = start;
+    int status = -1;
+    int64_t offset = *offset_io;
     long long count = 0;
     int fragment = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
@@ -576,14 +534,171 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     {
         offset = capacity;
     }
-    result = Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+    status = 0;
 done:
     if (spare != NULL && spare_left < spare_count && PyList_SetSlice(spare, spare_left, spare_count, NULL) < 0)
     {
-        Py_CLEAR(result);
+        status = -1;
     }
-    return result;
+    *offset_io = offset;
+    *count_out = count;
+    *fragment_out = fragment;
+    return status;
 }
+
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
+ *          spare=None) -> (messages, new term offset, stopped at a fragment)
+ * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
+ * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
+ * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
+ * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
+ * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
+ * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
+ * taken is removed from it. */
+static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 9 || nargs > 10)
+    {
+        PyErr_SetString(PyExc_TypeError,
+                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
+                        "session_id, stream_id, out, spare=None)");
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
+        return NULL;
+    }
+    PyTypeObject *message_type = (PyTypeObject *)args[0];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
+    const long long capacity = PyLong_AsLongLong(args[2]);
+    const long long start = PyLong_AsLongLong(args[3]);
+    const long long limit = PyLong_AsLongLong(args[4]);
+    const long long term_begin = PyLong_AsLongLong(args[5]);
+    PyObject *session_id = args[6];
+    PyObject *stream_id = args[7];
+    PyObject *out = args[8];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
+        return NULL;
+    }
+    int64_t offset = start;
+    long long count = 0;
+    int fragment = 0;
+    if (walk_messages(message_type, term, capacity, &offset, limit, term_begin, session_id, stream_id, out, spare,
+                      &count, &fragment) < 0)
+    {
+        return NULL;
+    }
+    return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+}
+
+/* ImagePoll.poll_messages(out, fragment_limit, assembler, spare) -> fragments: Image.poll_messages, the
+ * messages made by walk_messages; a fragmented message's frames go to assembler through this poll. */
+static PyObject *image_poll_messages(ImagePoll *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4)
+    {
+        PyErr_SetString(PyExc_TypeError, "poll_messages(out, fragment_limit, assembler, spare=None)");
+        return NULL;
+    }
+    PyObject *out = args[0];
+    PyObject *spare = nargs == 4 && args[3] != Py_None ? args[3] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
+    {
+        PyErr_SetString(PyExc_TypeError, "poll_messages: out and spare must be lists");
+        return NULL;
+    }
+    const long long limit = PyLong_AsLongLong(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (self->batch_pending && !self->closed)
+    {
+        PyObject *released = PyObject_CallNoArgs(self->on_batch);
+        if (released == NULL)
+        {
+            return NULL;
+        }
+        Py_DECREF(released);
+    }
+    if (self->closed || self->terms == NULL)
+    {
+        return PyLong_FromLong(0);
+    }
+    const int64_t position = self->position;
+    const int64_t term_offset = position & (self->term_length - 1);
+    const int index = (int)((position >> self->shift) % 3);
+    int64_t offset = term_offset;
+    long long count = 0;
+    int fragment = 0;
+    const int walked = walk_messages(self->message_type, self->addresses[index], self->term_length, &offset, limit,
+                                     position - term_offset, self->session_id, self->stream_id, out, spare, &count,
+                                     &fragment);
+    if (offset != term_offset)
+    {
+        self->position = position + (offset - term_offset);
+        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
+    }
+    if (walked < 0)
+    {
+        return NULL;
+    }
+    if (fragment && count < limit)
+    {
+        PyObject *rest_limit = PyLong_FromLongLong(limit - count);
+        if (rest_limit == NULL)
+        {
+            return NULL;
+        }
+        PyObject *poll_args[2] = {args[2], rest_limit};
+        PyObject *rest = image_poll_poll(self, poll_args, 2);
+        Py_DECREF(rest_limit);
+        if (rest == NULL)
+        {
+            return NULL;
+        }
+        count += PyLong_AsLongLong(rest);
+        Py_DECREF(rest);
+    }
+    return PyLong_FromLongLong(count);
+}
+
+static PyMethodDef image_poll_methods[] = {
+    {"poll", (PyCFunction)(void (*)(void))image_poll_poll, METH_FASTCALL, "Image.poll(handler, fragment_limit)."},
+    {"poll_messages", (PyCFunction)(void (*)(void))image_poll_messages, METH_FASTCALL,
+     "Image.poll_messages(out, fragment_limit, assembler, spare)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef image_poll_members[] = {
+    {"position", T_LONGLONG, offsetof(ImagePoll, position), 0, "The image's position (this subscriber's)."},
+    {"closed", T_INT, offsetof(ImagePoll, closed), 0, "Nonzero: every poll returns 0."},
+    {"batch_pending", T_INT, offsetof(ImagePoll, batch_pending), 0, "Nonzero: on_batch() before each poll."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject ImagePollType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.ImagePoll",
+    .tp_basicsize = sizeof(ImagePoll),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One image's poll in C, its position kept here.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)image_poll_init,
+    .tp_dealloc = (destructor)image_poll_dealloc,
+    .tp_traverse = (traverseproc)image_poll_traverse,
+    .tp_clear = (inquiry)image_poll_clear,
+    .tp_methods = image_poll_methods,
+    .tp_members = image_poll_members,
+};
 
 /* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
  * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the

@@ -96,16 +96,30 @@ def image_poll(
     position_address: int,
     position: int,
     on_batch: Callable[[], None],
+    message_type: type,
+    session_id: int,
+    stream_id: int,
 ) -> Any | None:
-    """An ``ImagePoll``: one image's ``poll(handler, fragment_limit)`` as one C call, its ``position`` (and
-    ``closed``, ``batch_pending``) kept in the object and each new position release-stored at
+    """An ``ImagePoll``: one image's ``poll(handler, fragment_limit)`` and ``poll_messages(out, fragment_limit,
+    assembler, spare=None)`` (``message_type`` tuples of ``session_id``, ``stream_id``) as one C call each, its
+    ``position`` (and ``closed``, ``batch_pending``) kept in the object and each new position release-stored at
     ``position_address`` (the subscriber position counter); ``on_batch()`` runs before a poll while
     ``batch_pending``. None off the fast path."""
     if not active():
         return None
     assert _fastpath is not None
     return _fastpath.ImagePoll(
-        owner, terms, addresses, term_length, header, position_address, position, on_batch
+        owner,
+        terms,
+        addresses,
+        term_length,
+        header,
+        position_address,
+        position,
+        on_batch,
+        message_type,
+        session_id,
+        stream_id,
     )
 
 
