@@ -114,7 +114,20 @@ def messages(
             await asyncio.sleep(delay)
         raise StopAsyncIteration
 
-    stream = stream_type(pending, refill)
+    def poll_now() -> int:
+        """The poll ``refill`` would make, without a coroutine: how many messages came (0: await ``refill``)."""
+        nonlocal handed
+        if handed >= fragment_limit or subscription.is_closed:
+            return 0
+        if pending:
+            spare[:] = pending
+            pending.clear()
+        poll(pending, fragment_limit, spare)
+        count = len(pending)
+        handed += count
+        return count
+
+    stream = stream_type(pending, refill, poll_now)
     return stream
 
 
@@ -141,18 +154,26 @@ def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]
 class _MessageStream:
     """The iterator of ``messages`` when the fast path is off: the same steps as its C MessageStream."""
 
-    __slots__ = ("items", "next", "refill")
+    __slots__ = ("items", "next", "poll", "refill")
 
-    def __init__(self, items: list[Message], refill: Callable[[], Awaitable[Message]]) -> None:
+    def __init__(
+        self,
+        items: list[Message],
+        refill: Callable[[], Awaitable[Message]],
+        poll: Callable[[], int] | None = None,
+    ) -> None:
         self.items = items
         self.next = len(items)
         self.refill = refill
+        self.poll = poll
 
     def __aiter__(self) -> _MessageStream:
         return self
 
     async def __anext__(self) -> Message:
         items = self.items
+        if self.next >= len(items) and self.poll is not None and self.poll() > 0:
+            self.next = 0
         if self.next < len(items):
             self.next += 1
             return items[self.next - 1]

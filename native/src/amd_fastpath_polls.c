@@ -700,7 +700,10 @@ static PyTypeObject ImagePollType = {
     .tp_members = image_poll_members,
 };
 
-/* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
+/* MessageStream(items, refill, poll=None): the asyncio message iterator's per-message step in C
+ * (driver/client/aio.py). With ``poll``, a used-up list is first refilled by poll() (a plain call returning how
+ * many messages items now holds, 0 when refill() should be awaited instead: nothing came, or the loop is due a
+ * turn), so that a consumer that keeps up pays no coroutine per poll.
  * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the
  * stream itself as an awaitable that is already done (am_send hands the message straight back). When the list
  * is used up, __anext__ returns refill(), a Python coroutine that waits for more, refills ``items``, sets
@@ -710,6 +713,7 @@ typedef struct
     PyObject_HEAD
     PyObject *items; /* a list */
     PyObject *refill;
+    PyObject *poll;  /* poll() -> messages now in items (refilled), 0 to await refill(); or NULL */
     PyObject *ready; /* the message the pending await returns */
     Py_ssize_t next;
 } MessageStream;
@@ -718,6 +722,7 @@ static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->items);
     Py_VISIT(self->refill);
+    Py_VISIT(self->poll);
     Py_VISIT(self->ready);
     return 0;
 }
@@ -726,6 +731,7 @@ static int stream_clear(MessageStream *self)
 {
     Py_CLEAR(self->items);
     Py_CLEAR(self->refill);
+    Py_CLEAR(self->poll);
     Py_CLEAR(self->ready);
     return 0;
 }
@@ -739,13 +745,13 @@ static void stream_dealloc(MessageStream *self)
 
 static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *items, *refill;
+    PyObject *items, *refill, *poll = Py_None;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
     {
-        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill) takes no keywords");
+        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill, poll=None) takes no keywords");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O!O:MessageStream", &PyList_Type, &items, &refill))
+    if (!PyArg_ParseTuple(args, "O!O|O:MessageStream", &PyList_Type, &items, &refill, &poll))
     {
         return -1;
     }
@@ -753,6 +759,15 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
     Py_INCREF(refill);
     Py_XSETREF(self->items, items);
     Py_XSETREF(self->refill, refill);
+    if (poll == Py_None)
+    {
+        Py_CLEAR(self->poll);
+    }
+    else
+    {
+        Py_INCREF(poll);
+        Py_XSETREF(self->poll, poll);
+    }
     Py_CLEAR(self->ready);
     self->next = PyList_GET_SIZE(items);
     return 0;
@@ -761,6 +776,25 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
 static PyObject *stream_anext(MessageStream *self)
 {
     release_ready_stop();
+    if (self->items != NULL && self->next >= PyList_GET_SIZE(self->items) && self->poll != NULL)
+    {
+        /* used up: a poll at once, with no coroutine; only when it brings nothing is refill() awaited */
+        PyObject *got = PyObject_CallNoArgs(self->poll);
+        if (got == NULL)
+        {
+            return NULL;
+        }
+        const long count = PyLong_AsLong(got);
+        Py_DECREF(got);
+        if (count == -1 && PyErr_Occurred())
+        {
+            return NULL;
+        }
+        if (count > 0)
+        {
+            self->next = 0;
+        }
+    }
     if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
     {
         PyObject *item = PyList_GET_ITEM(self->items, self->next);

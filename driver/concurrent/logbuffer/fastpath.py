@@ -124,7 +124,8 @@ def image_poll(
 
 
 def message_stream_type() -> type | None:
-    """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
+    """``MessageStream(items, refill, poll=None)``: an async iterator handing over ``items[next:]`` from C; used
+    up, it calls ``poll()`` (how many messages it put in ``items``) and, when that brought none, awaits
     ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
     return _fastpath.MessageStream if active() and _fastpath is not None else None
 
