@@ -260,6 +260,7 @@ class _ClosableStream(_MessageStream):
     """``messages_of``'s iterator off the fast path: ``aclose()`` closes its batches."""
 
     __slots__ = ("batches",)
+    batches: Any
 
     async def aclose(self) -> None:
         close = getattr(self.batches, "aclose", None)
@@ -270,7 +271,7 @@ class _ClosableStream(_MessageStream):
 _C_STREAM: Any = fastpath.message_stream_base()
 if _C_STREAM is not None:
 
-    class _ClosableCStream(_C_STREAM):  # type: ignore[misc, valid-type]
+    class _ClosableCStream(_C_STREAM):
         """``messages_of``'s iterator on the fast path: the C MessageStream's steps, and ``aclose()``."""
 
         __slots__ = ("batches",)

@@ -89,8 +89,8 @@ def message_poller() -> Callable[..., tuple[int, int, int]] | None:
 
 def image_poll(
     owner: Any,
-    terms: tuple[Any, Any, Any],
-    addresses: tuple[int, int, int],
+    terms: tuple[Any, ...],
+    addresses: tuple[int, ...],
     term_length: int,
     header: Any,
     position_address: int,
