@@ -10,7 +10,7 @@ import numpy as np
 
 from driver.client.message import Message
 from driver.concurrent.atomic_buffer import AtomicBuffer, FrameBatch
-from driver.concurrent.counters import AtomicCounter
+from driver.concurrent.counters import AtomicCounter, counter_offset
 from driver.concurrent.logbuffer import fastpath, term_block_scanner
 from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.header import Header
@@ -64,8 +64,6 @@ class Image:
         self.initial_term_id = lbd.initial_term_id(meta)
         self.mtu_length = lbd.mtu_length(meta)
         self._subscriber_position = subscriber_position
-        self._position = subscriber_position.get()
-        self.join_position = self._position
         self._header = Header(self.initial_term_id, self.position_bits_to_shift, self)
         self._reader = reader
         self.is_closed = False
@@ -76,6 +74,37 @@ class Image:
         self._fast_messages = fastpath.message_poller()
         self._term_addresses = tuple(b.address_value() for b in self._term_buffers)
         self._batch: FragmentBatch | None = None
+        position = subscriber_position.get()
+        values = subscriber_position.values_buffer
+        poller = fastpath.image_poll(
+            (log_buffers, values),
+            tuple(self._term_buffers),
+            self._term_addresses,
+            self.term_length,
+            self._header,
+            values.address_value() + counter_offset(subscriber_position.id),
+            position,
+            self._release_batch,
+            Message,
+            session_id,
+            stream_id,
+        )
+        # The image's position lives in its poller: the C ImagePoll (whose calls then serve ``poll`` and
+        # ``poll_messages``, one C call each)
+        # or, off the fast path, a plain cell.
+        self._poller: Any = poller if poller is not None else _PositionCell(position)
+        if poller is not None:
+            self.poll = poller.poll  # type: ignore[method-assign]
+            self.poll_messages = poller.poll_messages  # type: ignore[method-assign]
+        self.join_position = position
+
+    @property
+    def _position(self) -> int:
+        return self._poller.position
+
+    @_position.setter
+    def _position(self, value: int) -> None:
+        self._poller.position = value
 
     def __repr__(self) -> str:
         return (
@@ -194,6 +223,7 @@ class Image:
             self._release_batch()
         else:
             batch = self._batch = FragmentBatch(self, max(fragment_limit, 1))
+            self._poller.batch_pending = 1  # the C poll releases it first from now on, as poll does
         if self.is_closed:
             return batch.empty()
         position = self._position
@@ -315,6 +345,18 @@ class Image:
             # As 1.15.1: decided once, from where this subscriber got to (a closed image may be unmapped).
             self._is_eos_at_close = self._position >= lbd.end_of_stream_position(self._meta)
             self.is_closed = True
+            self._poller.closed = 1
+
+
+class _PositionCell:
+    """An image's position (and the flags the C ImagePoll keeps) off the fast path."""
+
+    __slots__ = ("batch_pending", "closed", "position")
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self.closed = 0
+        self.batch_pending = 0
 
 
 class _Stop(Exception):

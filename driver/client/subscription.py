@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from driver.client.aio import batches as async_batches
+from driver.client.aio import fragment_batches as async_fragment_batches
 from driver.client.aio import messages as async_messages
 from driver.client.fragment_assembler import FragmentAssembler
 from driver.client.image import ControlledFragmentHandler, FragmentBatch, Image
@@ -152,17 +154,38 @@ class Subscription:
         """``async for message in subscription.messages()``: whole messages, until the subscription closes."""
         return async_messages(self, fragment_limit)
 
+    def batches(self, fragment_limit: int = 256) -> AsyncIterator[list[Message]]:
+        """``async for batch in subscription.batches()``: a poll's worth of whole messages per await."""
+        return async_batches(self, fragment_limit)
+
+    def fragment_batches(self, fragment_limit: int = 4096) -> AsyncIterator[FragmentBatch]:
+        """``async for batch in subscription.fragment_batches()``: ``poll_batch`` per await, zero-copy views
+        valid until the next step."""
+        return async_fragment_batches(self, fragment_limit)
+
     # --- driven by the client conductor ----------------------------------------------------------
 
     def _add_image(self, image: Image) -> None:
         self._images = (*self._images, image)
+        self._bind_poll()
 
     def _remove_image(self, correlation_id: int) -> Image | None:
         image = next((i for i in self._images if i.correlation_id == correlation_id), None)
         if image is not None:
             self._images = tuple(i for i in self._images if i is not image)
+            self._bind_poll()
             image.close()
         return image
+
+    def _bind_poll(self) -> None:
+        """With one image whose poll is C (the fast path), ``poll`` is that C call itself: no Python frame per
+        poll. Otherwise the round robin over the images (the class's ``poll``)."""
+        images = self._images
+        fast = images[0].__dict__.get("poll") if len(images) == 1 else None
+        if fast is not None:
+            self.poll = fast  # type: ignore[method-assign]
+        else:
+            self.__dict__.pop("poll", None)
 
     def close(self) -> None:
         """Remove the subscription from the driver (REMOVE_SUBSCRIPTION); idempotent."""

@@ -12,6 +12,8 @@
 #include <time.h>
 #include "amd_fastpath.h"
 
+PyObject *amd_ready_stop = NULL;
+
 /* wait_for_change(address, last, stop_address, timeout_ns, poll_ns) -> True when the int64 at address is no
  * longer ``last`` (acquire load) or the int32 at stop_address is nonzero, False after timeout_ns.
  * Checked every poll_ns WITHOUT the GIL: the client's conductor thread waits here for driver events, so a

@@ -320,6 +320,7 @@ OFFER_INLINE PyObject *offer_many_with(offer_fn fn, int blocks, Offers *self, Py
  * it (its value was taken by the await), else a new one. */
 static PyObject *done_result(Offers *self, int64_t position)
 {
+    release_ready_stop();
     Done *done = self->done;
     if (done == NULL || Py_REFCNT(done) != 1 || done->value != NULL)
     {

@@ -44,6 +44,79 @@ static inline int32_t next_data_frame(const uint8_t *term, int64_t *offset, int6
 
 /* The ints poll hands its handler, reused while the handler keeps none of them (reused_int). */
 static PyObject *poll_payload_offset, *poll_payload_length, *poll_frame_offset;
+static PyObject *buffer_name; /* "buffer", interned */
+
+/* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
+ *   -> (fragments read, new term offset)
+ * As TermReader.read (docs/logbuffer.md section 6): from ``offset`` frames are walked while their length
+ * (acquire) is positive and inside the term; padding is stepped over; each DATA frame goes to
+ * handler(term_buffer, payload offset, payload length, header) with header.offset set to the frame's offset.
+ * If the handler raises: with an error_handler (not None) it gets the exception and the frame counts as
+ * consumed; without one the exception propagates (the caller then consumes nothing). */
+/* The frames of one poll to handler(term_buffer, payload offset, payload length, header), header.offset set to
+ * each frame's offset (``slot``: member_slot(header, "offset")), from *offset while fewer than ``limit``:
+ * *offset and *fragments follow. 0 when the walk ended or a raising handler's exception went to error_handler
+ * (that frame consumed); -1 with the exception set when it propagates (the caller consumes nothing). */
+static int deliver_frames(PyObject *handler, PyObject *term_buffer, const uint8_t *term, long long capacity,
+                          int64_t *offset, long long limit, PyObject *header, PyObject **slot,
+                          PyObject *error_handler, long long *fragments)
+{
+    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
+    while (*fragments < limit)
+    {
+        const int32_t frame_length = next_data_frame(term, offset, last_header);
+        if (frame_length <= 0)
+        {
+            break;
+        }
+        const int64_t frame_offset = *offset;
+        *offset += ALIGN_FRAME(frame_length);
+        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
+        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
+        if (payload_offset == NULL || payload_length == NULL ||
+            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
+        {
+            Py_XDECREF(payload_offset);
+            Py_XDECREF(payload_length);
+            return -1;
+        }
+        PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
+        PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
+        Py_DECREF(payload_offset);
+        Py_DECREF(payload_length);
+        if (value == NULL)
+        {
+            if (error_handler == Py_None || !PyErr_ExceptionMatches(PyExc_Exception))
+            {
+                return -1;
+            }
+            PyObject *type, *exc, *traceback;
+            PyErr_Fetch(&type, &exc, &traceback);
+            PyErr_NormalizeException(&type, &exc, &traceback);
+            if (traceback != NULL)
+            {
+                PyException_SetTraceback(exc, traceback);
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(traceback);
+            PyObject *handled = PyObject_CallOneArg(error_handler, exc);
+            Py_DECREF(exc);
+            if (handled == NULL)
+            {
+                return -1;
+            }
+            Py_DECREF(handled);
+            return 0;
+        }
+        Py_DECREF(value);
+        ++*fragments;
+    }
+    if (*offset > capacity)
+    {
+        *offset = capacity; /* only a corrupt length can overrun; never report an offset past the term */
+    }
+    return 0;
+}
 
 /* poll(handler, term_buffer, term_address, capacity, offset, fragment_limit, header, error_handler)
  *   -> (fragments read, new term offset)
@@ -61,76 +134,195 @@ static PyObject *fast_poll(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyExc_TypeError, "poll(handler, term_buffer, term_address, capacity, offset, limit, header, error_handler)");
         return NULL;
     }
-    PyObject *handler = args[0];
-    PyObject *term_buffer = args[1];
     const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[2]);
     const long long capacity = PyLong_AsLongLong(args[3]);
     const long long start = PyLong_AsLongLong(args[4]);
     const long long limit = PyLong_AsLongLong(args[5]);
     PyObject *header = args[6];
-    PyObject *error_handler = args[7];
     if (PyErr_Occurred())
     {
         return NULL;
     }
-    PyObject **slot = member_slot(header, offset_name);
     int64_t offset = start;
     long long fragments = 0;
-    const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
-    while (fragments < limit)
+    if (deliver_frames(args[0], args[1], term, capacity, &offset, limit, header, member_slot(header, offset_name),
+                       args[7], &fragments) < 0)
     {
-        const int32_t frame_length = next_data_frame(term, &offset, last_header);
-        if (frame_length <= 0)
-        {
-            break;
-        }
-        const int64_t frame_offset = offset;
-        offset += ALIGN_FRAME(frame_length);
-        PyObject *payload_offset = reused_int(&poll_payload_offset, frame_offset + AMD_DATA_HEADER_LENGTH, NULL);
-        PyObject *payload_length = reused_int(&poll_payload_length, frame_length - AMD_DATA_HEADER_LENGTH, NULL);
-        if (payload_offset == NULL || payload_length == NULL ||
-            set_int_at(header, offset_name, slot, &poll_frame_offset, frame_offset) < 0)
-        {
-            Py_XDECREF(payload_offset);
-            Py_XDECREF(payload_length);
-            return NULL;
-        }
-        PyObject *call_args[4] = {term_buffer, payload_offset, payload_length, header};
-        PyObject *value = PyObject_Vectorcall(handler, call_args, 4, NULL);
-        Py_DECREF(payload_offset);
-        Py_DECREF(payload_length);
-        if (value == NULL)
-        {
-            if (error_handler == Py_None || !PyErr_ExceptionMatches(PyExc_Exception))
-            {
-                return NULL;
-            }
-            PyObject *type, *exc, *traceback;
-            PyErr_Fetch(&type, &exc, &traceback);
-            PyErr_NormalizeException(&type, &exc, &traceback);
-            if (traceback != NULL)
-            {
-                PyException_SetTraceback(exc, traceback);
-            }
-            Py_XDECREF(type);
-            Py_XDECREF(traceback);
-            PyObject *handled = PyObject_CallOneArg(error_handler, exc);
-            Py_DECREF(exc);
-            if (handled == NULL)
-            {
-                return NULL;
-            }
-            Py_DECREF(handled);
-            return Py_BuildValue("(LL)", fragments, (long long)offset);
-        }
-        Py_DECREF(value);
-        ++fragments;
-    }
-    if (offset > capacity)
-    {
-        offset = capacity; /* only a corrupt length can overrun; never report an offset past the term */
+        return NULL;
     }
     return Py_BuildValue("(LL)", fragments, (long long)offset);
+}
+
+/* ImagePoll(owner, terms, addresses, term_length, header, position_address, position, on_batch, message_type,
+ * session_id, stream_id): Image.poll (and poll_messages, below) as one C call (driver/client/image.py). An image's Python poll cost about ten times pyaeron's before the
+ * first fragment (the Python frames of Subscription.poll and Image.poll, the tuple returned, a cffi store of
+ * the position); here the position lives in the object (``position``) and goes to the subscriber position
+ * counter at ``position_address`` with a release store, as AtomicCounter.set_ordered. ``closed`` set: every
+ * poll returns 0 (the terms may be unmapped). ``batch_pending`` set: on_batch() first (Image._release_batch,
+ * which consumes a poll_batch's batch). ``owner`` keeps the mapped terms and counter alive. */
+typedef struct
+{
+    PyObject_HEAD
+    PyObject *owner;
+    PyObject *terms; /* the three term buffers, handed to the handler */
+    PyObject *header;
+    PyObject *on_batch;
+    PyTypeObject *message_type; /* Message, for poll_messages */
+    PyObject *session_id;
+    PyObject *stream_id;
+    const uint8_t *addresses[3];
+    int64_t *position_counter;
+    long long position;
+    long long term_length;
+    int shift;
+    int closed;
+    int batch_pending;
+} ImagePoll;
+
+static int image_poll_traverse(ImagePoll *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    Py_VISIT(self->terms);
+    Py_VISIT(self->header);
+    Py_VISIT(self->on_batch);
+    Py_VISIT(self->message_type);
+    Py_VISIT(self->session_id);
+    Py_VISIT(self->stream_id);
+    return 0;
+}
+
+static int image_poll_clear(ImagePoll *self)
+{
+    self->closed = 1; /* nothing left to read from */
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->terms);
+    Py_CLEAR(self->header);
+    Py_CLEAR(self->on_batch);
+    Py_CLEAR(self->message_type);
+    Py_CLEAR(self->session_id);
+    Py_CLEAR(self->stream_id);
+    return 0;
+}
+
+static void image_poll_dealloc(ImagePoll *self)
+{
+    PyObject_GC_UnTrack(self);
+    image_poll_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int image_poll_init(ImagePoll *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *owner, *terms, *addresses, *header, *position_address, *on_batch, *message_type, *session_id, *stream_id;
+    long long term_length, position;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "ImagePoll takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O!LOOLOO!O!O!:ImagePoll", &owner, &PyTuple_Type, &terms, &PyTuple_Type,
+                          &addresses, &term_length, &header, &position_address, &position, &on_batch, &PyType_Type,
+                          &message_type, &PyLong_Type, &session_id, &PyLong_Type, &stream_id))
+    {
+        return -1;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)message_type, &PyTuple_Type) ||
+        ((PyTypeObject *)message_type)->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "ImagePoll: message_type must be a tuple subclass without a __dict__");
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(terms) != 3 || PyTuple_GET_SIZE(addresses) != 3 || term_length <= 0 ||
+        (term_length & (term_length - 1)) != 0)
+    {
+        PyErr_SetString(PyExc_ValueError, "ImagePoll: three terms and addresses, a power-of-two term length");
+        return -1;
+    }
+    for (int i = 0; i < 3; ++i)
+    {
+        self->addresses[i] = (const uint8_t *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(addresses, i));
+    }
+    self->position_counter = (int64_t *)PyLong_AsVoidPtr(position_address);
+    if (PyErr_Occurred())
+    {
+        return -1;
+    }
+    int shift = 0;
+    while ((1LL << shift) < term_length)
+    {
+        ++shift;
+    }
+    Py_INCREF(owner);
+    Py_INCREF(terms);
+    Py_INCREF(header);
+    Py_INCREF(on_batch);
+    Py_XSETREF(self->owner, owner);
+    Py_XSETREF(self->terms, terms);
+    Py_XSETREF(self->header, header);
+    Py_XSETREF(self->on_batch, on_batch);
+    Py_INCREF(message_type);
+    Py_INCREF(session_id);
+    Py_INCREF(stream_id);
+    Py_XSETREF(self->message_type, (PyTypeObject *)message_type);
+    Py_XSETREF(self->session_id, session_id);
+    Py_XSETREF(self->stream_id, stream_id);
+    self->term_length = term_length;
+    self->shift = shift;
+    self->position = position;
+    self->closed = 0;
+    self->batch_pending = 0;
+    return 0;
+}
+
+/* poll(handler, fragment_limit) -> fragments: Image.poll. */
+static PyObject *image_poll_poll(ImagePoll *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+    {
+        PyErr_SetString(PyExc_TypeError, "poll(handler, fragment_limit)");
+        return NULL;
+    }
+    if (self->batch_pending && !self->closed)
+    {
+        PyObject *released = PyObject_CallNoArgs(self->on_batch);
+        if (released == NULL)
+        {
+            return NULL;
+        }
+        Py_DECREF(released);
+    }
+    if (self->closed || self->terms == NULL)
+    {
+        return PyLong_FromLong(0);
+    }
+    const long long limit = PyLong_AsLongLong(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+    {
+        return NULL;
+    }
+    const int64_t position = self->position;
+    const int64_t term_offset = position & (self->term_length - 1);
+    const int index = (int)((position >> self->shift) % 3);
+    PyObject *term_buffer = PyTuple_GET_ITEM(self->terms, index);
+    PyObject *header = self->header;
+    Py_INCREF(term_buffer);
+    if (set_member(header, buffer_name, term_buffer) < 0)
+    {
+        return NULL;
+    }
+    int64_t offset = term_offset;
+    long long fragments = 0;
+    if (deliver_frames(args[0], term_buffer, self->addresses[index], self->term_length, &offset, limit, header,
+                       member_slot(header, offset_name), Py_None, &fragments) < 0)
+    {
+        return NULL;
+    }
+    if (offset != term_offset && !self->closed)
+    {
+        self->position = position + (offset - term_offset);
+        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
+    }
+    return PyLong_FromLongLong(fragments);
 }
 
 /* scan(term_address, capacity, offset, offsets, lengths, flags) -> (fragments, new term offset)
@@ -284,54 +476,15 @@ static PyObject *new_message(
     return message;
 }
 
-/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
- *          spare=None) -> (messages, new term offset, stopped at a fragment)
- * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
- * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
- * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
- * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
- * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
- * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
- * taken is removed from it. */
-static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The walk of messages (below) from *offset: *offset, *count and *fragment follow; 0, or -1 with an exception. */
+static int walk_messages(PyTypeObject *message_type, const uint8_t *term, long long capacity, int64_t *offset_io,
+                         long long limit, long long term_begin, PyObject *session_id, PyObject *stream_id,
+                         PyObject *out, PyObject *spare, long long *count_out, int *fragment_out)
 {
-    (void)self;
-    if (nargs < 9 || nargs > 10)
-    {
-        PyErr_SetString(PyExc_TypeError,
-                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
-                        "session_id, stream_id, out, spare=None)");
-        return NULL;
-    }
-    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
-        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
-    {
-        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
-        return NULL;
-    }
-    PyTypeObject *message_type = (PyTypeObject *)args[0];
-    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
-    const long long capacity = PyLong_AsLongLong(args[2]);
-    const long long start = PyLong_AsLongLong(args[3]);
-    const long long limit = PyLong_AsLongLong(args[4]);
-    const long long term_begin = PyLong_AsLongLong(args[5]);
-    PyObject *session_id = args[6];
-    PyObject *stream_id = args[7];
-    PyObject *out = args[8];
-    if (PyErr_Occurred())
-    {
-        return NULL;
-    }
-    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
-    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
-    {
-        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
-        return NULL;
-    }
     Py_ssize_t spare_left = spare != NULL ? PyList_GET_SIZE(spare) : 0;
     const Py_ssize_t spare_count = spare_left;
-    PyObject *result = NULL;
-    int64_t offset = start;
+    int status = -1;
+    int64_t offset = *offset_io;
     long long count = 0;
     int fragment = 0;
     const int64_t last_header = (int64_t)capacity - AMD_DATA_HEADER_LENGTH;
@@ -381,16 +534,176 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     {
         offset = capacity;
     }
-    result = Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+    status = 0;
 done:
     if (spare != NULL && spare_left < spare_count && PyList_SetSlice(spare, spare_left, spare_count, NULL) < 0)
     {
-        Py_CLEAR(result);
+        status = -1;
     }
-    return result;
+    *offset_io = offset;
+    *count_out = count;
+    *fragment_out = fragment;
+    return status;
 }
 
-/* MessageStream(items, refill): the asyncio message iterator's per-message step in C (driver/client/aio.py).
+/* messages(message_type, term_address, capacity, offset, limit, term_begin_position, session_id, stream_id, out,
+ *          spare=None) -> (messages, new term offset, stopped at a fragment)
+ * The asyncio iterator's walk (driver/client/aio.py): as poll, but each whole DATA frame (BEGIN and END set)
+ * becomes message_type(data bytes, session_id, stream_id, position after the frame, reserved value) appended to
+ * the list ``out``, with no Python call. message_type is a tuple subclass without a __dict__ (a NamedTuple);
+ * it is filled as tuple.__new__ would. A frame of a fragmented message ends the walk before it (third value 1)
+ * so that the caller's assembler takes it. ``spare``, a list of messages of earlier polls that the caller has
+ * let go, is taken from the end and rewritten where nothing else holds them (recycled_message); what was
+ * taken is removed from it. */
+static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 9 || nargs > 10)
+    {
+        PyErr_SetString(PyExc_TypeError,
+                        "messages(message_type, term_address, capacity, offset, limit, term_begin_position, "
+                        "session_id, stream_id, out, spare=None)");
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
+        ((PyTypeObject *)args[0])->tp_dictoffset != 0)
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: message_type must be a tuple subclass without a __dict__");
+        return NULL;
+    }
+    PyTypeObject *message_type = (PyTypeObject *)args[0];
+    const uint8_t *term = (const uint8_t *)PyLong_AsVoidPtr(args[1]);
+    const long long capacity = PyLong_AsLongLong(args[2]);
+    const long long start = PyLong_AsLongLong(args[3]);
+    const long long limit = PyLong_AsLongLong(args[4]);
+    const long long term_begin = PyLong_AsLongLong(args[5]);
+    PyObject *session_id = args[6];
+    PyObject *stream_id = args[7];
+    PyObject *out = args[8];
+    if (PyErr_Occurred())
+    {
+        return NULL;
+    }
+    PyObject *spare = nargs == 10 && args[9] != Py_None ? args[9] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
+    {
+        PyErr_SetString(PyExc_TypeError, "messages: out and spare must be lists");
+        return NULL;
+    }
+    int64_t offset = start;
+    long long count = 0;
+    int fragment = 0;
+    if (walk_messages(message_type, term, capacity, &offset, limit, term_begin, session_id, stream_id, out, spare,
+                      &count, &fragment) < 0)
+    {
+        return NULL;
+    }
+    return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
+}
+
+/* ImagePoll.poll_messages(out, fragment_limit, assembler, spare) -> fragments: Image.poll_messages, the
+ * messages made by walk_messages; a fragmented message's frames go to assembler through this poll. */
+static PyObject *image_poll_messages(ImagePoll *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4)
+    {
+        PyErr_SetString(PyExc_TypeError, "poll_messages(out, fragment_limit, assembler, spare=None)");
+        return NULL;
+    }
+    PyObject *out = args[0];
+    PyObject *spare = nargs == 4 && args[3] != Py_None ? args[3] : NULL;
+    if (!PyList_Check(out) || (spare != NULL && !PyList_Check(spare)))
+    {
+        PyErr_SetString(PyExc_TypeError, "poll_messages: out and spare must be lists");
+        return NULL;
+    }
+    const long long limit = PyLong_AsLongLong(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+    {
+        return NULL;
+    }
+    if (self->batch_pending && !self->closed)
+    {
+        PyObject *released = PyObject_CallNoArgs(self->on_batch);
+        if (released == NULL)
+        {
+            return NULL;
+        }
+        Py_DECREF(released);
+    }
+    if (self->closed || self->terms == NULL)
+    {
+        return PyLong_FromLong(0);
+    }
+    const int64_t position = self->position;
+    const int64_t term_offset = position & (self->term_length - 1);
+    const int index = (int)((position >> self->shift) % 3);
+    int64_t offset = term_offset;
+    long long count = 0;
+    int fragment = 0;
+    const int walked = walk_messages(self->message_type, self->addresses[index], self->term_length, &offset, limit,
+                                     position - term_offset, self->session_id, self->stream_id, out, spare, &count,
+                                     &fragment);
+    if (offset != term_offset)
+    {
+        self->position = position + (offset - term_offset);
+        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
+    }
+    if (walked < 0)
+    {
+        return NULL;
+    }
+    if (fragment && count < limit)
+    {
+        PyObject *rest_limit = PyLong_FromLongLong(limit - count);
+        if (rest_limit == NULL)
+        {
+            return NULL;
+        }
+        PyObject *poll_args[2] = {args[2], rest_limit};
+        PyObject *rest = image_poll_poll(self, poll_args, 2);
+        Py_DECREF(rest_limit);
+        if (rest == NULL)
+        {
+            return NULL;
+        }
+        count += PyLong_AsLongLong(rest);
+        Py_DECREF(rest);
+    }
+    return PyLong_FromLongLong(count);
+}
+
+static PyMethodDef image_poll_methods[] = {
+    {"poll", (PyCFunction)(void (*)(void))image_poll_poll, METH_FASTCALL, "Image.poll(handler, fragment_limit)."},
+    {"poll_messages", (PyCFunction)(void (*)(void))image_poll_messages, METH_FASTCALL,
+     "Image.poll_messages(out, fragment_limit, assembler, spare)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef image_poll_members[] = {
+    {"position", T_LONGLONG, offsetof(ImagePoll, position), 0, "The image's position (this subscriber's)."},
+    {"closed", T_INT, offsetof(ImagePoll, closed), 0, "Nonzero: every poll returns 0."},
+    {"batch_pending", T_INT, offsetof(ImagePoll, batch_pending), 0, "Nonzero: on_batch() before each poll."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject ImagePollType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "driver.concurrent.logbuffer._fastpath.ImagePoll",
+    .tp_basicsize = sizeof(ImagePoll),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One image's poll in C, its position kept here.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)image_poll_init,
+    .tp_dealloc = (destructor)image_poll_dealloc,
+    .tp_traverse = (traverseproc)image_poll_traverse,
+    .tp_clear = (inquiry)image_poll_clear,
+    .tp_methods = image_poll_methods,
+    .tp_members = image_poll_members,
+};
+
+/* MessageStream(items, refill, poll=None): the asyncio message iterator's per-message step in C
+ * (driver/client/aio.py). With ``poll``, a used-up list is first refilled by poll() (a plain call returning how
+ * many messages items now holds, 0 when refill() should be awaited instead: nothing came, or the loop is due a
+ * turn), so that a consumer that keeps up pays no coroutine per poll.
  * ``async for`` over it takes items[next] while there are any, with no Python frame: __anext__ returns the
  * stream itself as an awaitable that is already done (am_send hands the message straight back). When the list
  * is used up, __anext__ returns refill(), a Python coroutine that waits for more, refills ``items``, sets
@@ -400,6 +713,7 @@ typedef struct
     PyObject_HEAD
     PyObject *items; /* a list */
     PyObject *refill;
+    PyObject *poll;  /* poll() -> messages now in items (refilled), 0 to await refill(); or NULL */
     PyObject *ready; /* the message the pending await returns */
     Py_ssize_t next;
 } MessageStream;
@@ -408,6 +722,7 @@ static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->items);
     Py_VISIT(self->refill);
+    Py_VISIT(self->poll);
     Py_VISIT(self->ready);
     return 0;
 }
@@ -416,6 +731,7 @@ static int stream_clear(MessageStream *self)
 {
     Py_CLEAR(self->items);
     Py_CLEAR(self->refill);
+    Py_CLEAR(self->poll);
     Py_CLEAR(self->ready);
     return 0;
 }
@@ -429,13 +745,13 @@ static void stream_dealloc(MessageStream *self)
 
 static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *items, *refill;
+    PyObject *items, *refill, *poll = Py_None;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)
     {
-        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill) takes no keywords");
+        PyErr_SetString(PyExc_TypeError, "MessageStream(items, refill, poll=None) takes no keywords");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O!O:MessageStream", &PyList_Type, &items, &refill))
+    if (!PyArg_ParseTuple(args, "O!O|O:MessageStream", &PyList_Type, &items, &refill, &poll))
     {
         return -1;
     }
@@ -443,6 +759,15 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
     Py_INCREF(refill);
     Py_XSETREF(self->items, items);
     Py_XSETREF(self->refill, refill);
+    if (poll == Py_None)
+    {
+        Py_CLEAR(self->poll);
+    }
+    else
+    {
+        Py_INCREF(poll);
+        Py_XSETREF(self->poll, poll);
+    }
     Py_CLEAR(self->ready);
     self->next = PyList_GET_SIZE(items);
     return 0;
@@ -450,6 +775,26 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *stream_anext(MessageStream *self)
 {
+    release_ready_stop();
+    if (self->items != NULL && self->next >= PyList_GET_SIZE(self->items) && self->poll != NULL)
+    {
+        /* used up: a poll at once, with no coroutine; only when it brings nothing is refill() awaited */
+        PyObject *got = PyObject_CallNoArgs(self->poll);
+        if (got == NULL)
+        {
+            return NULL;
+        }
+        const long count = PyLong_AsLong(got);
+        Py_DECREF(got);
+        if (count == -1 && PyErr_Occurred())
+        {
+            return NULL;
+        }
+        if (count > 0)
+        {
+            self->next = 0;
+        }
+    }
     if (self->items != NULL && self->next < PyList_GET_SIZE(self->items))
     {
         PyObject *item = PyList_GET_ITEM(self->items, self->next);
@@ -495,8 +840,8 @@ static PyTypeObject MessageStreamType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "driver.concurrent.logbuffer._fastpath.MessageStream",
     .tp_basicsize = sizeof(MessageStream),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "An async iterator over a list that a refill coroutine tops up.",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "An async iterator over a list that a refill coroutine tops up (a subclass may add aclose).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)stream_init,
     .tp_dealloc = (destructor)stream_dealloc,
@@ -517,8 +862,10 @@ static PyMethodDef polls_functions[] = {
 int amd_fastpath_add_polls(PyObject *module)
 {
     offset_name = PyUnicode_InternFromString("offset");
-    if (offset_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
-        PyModule_AddType(module, &MessageStreamType) < 0)
+    buffer_name = PyUnicode_InternFromString("buffer");
+    if (offset_name == NULL || buffer_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
+        PyModule_AddType(module, &MessageStreamType) < 0 || PyType_Ready(&ImagePollType) < 0 ||
+        PyModule_AddType(module, &ImagePollType) < 0)
     {
         return -1;
     }

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from driver.client import Aeron, Message, PublicationClosedError
+from driver.client import Aeron, Message, PublicationClosedError, aio
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])
@@ -168,3 +168,90 @@ def test_messages_the_loop_keeps_never_change(embedded_driver, loop, client_path
     assert [m.data for m, _, _ in kept] == [expected(i) for i in range(0, count, 3)]
     assert all(m.data.hex() == data and str(m.position) == position for m, data, position in kept)
     assert [m.position for m, _, _ in kept] == sorted({m.position for m, _, _ in kept})
+
+
+def test_batches_hand_over_a_poll_per_await_and_offer_many_waits_out_back_pressure(
+    embedded_driver, loop, client_path
+) -> None:
+    """``aio.offer_many`` offers every message through a full log; ``subscription.batches()`` hands over each
+    poll's messages as a list the caller keeps (later polls never change it), in order."""
+    driver = embedded_driver()
+    count = 3000
+
+    async def main() -> list[list[Message]]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc?term-length=64k", 80)
+            publication = await aeron.add_publication_async("aeron:ipc?term-length=64k", 80)
+
+            async def produce() -> None:
+                for start in range(0, count, 100):
+                    assert (
+                        await aio.offer_many(publication, [payload(i) for i in range(start, start + 100)])
+                        == 100
+                    )
+
+            kept: list[list[Message]] = []
+
+            async def consume() -> None:
+                taken = 0
+                async for batch in subscription.batches(fragment_limit=64):
+                    kept.append(batch)
+                    taken += len(batch)
+                    if taken == count:
+                        return
+
+            await asyncio.wait_for(asyncio.gather(produce(), consume()), 30)
+            subscription.close()
+            return kept
+
+    kept = loop.run_until_complete(main())
+    assert len(kept) > 1
+    assert [m.data for batch in kept for m in batch] == [payload(i) for i in range(count)]
+
+
+def test_fragment_batches_are_zero_copy_views_of_every_fragment(embedded_driver, loop, client_path) -> None:
+    driver = embedded_driver()
+    count = 500
+
+    async def main() -> list[bytes]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc", 81)
+            publication = await aeron.add_publication_async("aeron:ipc", 81)
+            for i in range(count):
+                await publication.offer_async(i.to_bytes(8, "little"), timeout_s=10)
+            seen: list[bytes] = []
+            async for batch in subscription.fragment_batches():
+                for offset, length in zip(batch.offsets, batch.lengths, strict=True):
+                    seen.append(bytes(batch.buffer[offset : offset + length]))
+                if len(seen) == count:
+                    break
+            subscription.close()
+            return seen
+
+    assert loop.run_until_complete(main()) == [i.to_bytes(8, "little") for i in range(count)]
+
+
+def test_aio_run_is_uvloop_and_an_awaited_value_someone_holds_is_never_rewritten(
+    embedded_driver, client_path
+) -> None:
+    """``aio.run`` runs on uvloop. An awaited offer finishes with a StopIteration the fast path keeps for the
+    next one while nobody else holds it: one a caller caught (driving the awaitable by hand) keeps its value."""
+    driver = embedded_driver()
+
+    async def main() -> tuple[bool, int, list[int]]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc", 82)
+            publication = await aeron.add_publication_async("aeron:ipc", 82)
+            awaitable = publication.offer_async(b"x" * 32)
+            try:
+                next(awaitable.__await__())
+                raise AssertionError("an offer that went at once finishes at its first step")
+            except StopIteration as caught:
+                held = caught
+            later = [await publication.offer_async(b"y" * 32) for _ in range(3)]
+            subscription.close()
+            return isinstance(asyncio.get_running_loop(), uvloop.Loop), held.value, later
+
+    on_uvloop, first, later = aio.run(main())
+    assert on_uvloop
+    assert (first, later) == (64, [128, 192, 256])

@@ -6,7 +6,9 @@
 CLIENT is ``ours`` (this checkout's driver.client) or ``pyaeron`` (nothing from this repository is imported
 then but the empty ``tools`` package files); python_clients.py runs both on the Python 3.12 venv harness/install.py makes.
 MODE: ``message`` (offer / poll(handler), one call per message), ``batch`` (ours: ``offer_many`` /
-``poll_batch``), ``asyncio`` (ours: ``offer_async`` / ``async for ... in subscription.messages()``).
+``poll_batch``), ``asyncio`` (ours: ``offer_async`` / ``async for ... in subscription.messages()``, one await
+per message), ``asyncio-batch`` (ours: ``aio.offer_many`` / ``async for ... in subscription.fragment_batches()``,
+one await per batch). The asyncio modes run on ``aio.run`` (uvloop).
 
 IDLE, for the ``message`` and ``batch`` loops: ``busy-spin`` (offer and poll again at once) or ``backoff``
 (each client's own backoff idle strategy with Agrona's defaults: 10 spins, 5 yields, then parks of 1 us
@@ -166,7 +168,7 @@ def ours_pub(
                 if not sample(sent):
                     break
         elif mode == "asyncio":
-            import asyncio
+            from driver.client import aio
 
             async def run() -> Sampler:
                 offer_async = publication.offer_async
@@ -181,7 +183,24 @@ def ours_pub(
                     if not sample(sent):
                         return sampler
 
-            sampler = asyncio.run(run())
+            sampler = aio.run(run())
+        elif mode == "asyncio-batch":
+            from driver.client import aio
+
+            async def run_batches() -> Sampler:
+                messages = [payload] * BATCH
+                offer_many = aio.offer_many
+                await offer_many(publication, messages)
+                sampler = Sampler(seconds)
+                sample = sampler.sample
+                sent = BATCH
+                while True:
+                    for _ in range(16):
+                        sent += await offer_many(publication, messages)
+                    if not sample(sent):
+                        return sampler
+
+            sampler = aio.run(run_batches())
         else:
             raise SystemExit(f"unknown mode {mode!r}")
         report("pub", sampler)
@@ -216,8 +235,10 @@ def ours_sub(mode: str, idle_name: str, aeron_dir: str, channel: str, stream_id:
                     fragments = len(poll_batch(4096))
                     received += fragments
                     idle(fragments)
-        elif mode == "asyncio":
+        elif mode in ("asyncio", "asyncio-batch"):
             import asyncio
+
+            from driver.client import aio
 
             async def run() -> None:
                 count = 0
@@ -228,20 +249,29 @@ def ours_sub(mode: str, idle_name: str, aeron_dir: str, channel: str, stream_id:
                         await asyncio.sleep(SAMPLE_S / 4)
                     report("sub", sampler)
 
-                messages = subscription.messages(FRAGMENT_LIMIT)
-                async for _message in messages:
-                    count = 1
-                    sampler_task = asyncio.ensure_future(sample(Sampler(seconds)))
-                    break
-                async for _message in messages:  # then drains until stopped
-                    count += 1
+                if mode == "asyncio":
+                    messages = subscription.messages(FRAGMENT_LIMIT)
+                    async for _message in messages:
+                        count = 1
+                        sampler_task = asyncio.ensure_future(sample(Sampler(seconds)))
+                        break
+                    async for _message in messages:  # then drains until stopped
+                        count += 1
+                else:
+                    batches = subscription.fragment_batches(4096)  # as poll_batch(4096) in ``batch``
+                    async for batch in batches:
+                        count = len(batch)
+                        sampler_task = asyncio.ensure_future(sample(Sampler(seconds)))
+                        break
+                    async for batch in batches:
+                        count += len(batch)
                 await sampler_task
                 raise RuntimeError("the subscription closed")
 
-            asyncio.run(run())
+            aio.run(run())
         else:
             raise SystemExit(f"unknown mode {mode!r}")
-        if mode != "asyncio":
+        if mode not in ("asyncio", "asyncio-batch"):
             report("sub", sampler)
             drain(subscription.poll)
 

@@ -30,7 +30,7 @@ from driver.archive.client.archive_requests import PolledArchive
 from driver.archive.client.exceptions import ArchiveError, ArchiveErrorCode
 from driver.archive.client.replay_extensions import NULL_POSITION
 from driver.archive.client.replication import NULL_RECORDING_ID
-from driver.client.aio import IDLE_S, Message
+from driver.client.aio import IDLE_S, Message, messages_of
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.logbuffer import term_reader
 from driver.concurrent.logbuffer.frame_descriptor import (
@@ -563,9 +563,13 @@ class Resume:
         self.catch_up: CatchUp | None = None
 
     def __aiter__(self) -> AsyncIterator[Message]:
-        return self._run()
+        """One message per step, handed over from each poll's batch (on the fast path from C, no Python frame
+        per message)."""
+        return messages_of(self.batches())
 
-    async def _run(self) -> AsyncIterator[Message]:
+    async def batches(self) -> AsyncIterator[list[Message]]:
+        """``async for batch in resume.batches()``: each poll's whole messages as a list the caller keeps, one
+        await per poll; the loop is yielded to once per batch."""
         aeron = self.archive.aeron
         live = await aeron.add_subscription_async(self.channel, self.stream_id)
         options = dict(self.options)
@@ -578,18 +582,17 @@ class Resume:
             channel_fragment=fragment,
             **options,
         )
-        pending: list[Message] = []
         delay = 0.0
         try:
             while not live.is_closed:
-                if catch_up.poll(pending.append, self.fragment_limit) == 0 and not pending:
+                batch: list[Message] = []
+                if catch_up.poll(batch.append, self.fragment_limit) == 0 and not batch:
                     delay = min(0.001, delay * 2 or self.idle_s / 4)
                     await asyncio.sleep(delay)
                     continue
                 delay = 0.0
-                for message in pending:
-                    yield message
-                pending.clear()
+                if batch:
+                    yield batch
                 await asyncio.sleep(0)
         finally:
             catch_up.close()

@@ -87,10 +87,53 @@ def message_poller() -> Callable[..., tuple[int, int, int]] | None:
     return _fastpath.messages if active() and _fastpath is not None else None
 
 
+def image_poll(
+    owner: Any,
+    terms: tuple[Any, ...],
+    addresses: tuple[int, ...],
+    term_length: int,
+    header: Any,
+    position_address: int,
+    position: int,
+    on_batch: Callable[[], None],
+    message_type: type,
+    session_id: int,
+    stream_id: int,
+) -> Any | None:
+    """An ``ImagePoll``: one image's ``poll(handler, fragment_limit)`` and ``poll_messages(out, fragment_limit,
+    assembler, spare=None)`` (``message_type`` tuples of ``session_id``, ``stream_id``) as one C call each, its
+    ``position`` (and ``closed``, ``batch_pending``) kept in the object and each new position release-stored at
+    ``position_address`` (the subscriber position counter); ``on_batch()`` runs before a poll while
+    ``batch_pending``. None off the fast path."""
+    if not active():
+        return None
+    assert _fastpath is not None
+    return _fastpath.ImagePoll(
+        owner,
+        terms,
+        addresses,
+        term_length,
+        header,
+        position_address,
+        position,
+        on_batch,
+        message_type,
+        session_id,
+        stream_id,
+    )
+
+
 def message_stream_type() -> type | None:
-    """``MessageStream(items, refill)``: an async iterator handing over ``items[next:]`` from C, then awaiting
+    """``MessageStream(items, refill, poll=None)``: an async iterator handing over ``items[next:]`` from C; used
+    up, it calls ``poll()`` (how many messages it put in ``items``) and, when that brought none, awaits
     ``refill()`` (which refills ``items``, sets ``next`` and returns the first message), or None."""
     return _fastpath.MessageStream if active() and _fastpath is not None else None
+
+
+def message_stream_base() -> type | None:
+    """The C MessageStream type whenever the extension is built (ENABLED or not), for a subclass defined once at
+    import; ``message_stream_type`` says whether to use it."""
+    return _fastpath.MessageStream if _fastpath is not None else None
 
 
 class ChangeWaiter:
