@@ -22,7 +22,9 @@ Drivers, archives and waiting:
   process on a uvloop loop in a background thread.
 - ``archive_host.py``: ``ArchiveHost``, our driver and archive inside a ``netns.Host``.
 - ``fast_publisher.py``, ``live_publisher.py``: publishers in processes of their own (``python -m harness.<name>``).
-- ``spark_cluster.py``: a standalone Spark cluster (master and worker) on loopback.
+- ``spark_cluster.py``: a standalone Spark cluster (master and worker) on loopback; ``stop_session``.
+- ``recorded_streams.py``: recordings of Python publications in our archive, and their full replays: what the
+  Spark recording source is checked and benchmarked against.
 - ``wait.py``: ``wait_for`` and ``wait_until``, polling with a deadline; ``ports.py``: ``free_port``.
 
 Packaging: ``dist.py``, the sdist and the manylinux wheel (``make dist``, the Dockerfile, tests/packaging).

@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 from driver.analysis.corpus import FILE_LENGTH, generate_corpus
 from driver.analysis.job import AnalysisResult, analyze, create_session
 from driver.reports.loss_report import CorruptLossReportError, LossReportFile, entry_length
+from harness.spark_cluster import stop_session
 from tests.support.scratch import scratch_dir
-from tests.support.spark_cluster import stop_session
 
 pytestmark = pytest.mark.slow
 

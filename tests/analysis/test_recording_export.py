@@ -16,9 +16,9 @@ pytest.importorskip("pyspark")
 
 import pyarrow.parquet as pq
 
+from harness.recorded_streams import Session, record, recording_archive, replay_messages
+from harness.spark_cluster import spark_cluster
 from tests.analysis.test_recording_source import messages
-from tests.support.recorded_streams import Session, record, recording_archive, replay_messages
-from tests.support.spark_cluster import spark_cluster
 
 pytestmark = pytest.mark.slow
 

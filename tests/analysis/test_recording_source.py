@@ -29,8 +29,7 @@ from driver.archive.checksums import read_checksums
 from driver.archive.client import SourceLocation
 from driver.archive.recording_index import ENTRY_DTYPE
 from driver.archive.segment_file import segment_path, segment_position
-from tests.support.file_opens import file_opens
-from tests.support.recorded_streams import (
+from harness.recorded_streams import (
     IPC,
     Message,
     RecordingEnv,
@@ -39,9 +38,10 @@ from tests.support.recorded_streams import (
     recording_archive,
     replay_messages,
 )
+from harness.spark_cluster import stop_session
+from harness.wait import wait_for
+from tests.support.file_opens import file_opens
 from tests.support.scratch import scratch_dir
-from tests.support.spark_cluster import stop_session
-from tests.support.wait import wait_for
 
 MESSAGES = int(os.environ.get("RECORDING_SOURCE_MESSAGES", "200000"))
 SIZES = (0, 1, 8, 32, 100, 200, 1000, 1400, 3000, 8000)  # 1376 bytes fit a 1408-byte frame: the rest fragment

@@ -87,15 +87,15 @@ What is here, and when to use which:
     them in the test's ``aeron_dir`` and stops them at teardown; the context manager of the same name is for
     code outside fixtures. For a driver in its own process use the ``driver_process`` fixture (tests/conftest.py),
     and for Java peers the interop fixtures (tests/interop/conftest.py).
-``recording_archive``, ``record``, ``replay``, ``replay_messages`` (recorded_streams.py)
+``recording_archive``, ``record``, ``replay``, ``replay_messages`` (harness/recorded_streams.py)
     Our archive on an embedded driver (real clocks) with an ``AeronArchive`` client; recordings of Python
     publications (a session may publish some messages before its recording joins); a full replay of a stopped
     recording into a ``FragmentAssembler``. What the Spark recording source is checked and benchmarked against.
-    Import from ``tests.support.recorded_streams``.
+    Import from ``harness.recorded_streams`` (the Spark recording benchmark uses it too).
 ``file_opens(directory)`` (file_opens.py)
     A Counter of the files of a directory any process opens while the block runs (inotify ``IN_OPEN``): how
     many segment files a Spark query read. Import from ``tests.support.file_opens``.
-``spark_cluster(tmp_path, workers)``, ``stop_session(spark)`` (spark_cluster.py)
+``spark_cluster(tmp_path, workers)``, ``stop_session(spark)`` (harness/spark_cluster.py)
     A standalone Spark cluster on loopback from pyspark's own scripts; a session stopped with its gateway JVM.
 """
 

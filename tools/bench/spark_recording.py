@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.recorded_streams import Session, record, recording_archive, replay
+from harness.recorded_streams import Session, record, recording_archive, replay
 from tools.bench.spark_loss import best_of
 
 FRAGMENTED_SIZE = 3 * 1024
@@ -116,7 +116,7 @@ def main() -> int:
         spark: dict[str, dict[str, Any]] = {"local[2]": spark_rates(archive_dir, work / "out.parquet", "local[2]",
                                                                      args.repeat)}  # fmt: skip
         if args.cluster_workers:
-            from tests.support.spark_cluster import spark_cluster
+            from harness.spark_cluster import spark_cluster
 
             with spark_cluster(work / "cluster", workers=args.cluster_workers) as cluster:
                 spark[f"standalone, {args.cluster_workers} workers of 1 core"] = spark_rates(

@@ -22,9 +22,9 @@ from driver.archive.archive_context import ArchiveContext
 from driver.archive.client import AeronArchive, ArchiveClientContext, SourceLocation
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, FragmentAssembler
-from tests.support.embedded import EmbeddedDriver, new_aeron_dir
-from tests.support.ports import free_port
-from tests.support.wait import wait_for
+from harness.embedded import EmbeddedDriver, new_aeron_dir
+from harness.ports import free_port
+from harness.wait import wait_for
 
 IPC = "aeron:ipc"
 REPLAY_IDLE_S = 0.001
