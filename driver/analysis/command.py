@@ -144,17 +144,26 @@ def add_parser(sub: argparse._SubParsersAction, help_line: str) -> argparse.Argu
     return parser
 
 
+def spark_conf(items: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as Spark settings; ValueError naming the first that is not KEY=VALUE."""
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key] = value
+    return conf
+
+
 def run(args: argparse.Namespace) -> int:
     def fail(message: str) -> int:
         print(f"mediadriver analyze-loss: {message}", file=sys.stderr)
         return 1
 
-    conf = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            return fail(f"--conf {item!r}: expected KEY=VALUE")
-        conf[key] = value
+    try:
+        conf = spark_conf(args.conf)
+    except ValueError as e:
+        return fail(str(e))
     try:
         spark_version = check_python_packages()
         inputs = resolve_inputs(args.paths)

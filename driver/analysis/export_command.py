@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from driver.analysis.command import _CAUSE, PreflightError, check_java, check_python_packages
+from driver.analysis.command import _CAUSE, PreflightError, check_java, check_python_packages, spark_conf
 from driver.util.extras import install_command
 
 PROG = "mediadriver archive export"
@@ -68,12 +68,10 @@ def run(args: argparse.Namespace, archive_dir: Path) -> int:
         print(f"{PROG}: {message}", file=sys.stderr)
         return 1
 
-    conf = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            return fail(f"--conf {item!r}: expected KEY=VALUE")
-        conf[key] = value
+    try:
+        conf = spark_conf(args.conf)
+    except ValueError as e:
+        return fail(str(e))
     if not (archive_dir / "archive.catalog").is_file():
         return fail(f"{archive_dir} has no archive.catalog: not an archive directory")
     try:

@@ -106,3 +106,33 @@ def test_a_bad_path_is_reported_without_starting_spark(tmp_path: Path) -> None:
     result = analyze_loss(str(tmp_path / "typo"), env=_env_without_java(tmp_path))
     assert result.returncode == 1
     assert "typo does not exist" in result.stderr
+
+
+def test_a_spark_setting_that_is_not_key_value_is_named(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    report = str(tmp_path / "loss-report.dat")  # the settings are read before the inputs are looked at
+    result = analyze_loss(report, "--out", str(tmp_path / "out"), "--conf", "spark.driver.memory", env=env)
+    assert result.returncode == 1
+    assert result.stderr == "mediadriver analyze-loss: --conf 'spark.driver.memory': expected KEY=VALUE\n"
+    archive_dir = tmp_path / "archive"
+    archive_dir.mkdir()
+    export = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driver",
+            "archive",
+            "--dir",
+            str(archive_dir),
+            "export",
+            "--out",
+            str(tmp_path / "o"),
+            "--conf",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert export.returncode != 0 and "--conf 'x': expected KEY=VALUE" in export.stderr, export.stderr
