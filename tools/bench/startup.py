@@ -6,8 +6,9 @@ idle, its anonymous resident memory (``RssAnon`` of /proc/PID/status: what the p
 mapped files it shares). Also the command line's own start-up, ours only: ``mediadriver --help`` and
 ``mediadriver stat --once`` against the running driver, as whole processes. Medians over ``--launches``.
 
-``--python`` runs ours with another interpreter (a venv where the project is pip-installed rather than editable,
-to tell the editable install's import hook apart). Goals: ready and RssAnon <= 0.7x Java's; both commands < 0.25 s.
+``--mediadriver`` launches ours with another ``mediadriver`` script (a venv where the project is pip-installed
+rather than editable, to tell the editable install apart); by default ``python -m driver`` from this checkout.
+Goals: ready and RssAnon <= 0.7x Java's; both commands < 0.25 s.
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ def rss_anon_kb(pid: int) -> int:
     raise BenchError(f"no RssAnon in /proc/{pid}/status")
 
 
-def launch(harness: Harness, kind: str, python: str, settle_s: float) -> dict[str, float]:
+def launch(harness: Harness, kind: str, ours: list[str], settle_s: float) -> dict[str, float]:
     aeron_dir = harness.new_dir(f"startup-{kind}") / "aeron"
     cmd = harness.driver_cmd(kind, aeron_dir)
     if kind == "ours":
-        cmd[0] = python
+        cmd = [*ours, *cmd[3:]]  # in place of `python -m driver`
     start = time.monotonic()
     proc = harness.spawn(f"{kind}-driver", cmd)
     wait_ready(proc, lambda: cnc_ready(aeron_dir), f"{kind} driver", timeout=30.0)
@@ -47,8 +48,8 @@ def launch(harness: Harness, kind: str, python: str, settle_s: float) -> dict[st
     time.sleep(settle_s)
     result = {"ready_ms": ready_ms, "rss_anon_mb": rss_anon_kb(proc.pid) / 1024.0}
     if kind == "ours":
-        result["help_s"] = timed([python, "-m", "driver", "--help"])
-        result["stat_once_s"] = timed([python, "-m", "driver", "stat", "--once", "--dir", str(aeron_dir)])
+        result["help_s"] = timed([*ours, "--help"])
+        result["stat_once_s"] = timed([*ours, "stat", "--once", "--dir", str(aeron_dir)])
     proc.signal(15)
     proc.popen.wait(timeout=10)
     return result
@@ -71,15 +72,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--settle", type=float, default=2.0, help="seconds idle before reading memory")
-    parser.add_argument("--python", default=sys.executable, help="the interpreter that runs ours")
+    parser.add_argument("--mediadriver", help="the mediadriver script to launch (default: python -m driver)")
     args = parser.parse_args()
-    base = {"bench": "startup", "launches": args.launches, **host_info()}
+    ours = [args.mediadriver] if args.mediadriver else [sys.executable, "-m", "driver"]
+    base = {"bench": "startup", "launches": args.launches, "ours": " ".join(ours), **host_info()}
     runs: dict[str, list[dict[str, float]]] = {"ours": [], "java": []}
     try:
         for i in range(args.launches):
             for kind in ("ours", "java") if i % 2 == 0 else ("java", "ours"):
                 with Harness() as harness:
-                    runs[kind].append(launch(harness, kind, args.python, args.settle))
+                    runs[kind].append(launch(harness, kind, ours, args.settle))
                 progress(f"launch {i + 1} {kind}: {runs[kind][-1]}")
     except BenchError as e:
         return no_comparison(base, e)
