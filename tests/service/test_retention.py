@@ -80,11 +80,11 @@ def test_the_retention_options_of_serve() -> None:
     from driver.cli import build_parser
     from driver.service.command import http_settings
 
-    args = build_parser().parse_args(
+    args = build_parser("serve").parse_args(
         ["serve", "--retention-max-age", "3600", "--retention-max-datasets", "10", "--http-no-auth"]
     )
     assert http_settings(args).retention == Retention(max_age_s=3600, max_datasets=10)
-    bad = build_parser().parse_args(["serve", "--retention-max-bytes", "0"])
+    bad = build_parser("serve").parse_args(["serve", "--retention-max-bytes", "0"])
     try:
         http_settings(bad)
     except ValueError as e:
