@@ -174,13 +174,14 @@ def main() -> int:
     if args.history:
         history(load_records(machine))
         return 0
+    asv_code = 0
     if not args.compare_only:
         if git("status", "--porcelain", "--untracked-files=no"):
             print("uncommitted changes: commit them first (records are of commits)", file=sys.stderr)
             return 2
-        code = record(machine, args.bench)
-        if code != 0:
-            print(f"asv run exited {code}", file=sys.stderr)
+        asv_code = record(machine, args.bench)
+        if asv_code != 0:
+            print(f"asv run exited {asv_code}: a benchmark failed (its figure is not recorded; see above)")
     records = load_records(machine)
     if not args.compare_only:
         subprocess.run([sys.executable, "-m", "tools.bench.performance_page"], cwd=ROOT, check=False)
@@ -195,7 +196,7 @@ def main() -> int:
         print(
             f"No figure fell by more than {args.threshold:.0%} ({records[-2].commit[:8]}..{records[-1].commit[:8]})"
         )
-    return 1 if fallen else 0
+    return 1 if fallen or (not args.compare_only and asv_code != 0) else 0
 
 
 if __name__ == "__main__":

@@ -71,6 +71,8 @@ def test_pick_reads_a_path_and_a_prefix() -> None:
     result = {"ratios": {"ours together": 4.2, "java-dedicated together": 1.0}, "p50_ratio": 0.4}
     assert figures.pick(result, "ratios", "ours*") == 4.2
     assert figures.pick(result, "p50_ratio") == 0.4
+    clients = {"ratios": {"message/ipc/32 vs pyaeron (>=1.2)": {"ratio": 1.14, "goal": 1.2}}}
+    assert figures.pick(clients, "ratios", "message/ipc/32 *", "ratio") == 1.14
     with pytest.raises(ValueError, match="not a number"):
         figures.pick({"x": None}, "x")
 

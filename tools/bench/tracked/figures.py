@@ -234,10 +234,12 @@ class PythonClients:
     def setup_cache(self) -> dict[str, Any]:
         return run_script(self.script, *self.args)
 
-    track_ipc_32_ratio = figure(("ratios", "message/ipc/32 *"), "x pyaeron", "higher", 1.2)
-    track_ipc_1k_ratio = figure(("ratios", "message/ipc/1024 *"), "x pyaeron", "higher", 1.2)
-    track_udp_32_ratio = figure(("ratios", "message/udp/32 *"), "x pyaeron", "higher", 1.0)
-    track_asyncio_ipc_32_ratio = figure(("ratios", "asyncio/ipc/32 *"), "x ours blocking", "higher", 0.8)
+    track_ipc_32_ratio = figure(("ratios", "message/ipc/32 *", "ratio"), "x pyaeron", "higher", 1.2)
+    track_ipc_1k_ratio = figure(("ratios", "message/ipc/1024 *", "ratio"), "x pyaeron", "higher", 1.2)
+    track_udp_32_ratio = figure(("ratios", "message/udp/32 *", "ratio"), "x pyaeron", "higher", 1.0)
+    track_asyncio_ipc_32_ratio = figure(
+        ("ratios", "asyncio/ipc/32 *", "ratio"), "x ours blocking", "higher", 0.8
+    )
 
 
 @tracked
