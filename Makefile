@@ -67,7 +67,7 @@ dist: $(STAMP)
 	$(PY) harness/dist.py --out dist
 
 # The tracked suite (tools/bench/track.py): the quick set for HEAD recorded under tools/bench/records/<machine>/
-# (commit the records), then compared with the record before: a figure more than 20 % worse is named, exit 1.
+# (commit the records), then compared with the median of the three before: a figure more than 20 % worse is named.
 bench: $(STAMP) peers
 	$(PY) -m compileall -q driver
 	$(PY) -m tools.bench.track

@@ -4,8 +4,8 @@
    computed by this folder's benchmark scripts) with asv in the project's venv, recording the results for HEAD
    under tools/bench/records/<machine>/ (asv's format; commit them).
 2. Rewrites the dated log of docs/performance.md from the records (tools/bench/performance_page.py).
-3. Compares the newest record with the one before it, commit by commit along main's history: a figure that got
-   worse by more than ``--threshold`` (20 %: a ratio where higher is better fell below 0.8x of its previous value,
+3. Compares the newest record with the median of the (up to) three records before it, commit by commit along
+   main's history: a figure that got worse by more than ``--threshold`` (20 %: a ratio where higher is better fell below 0.8x of its previous value,
    or one where lower is better rose above 1.25x) is named with the commit range, and the exit code is 1.
 
     .venv/bin/python -m tools.bench.track                 # run the quick set for HEAD, record, compare
@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ BENCH = Path(__file__).resolve().parent
 CONFIG = BENCH / "asv.conf.json"
 RECORDS = BENCH / "records"
 THRESHOLD = 0.20
+BASELINE_RECORDS = 3
 
 
 def machine_name() -> str:
@@ -134,22 +136,24 @@ def worse_by(name: str, old: float, new: float) -> float:
     return old / new - 1.0 if better == "higher" else new / old - 1.0
 
 
-def compare(records: list[Record], threshold: float) -> list[str]:
-    """Each figure of the newest record more than ``threshold`` worse than in the latest earlier record of it."""
+def compare(records: list[Record], threshold: float, baseline: int = BASELINE_RECORDS) -> list[str]:
+    """Each figure of the newest record more than ``threshold`` worse than its baseline: the median of its values in
+    the ``baseline`` latest earlier records that have it (one quick run per record is noisy; a median of a few is
+    less so)."""
     if len(records) < 2:
         return []
     newest = records[-1]
     fallen = []
     for name, new in sorted(newest.values.items()):
-        before = next((r for r in reversed(records[:-1]) if name in r.values), None)
-        if before is None:
+        earlier = [r for r in records[:-1] if name in r.values][-baseline:]
+        if not earlier:
             continue
-        old = before.values[name]
+        old = statistics.median(r.values[name] for r in earlier)
         worse = worse_by(name, old, new)
         if worse > threshold:
             fallen.append(
                 f"{name}: {old:g} -> {new:g} ({worse:.0%} worse; {direction(name)} is better) "
-                f"in {before.commit[:8]}..{newest.commit[:8]}"
+                f"in {earlier[0].commit[:8]}..{newest.commit[:8]}"
             )
     return fallen
 

@@ -40,9 +40,13 @@ def test_a_figure_worse_by_more_than_a_fifth_is_named_with_its_commit_range(reco
     assert [r.commit[0] for r in loaded] == ["a", "b", "c"]
     fallen = track.compare(loaded, 0.20)
     assert fallen == [
-        f"{READY}: 0.52 -> 0.66 (27% worse; lower is better) in bbbbbbbb..cccccccc",
-        f"{UDP}: 4.4 -> 3.4 (29% worse; higher is better) in bbbbbbbb..cccccccc",
-    ]  # the loss ratio, 6 % down since its last record (aaaaaaaa), is within the threshold
+        f"{READY}: 0.51 -> 0.66 (29% worse; lower is better) in aaaaaaaa..cccccccc",
+        f"{UDP}: 4.45 -> 3.4 (31% worse; higher is better) in aaaaaaaa..cccccccc",
+    ]  # against the medians of the earlier records; the loss ratio, 6 % down on its one record, is within
+
+    # One noisy record does not make the baseline: a fourth record back to the usual level is not named.
+    write_record(records, "d" * 40, 4, {UDP: 4.3, READY: 0.5, LOSS: 7.9})
+    assert track.compare(track.load_records("m"), 0.20) == []
 
 
 def test_runs_of_one_commit_merge_the_latest_value_of_each_figure(records: Path) -> None:
