@@ -316,6 +316,20 @@ def test_crc32c_and_frame_checksums() -> None:
     assert entries["crc"].tolist() == [crc32c(block[:100]), crc32c(block[128:160]), crc32c(block[160:192])]
 
 
+def test_frame_checksums_of_mixed_lengths_match_each_frame_alone() -> None:
+    """Frames are checksummed several at a time: every length, and a padding frame among them, give each frame's
+    own CRC."""
+    lengths = [33, 64, 40, 1000, 32, 100, 47, 1408, 64, 64, 63, 96]
+    block, starts = bytearray(), []
+    for i, length in enumerate(lengths):
+        starts.append(len(block))
+        block += frame(1, len(block), length, i, frame_type=0 if i == 5 else 1)
+    entries = frame_checksums(block, 64)
+    covered = [32 if i == 5 else length for i, length in enumerate(lengths)]
+    assert entries["position"].tolist() == [64 + start for start in starts]
+    assert entries["crc"].tolist() == [crc32c(block[s : s + c]) for s, c in zip(starts, covered, strict=True)]
+
+
 def test_the_recorder_writes_checksums_that_find_a_flipped_byte(env: Env) -> None:
     recording_id = record(env, 200)
     d = env.client.list_recording(recording_id)
