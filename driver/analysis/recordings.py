@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from driver.archive.catalog import CATALOG_FILE_NAME, Catalog, CatalogError
-from driver.archive.checksums import CHECKSUM_MAGIC, CHECKSUM_VERSION, checksum_path, read_checksums
+from driver.archive.checksums import CHECKSUM_MAGIC, READABLE_VERSIONS, checksum_path, read_checksums
 from driver.archive.checksums import HEADER as CHECKSUM_HEADER
 from driver.archive.recording_index import NULL_TIME, read_index
 from driver.archive.segment_file import (
@@ -39,7 +39,7 @@ from driver.archive.segment_file import (
     segment_position,
 )
 from driver.concurrent.frame_checksums import ENTRY_DTYPE as CHECKSUM_DTYPE
-from driver.concurrent.frame_checksums import frame_checksums
+from driver.concurrent.frame_checksums import first_mismatch, frame_checksums
 from driver.concurrent.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
@@ -368,15 +368,25 @@ def _walk(
     bad |= is_data & (lengths < HEADER_LENGTH)
     reasons = {}
     if sums is not None and len(sums) and len(positions):
-        at = np.searchsorted(sums["position"], positions)
-        has = at < len(sums)
-        at = np.minimum(at, len(sums) - 1)
-        has &= sums["position"][at] == positions
-        mismatch = has & ((sums["crc"][at] != walked["crc"]) | (sums["length"][at] != walked["length"]))
-        if mismatch.any():
-            first = int(np.argmax(mismatch))
-            reasons[first] = f"checksum mismatch (frame of {int(lengths[first])} bytes)"
-        bad |= mismatch
+        # Each checksum covers a run of whole frames (a recorded block, or one frame in a version 1 file): the
+        # runs that hold walked frames are checked whole against the segment; a bad run's frames are dropped.
+        span_end = int(positions[-1] + _aligned(lengths[-1:])[0])
+        sum_ends = sums["position"] + _aligned(sums["length"])
+        runs = sums[
+            int(np.searchsorted(sum_ends, int(positions[0]), side="right")) : int(
+                np.searchsorted(sums["position"], span_end, side="left")
+            )
+        ]
+        failed = first_mismatch(segment.map, base, runs)
+        if failed < len(runs):
+            run = runs[failed]
+            first = int(np.searchsorted(positions, int(run["position"]), side="left"))
+            mismatch = np.zeros(len(positions), bool)
+            mismatch[first:] = True
+            reasons[first] = (
+                f"checksum mismatch (a run of {int(run['length'])} bytes at {int(run['position'])})"
+            )
+            bad |= mismatch
     if bad.any():
         first = int(np.argmax(bad))
         reason = reasons.get(first) or _describe(headers[first], int(positions[first]), r)
@@ -417,7 +427,7 @@ def _describe(header: Any, position: int, r: Recording) -> str:
 
 
 def checksums_between(archive_dir: str, recording_id: int, low: int) -> np.ndarray | None:
-    """The checksum entries of frames at or after ``low`` (the sidecar mapped, found by binary search)."""
+    """The checksum entries of the runs ending after ``low`` (the sidecar mapped, found by binary search)."""
     path = checksum_path(archive_dir, recording_id)
     try:
         size = path.stat().st_size
@@ -426,13 +436,14 @@ def checksums_between(archive_dir: str, recording_id: int, low: int) -> np.ndarr
         magic, version, entry_length, _ = CHECKSUM_HEADER.unpack(header)
     except (OSError, ValueError):
         return None
-    if (magic, version, entry_length) != (CHECKSUM_MAGIC, CHECKSUM_VERSION, CHECKSUM_DTYPE.itemsize):
+    if magic != CHECKSUM_MAGIC or version not in READABLE_VERSIONS or entry_length != CHECKSUM_DTYPE.itemsize:
         return None
     entries = (size - CHECKSUM_HEADER.size) // CHECKSUM_DTYPE.itemsize
     if entries <= 0:
         return np.zeros(0, CHECKSUM_DTYPE)
     mapped = np.memmap(path, CHECKSUM_DTYPE, "r", CHECKSUM_HEADER.size, (entries,))
-    return mapped[int(np.searchsorted(mapped["position"], low)) :]
+    ends = mapped["position"] + _aligned(mapped["length"])
+    return mapped[int(np.searchsorted(ends, low, side="right")) :]
 
 
 class SliceReader:

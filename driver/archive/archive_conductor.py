@@ -1083,7 +1083,7 @@ class ArchiveConductor:
             controls,
         )
         if self.ctx.replay_checksums:
-            replay.checksums = ReplayChecker(self.archive_dir, recording_id)
+            replay.checksums = ReplayChecker(self.archive_dir, summary)
         self.replays[replay_session_id] = ActiveReplay(recording_id, session, correlation_id)
         session.send_ok(correlation_id, replay_session_id)
         self._replayer_proxy.add_session(replay_session_id, replay)
@@ -1373,7 +1373,7 @@ class ArchiveConductor:
                 except OSError:
                     session.send_error(correlation_id, f"failed to delete {later_path}")
                     return
-        truncate_checksums(self.archive_dir, recording_id, position)
+        truncate_checksums(self.archive_dir, recording_id, position, summary)
         self.catalog.recording_stopped(recording_id, position)
         session.send_ok(correlation_id)
 

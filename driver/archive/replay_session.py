@@ -168,6 +168,8 @@ class ReplaySession:
             work += self._replay()
         if self.machine.state is State.INACTIVE:
             self._close_segment()
+            if self.checksums is not None:
+                self.checksums.close()
             self.publication.close()
             self.machine.on("closed")
             work += 1

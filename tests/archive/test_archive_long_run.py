@@ -5,6 +5,7 @@ replays with it."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -16,20 +17,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from driver.archive.archive import Archive
 from driver.archive.archive_context import ArchiveContext
 from driver.archive.catalog import Catalog
-from driver.archive.checksums import checksum_path, read_checksums, verify_checksums
+from driver.archive.checksums import (
+    ChecksumWriter,
+    ReplayChecker,
+    checksum_path,
+    read_checksums,
+    truncate_checksums,
+    verify_checksums,
+)
 from driver.archive.client import AeronArchive, ArchiveClientContext, ArchiveError, SourceLocation
+from driver.archive.replay_session import RecordingSummary
 from driver.archive.segment_file import recording_files, recover_stop_position, segment_path, segment_position
 from driver.archive_launcher import connect_embedded
 from driver.client import Aeron, ExclusivePublication
 from driver.concurrent.frame_checksums import crc32c, frame_checksums
 from driver.util.bit_util import align
+from driver.util.files import FilePermissions
 from tests.support import EmbeddedDriver, free_port, new_aeron_dir, wait_for
 
 TERM_LENGTH = 64 * 1024
@@ -330,26 +342,58 @@ def test_frame_checksums_of_mixed_lengths_match_each_frame_alone() -> None:
     assert entries["crc"].tolist() == [crc32c(block[s : s + c]) for s, c in zip(starts, covered, strict=True)]
 
 
+def message_frames(archive_dir: Path, d: Any) -> list[tuple[int, int]]:
+    """(position, frame length) of the recording's data frames, walked from its segment files."""
+    frames = []
+    for index in range(
+        segment_position(d.start_position, d.stop_position - 1, d.term_buffer_length, d.segment_file_length)[
+            0
+        ]
+        + 1
+    ):
+        data = segment_path(archive_dir, d.recording_id, index).read_bytes()
+        base = (
+            index * d.segment_file_length + d.start_position - (d.start_position & (d.term_buffer_length - 1))
+        )
+        walked = frame_checksums(data, base, 0, min(len(data), d.stop_position - base))
+        frames += [(int(e["position"]), int(e["length"])) for e in walked if e["length"] == 1056]
+    return frames
+
+
+def flip_byte(archive_dir: Path, d: Any, position: int) -> None:
+    index, offset = segment_position(d.start_position, position, d.term_buffer_length, d.segment_file_length)
+    with open(segment_path(archive_dir, d.recording_id, index), "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0x10]))
+
+
+def run_holding(entries: Any, position: int) -> Any:
+    return entries[int(np.searchsorted(entries["position"], position, side="right")) - 1]
+
+
 def test_the_recorder_writes_checksums_that_find_a_flipped_byte(env: Env) -> None:
     recording_id = record(env, 200)
     d = env.client.list_recording(recording_id)
     assert d is not None
     entries = read_checksums(env.archive_dir, recording_id)
     assert entries is not None
-    assert int((entries["length"] == 1056).sum()) == 200  # the messages; the rest pad the terms' ends
+    # One entry per recorded block: runs of whole frames, end to end from the start to the stop position.
+    ends = entries["position"] + ((entries["length"].astype(np.int64) + 31) & -32)
+    assert int(entries["position"][0]) == d.start_position and int(ends[-1]) == d.stop_position
+    assert entries["position"][1:].tolist() == ends[:-1].tolist()
+    frames = message_frames(env.archive_dir, d)
+    assert len(frames) == 200 and len(entries) < 200
     assert verify_checksums(env.archive_dir, d, d.stop_position) is None
-    victim = entries[150]
-    index, offset = segment_position(
-        d.start_position, int(victim["position"]), d.term_buffer_length, d.segment_file_length
-    )
-    path = segment_path(env.archive_dir, recording_id, index)
-    with open(path, "r+b") as f:
-        f.seek(offset + 500)
-        byte = f.read(1)[0]
-        f.seek(offset + 500)
-        f.write(bytes([byte ^ 0x10]))
+    flipped = frames[150][0] + 500
+    flip_byte(env.archive_dir, d, flipped)
+    victim = run_holding(entries, flipped)
     problem = verify_checksums(env.archive_dir, d, d.stop_position)
-    assert problem == f"checksum mismatch at position {int(victim['position'])} (frame of 1056 bytes)"
+    assert (
+        problem
+        == f"checksum mismatch at position {int(victim['position'])} (a run of {int(victim['length'])} bytes)"
+    )
 
 
 CRASHING_RECORDER = """
@@ -382,7 +426,7 @@ while True:
 
 
 @pytest.mark.slow
-def test_recovery_after_kill_9_stops_at_the_last_frame_whose_checksum_holds(tmp_path: Path) -> None:
+def test_recovery_after_kill_9_stops_at_the_last_block_whose_checksum_holds(tmp_path: Path) -> None:
     archive_dir = tmp_path / "crashed"
     with subprocess.Popen(
         [sys.executable, "-c", CRASHING_RECORDER, str(archive_dir), str(new_aeron_dir(tmp_path))],
@@ -399,8 +443,9 @@ def test_recovery_after_kill_9_stops_at_the_last_frame_whose_checksum_holds(tmp_
         d = catalog.descriptor(0)
     assert d is not None and d.stop_position == -1
     entries = read_checksums(archive_dir, 0)
-    assert entries is not None and len(entries) > 2000
-    # A torn tail: the last checksummed frame has its header but the kernel kept only part of its body.
+    assert entries is not None and int(entries["position"][-1] + entries["length"][-1]) >= 2000 * 1024
+    # A torn tail: the last checksummed block has its first frame's header but the kernel kept only part of the
+    # rest.
     last = entries[-1]
     index, offset = segment_position(
         d.start_position, int(last["position"]), d.term_buffer_length, d.segment_file_length
@@ -463,7 +508,7 @@ def test_verify_checksums_finds_one_flipped_byte_in_a_1gib_recording(tmp_path: P
     assert done.returncode == 3, done.stdout + done.stderr
     assert "recording 0: 1 problem(s)" in done.stdout
     assert (
-        f"checksums: checksum mismatch at position {flipped} (frame of {frame_length} bytes)" in done.stdout
+        f"checksums: checksum mismatch at position {flipped} (a run of {frame_length} bytes)" in done.stdout
     )
     print(f"verify --checksums of 1 GiB: {took:.1f} s")
 
@@ -489,19 +534,90 @@ def test_a_replay_checking_checksums_stops_at_a_flipped_byte(env: Env) -> None:
         return len(received)
 
     assert replay_all() == 200  # all 200 messages; the checksums hold
-    victim = entries[120]
-    index, offset = segment_position(
-        d.start_position, int(victim["position"]), d.term_buffer_length, d.segment_file_length
-    )
-    with open(segment_path(env.archive_dir, recording_id, index), "r+b") as f:
-        f.seek(offset + 100)
-        f.write(b"\xff")
+    flipped = message_frames(env.archive_dir, d)[120][0] + 100
+    flip_byte(env.archive_dir, d, flipped)
+    victim = run_holding(entries, flipped)
     received.clear()
     wait_for(lambda: not subscription.images, 10, "the first replay's image to go")
     assert replay_all() < 120 + 1
     error = wait_for(env.client.poll_for_error_response, 10, "the replay's error")
     assert f"checksum mismatch at position {int(victim['position'])}" in str(error)
     subscription.close()
+
+
+def runs_recording(tmp_path: Path, version: int = 2) -> tuple[Path, RecordingSummary, bytearray]:
+    """A segment of 64 frames of 1 KiB in one term of 64 KiB and its sidecar: runs of 1 to 7 frames (version 2)
+    or one entry per frame (version 1); no catalog needed."""
+    archive_dir = tmp_path / f"runs{version}"
+    archive_dir.mkdir()
+    term = bytearray().join(frame(0, o, 1024, o // 1024) for o in range(0, 65536, 1024))
+    segment_path(archive_dir, 7, 0).write_bytes(term)
+    per_frame = frame_checksums(term, 0)
+    if version == 1:
+        entries = per_frame
+    else:
+        cuts = [0, 1, 3, 10, 11, 18, 25, 31, 40, 47, 50, 57, 64]
+        entries = np.array(
+            [
+                (a * 1024, (b - a) * 1024, crc32c(term[a * 1024 : b * 1024]))
+                for a, b in itertools.pairwise(cuts)
+            ],
+            per_frame.dtype,
+        )
+    checksum_path(archive_dir, 7).write_bytes(
+        struct.pack("<Iiii", 0x43524341, version, 16, 0) + entries.tobytes()
+    )
+    summary = RecordingSummary(7, 0, 65536, 0, 1 << 20, 65536, 1408, 9)
+    return archive_dir, summary, term
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_replay_checker_checks_every_run_once_whatever_the_reads(tmp_path: Path, version: int) -> None:
+    """Reads cut runs anywhere and overlap (a replay reads again from the last frame it sent): every run holds;
+    a flipped byte is named by the first read that reaches into its run, before any of the run is sent."""
+    archive_dir, summary, term = runs_recording(tmp_path, version)
+    reads = [(0, 5000), (4096, 9000), (13312, 20000), (30720, 34816)]
+    checker = ReplayChecker(archive_dir, summary)
+    for position, length in reads:
+        assert checker.check(term[position : position + length], position, length) is None
+    checker.close()
+    flip_byte(
+        archive_dir, SimpleNamespace(**summary._asdict()), 26 * 1024 + 100
+    )  # in the run of frames 25-30
+    damaged = bytearray(segment_path(archive_dir, 7, 0).read_bytes())
+    checker = ReplayChecker(archive_dir, summary)
+    assert checker.check(damaged[0:5000], 0, 5000) is None
+    assert (
+        checker.check(damaged[4096:26700], 4096, 26700 - 4096) is not None
+    )  # holds only the run's first bytes
+    checker.close()
+    run = (25, 6) if version == 2 else (26, 1)
+    assert verify_checksums(archive_dir, summary, 65536) == (
+        f"checksum mismatch at position {run[0] * 1024} (a run of {run[1] * 1024} bytes)"
+    )
+
+
+def test_a_truncation_inside_a_run_checksums_what_it_keeps(tmp_path: Path) -> None:
+    archive_dir, summary, _ = runs_recording(tmp_path)
+    truncate_checksums(archive_dir, 7, 20 * 1024, summary)  # inside the run of frames 18-24
+    entries = read_checksums(archive_dir, 7)
+    assert entries is not None and entries["position"].tolist()[-2:] == [11 * 1024, 18 * 1024]
+    assert verify_checksums(archive_dir, summary, 20 * 1024) is None
+    assert (
+        verify_checksums(archive_dir, summary, 21 * 1024)
+        == f"position {20 * 1024}: frames without a checksum"
+    )
+
+
+def test_extending_a_version_1_sidecar_continues_it_as_version_2(tmp_path: Path) -> None:
+    archive_dir, _, _ = runs_recording(tmp_path, version=1)
+    writer = ChecksumWriter(archive_dir, 7, FilePermissions())
+    writer.init(32 * 1024)
+    writer.close()
+    header = checksum_path(archive_dir, 7).read_bytes()[:16]
+    assert struct.unpack("<Iiii", header)[1] == 2
+    entries = read_checksums(archive_dir, 7)
+    assert entries is not None and len(entries) == 32  # the frames below the join position, kept
 
 
 @pytest.mark.parametrize("env", [{"record_checksums": False}], indirect=True)
