@@ -98,7 +98,8 @@ class RecordingIndexWriter:
         self._last_entry_position = position
         self._last_entry_ns = time_ns
 
-    def on_block(self, term_buffer: AtomicBuffer, offset: int, length: int) -> None:
+    def on_block(self, term_buffer: AtomicBuffer, offset: int, length: int, messages: int = -1) -> None:
+        """The block's messages are ``messages`` when the caller counted them (else one native walk here)."""
         if self._fd < 0:
             return
         now = self._clock_ns()
@@ -109,8 +110,9 @@ class RecordingIndexWriter:
                 self._append(self._last_position, self._last_block_ns)
             self._append(self._last_position, now)
         # One native walk of the block's frames (docs/archive.md section 18): handing frame offsets back to
-        # Python cost the recorder two thirds of its time on small messages.
-        self.count += term_buffer.count_messages(offset, offset + length)
+        # Python cost the recorder two thirds of its time on small messages. The recorder counts in the walk
+        # that finds the block.
+        self.count += messages if messages >= 0 else term_buffer.count_messages(offset, offset + length)
         self._last_position += length
         self._last_block_ns = now
         if (

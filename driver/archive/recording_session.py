@@ -127,19 +127,28 @@ class RecordingSession:
     """Messages already recorded below the join position (an extended recording's index continues)."""
 
     def _write_and_index(
-        self, term_buffer: AtomicBuffer, term_offset: int, length: int, session_id: int, term_id: int
+        self,
+        term_buffer: AtomicBuffer,
+        term_offset: int,
+        length: int,
+        session_id: int,
+        term_id: int,
+        messages: int = -1,
     ) -> None:
         position = self.writer.position
         self.writer.on_block(term_buffer, term_offset, length, session_id, term_id)
         if self.index is not None:
-            self.index.on_block(term_buffer, term_offset, length)
+            self.index.on_block(term_buffer, term_offset, length, messages)
         if self.checksums is not None:
             self.checksums.on_block(term_buffer, term_offset, length, position)
 
     def _record(self) -> int:
         image = self.image
         try:
-            length = image.block_poll(self._on_block, self.block_length)
+            if self._on_block == self._write_and_index:  # the index counts messages: found in the block's walk
+                length = image.block_poll_counting(self._write_and_index, self.block_length)
+            else:
+                length = image.block_poll(self._on_block, self.block_length)
         except RecordingWriteError as e:
             # The image did not move past the block: the stop position is what reached the file.
             self.error = str(e)

@@ -31,6 +31,8 @@ CONTINUE = 4
 ControlledFragmentHandler = Callable[[Any, int, int, Header], int]
 BlockHandler = Callable[[AtomicBuffer, int, int, int, int], None]
 """``handler(term_buffer, term_offset, length, session_id, term_id)``, as Aeron's BlockHandler."""
+CountingBlockHandler = Callable[[AtomicBuffer, int, int, int, int, int], None]
+"""A BlockHandler that is also given the block's message count (``Image.block_poll_counting``)."""
 RawBlockHandler = Callable[[Path, int, AtomicBuffer, int, int, int, int], None]
 """``handler(log_file, file_offset, term_buffer, term_offset, length, session_id, term_id)``, as Aeron's
 RawBlockHandler (the log file's path stands for its FileChannel: ``file_offset`` is where the block lies in
@@ -312,6 +314,23 @@ class Image:
         if length > 0:
             term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
             handler(term_buffer, term_offset, length, self.session_id, term_id)
+            self._commit(position + length)
+        return length
+
+    def block_poll_counting(self, handler: CountingBlockHandler, block_length_limit: int) -> int:
+        """``block_poll`` whose handler is also told how many messages the block holds (counted in the same
+        native walk that finds the block: a recorder's index needs the count)."""
+        if self.is_closed:
+            return 0
+        position = self._position
+        term_offset = position & self._term_length_mask
+        term_buffer = self._term_buffers[(position >> self.position_bits_to_shift) % 3]
+        limit_offset = min(term_offset + block_length_limit, self.term_length)
+        end, messages = term_block_scanner.scan_counting(term_buffer, term_offset, limit_offset)
+        length = end - term_offset
+        if length > 0:
+            term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
+            handler(term_buffer, term_offset, length, self.session_id, term_id, messages)
             self._commit(position + length)
         return length
 

@@ -257,6 +257,13 @@ class AtomicBuffer:
             limit_offset = self._length
         return lib.amd_term_block_scan(self._ptr, offset, limit_offset)
 
+    def scan_block_counting(self, offset: int, limit_offset: int) -> tuple[int, int]:
+        """``scan_block`` and the messages of the block, in one walk: (end offset, messages)."""
+        if limit_offset > self._length:
+            limit_offset = self._length
+        result = lib.amd_term_block_scan_count(self._ptr, offset, limit_offset)
+        return result & 0xFFFFFFFF, result >> 32
+
     def count_messages(self, offset: int, end: int) -> int:
         """Messages (unfragmented or BEGIN_FRAG DATA frames) among the committed frames in [offset, end)."""
         if end > self._length:

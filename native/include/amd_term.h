@@ -87,6 +87,9 @@ int64_t amd_term_scan_frames(
     const uint8_t *term, int32_t capacity, int32_t offset, int32_t max_frames, int32_t *frames);
 int64_t amd_term_scan_for_availability(const uint8_t *term, int32_t capacity, int32_t offset, int32_t max_length);
 int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t limit_offset);
+/* amd_term_block_scan that also counts the block's messages (unfragmented or BEGIN_FRAG DATA frames) in the
+ * same walk: (messages << 32) | end offset. */
+int64_t amd_term_block_scan_count(const uint8_t *term, int32_t term_offset, int32_t limit_offset);
 int32_t amd_term_count_messages(const uint8_t *term, int32_t capacity, int32_t offset, int32_t end);
 int64_t amd_term_write_block(
     uint8_t *term,

@@ -328,9 +328,10 @@ int64_t amd_term_scan_for_availability(const uint8_t *term, int32_t capacity, in
     return (padding << 32) | (uint32_t)available;
 }
 
-int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t limit_offset)
+int64_t amd_term_block_scan_count(const uint8_t *term, int32_t term_offset, int32_t limit_offset)
 {
     int64_t offset = term_offset;
+    int64_t messages = 0;
 
     while (offset < limit_offset)
     {
@@ -355,10 +356,17 @@ int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t li
             break;
         }
 
+        const uint16_t type = __atomic_load_n((const uint16_t *)(term + offset + AMD_TYPE_OFFSET), __ATOMIC_RELAXED);
+        messages += type == AMD_HDR_TYPE_DATA && (term[offset + AMD_FLAGS_OFFSET] & AMD_BEGIN_FLAG);
         offset += aligned_length;
     }
 
-    return (int32_t)offset;
+    return (messages << 32) | offset;
+}
+
+int32_t amd_term_block_scan(const uint8_t *term, int32_t term_offset, int32_t limit_offset)
+{
+    return (int32_t)(amd_term_block_scan_count(term, term_offset, limit_offset) & 0xFFFFFFFF);
 }
 
 int64_t amd_term_write_block(

@@ -13,3 +13,8 @@ from driver.concurrent.atomic_buffer import AtomicBuffer
 def scan(term_buffer: AtomicBuffer, offset: int, limit_offset: int) -> int:
     """The offset just after the block (== ``offset`` when nothing is available)."""
     return term_buffer.scan_block(offset, limit_offset)
+
+
+def scan_counting(term_buffer: AtomicBuffer, offset: int, limit_offset: int) -> tuple[int, int]:
+    """``scan`` and the number of messages (unfragmented or first fragments) in the block, in one walk."""
+    return term_buffer.scan_block_counting(offset, limit_offset)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
-from driver.concurrent.logbuffer.term_block_scanner import scan
+from driver.concurrent.logbuffer.term_block_scanner import scan, scan_counting
 from driver.protocol.frames import DATA_HEADER, HDR_TYPE_DATA, HDR_TYPE_PAD
 from driver.util.bit_util import align
 
@@ -55,3 +55,16 @@ def test_padding_is_its_own_block(term: AtomicBuffer) -> None:
 def test_limit_is_clamped_to_the_term(term: AtomicBuffer) -> None:
     put(term, T - 64, 64)
     assert scan(term, T - 64, T + 4096) == T
+
+
+def test_the_counting_scan_finds_the_same_block_and_counts_its_messages(term: AtomicBuffer) -> None:
+    """Messages: unfragmented or first fragments; middle and last fragments and padding are not messages."""
+    offset = 0
+    for flags in (0xC0, 0x80, 0x00, 0x40, 0xC0):  # whole, begin, middle, end, whole: three messages
+        DATA_HEADER.pack_into(term.view, offset, 64, 0, flags, HDR_TYPE_DATA, offset, 1, 2, 3, 0)
+        offset += 64
+    pad_at = offset
+    put(term, offset, 1024, HDR_TYPE_PAD)
+    assert scan_counting(term, 0, T) == (pad_at, 3) == (scan(term, 0, T), term.count_messages(0, pad_at))
+    assert scan_counting(term, 64, 200) == (192, 1)  # begin and middle: one message starts in the block
+    assert scan_counting(term, pad_at, T) == (pad_at + 1024, 0)
