@@ -7,9 +7,9 @@ queued command, no gap to repair), a wake-up of the runner calls :meth:`run` ins
 committed, reads and rebuilds what arrived, and hands back to the Python cycle when anything else happened
 (a client command, a kilobyte of positions moved, a status message or NAK readable, a datagram for no known
 image, a flow-control stall) or when the agents' timers are due (at most ``interval_ns`` after the last
-Python cycle). The Python cycle then starts by taking over what the native one did (:meth:`before_cycle`:
-send times, frame times, short sends) and ends, when the runner parks, by declaring the streams again
-(:meth:`after_cycle`).
+Python cycle). The Python cycle then starts by taking over what the native one did (:meth:`before_cycle`: the
+images' frame times; a publication's send needs no hand-over, the native cycle runs its very send step,
+driver/data_step.py) and ends, when the runner parks, by declaring the streams again (:meth:`after_cycle`).
 
 Why it pays: on a small machine the driver shares a core with busy-spinning clients, and every microsecond
 it runs is one they wait for (tools/bench/shell_launch.sh -p, driver_cpu_us_per_rtt).
@@ -25,8 +25,8 @@ from driver._native import ffi, lib
 from driver.agent.work_probe import PROBE_CYCLE_INTERVAL_NS
 from driver.concurrent.word_watch import Word
 from driver.conductor import SWEEP_MOVED_BYTES, DriverConductor
+from driver.data_step import SendStep, send_step_array
 from driver.media.udp_transport import UdpTransport
-from driver.network_publication import NativeSendSlot, NetworkPublication
 from driver.receiver import NativeReceiveSlot, Receiver
 from driver.sender import Sender
 
@@ -53,7 +53,6 @@ class FastCycle:
         conductor: DriverConductor,
         sender: Sender,
         receiver: Receiver,
-        bytes_sent: Word,
         bytes_received: Word,
         interval_ns: int = PROBE_CYCLE_INTERVAL_NS,
         clock: Callable[[], int] = time.monotonic_ns,
@@ -64,7 +63,6 @@ class FastCycle:
         self._interval_ns = interval_ns
         self._clock = clock
         self._cycle = ffi.new("amd_cycle *")
-        self._cycle.bytes_sent = _pointer(bytes_sent)
         self._cycle.bytes_received = _pointer(bytes_received)
         self._cycle.moved_limit = SWEEP_MOVED_BYTES
         # The cffi arrays the struct points into live as long as these references.
@@ -73,8 +71,7 @@ class FastCycle:
         self._keep_endpoints: list[object] = []
         self._words_version = -1
         self._snapshot_ns = 0  # when the words' values were last taken
-        self._publications: list[NetworkPublication] = []
-        self._slots: list[NativeSendSlot] = []
+        self._steps: list[SendStep] = []  # the publications' send steps (their structs outlive its use)
         self._control: list[UdpTransport] = []
         self._endpoints: list[NativeReceiveSlot] = []
         self._unhandled = ffi.new("int32_t[]", receiver.native_batch.max_datagrams)
@@ -95,12 +92,6 @@ class FastCycle:
             return
         self._ran = False
         now_ns = self._clock()
-        for i, publication in enumerate(self._publications):
-            native = self._cycle.publications[i]
-            if native.sends or native.short_sends:
-                publication.on_native_sends(now_ns, native.short_sends)
-                native.sends = native.short_sends = 0
-                native.bytes_sent = 0
         for i, slot in enumerate(self._endpoints):
             inserted = self._cycle.endpoints[i].inserted
             for index, image in enumerate(slot.images):
@@ -185,30 +176,15 @@ class FastCycle:
         lib.amd_cycle_snapshot(cycle)
         self._keep_words = (full, full_seen, moved, moved_seen)
 
-    def _set_publications(
-        self, publications: list[NetworkPublication], slots: list[NativeSendSlot], control: list[UdpTransport]
-    ) -> None:
+    def _set_publications(self, steps: list[SendStep], control: list[UdpTransport]) -> None:
         self._control = control
-        if slots == self._slots and publications == self._publications:
+        if steps == self._steps:
             return
-        native = ffi.new("amd_cycle_publication[]", max(len(slots), 1))
-        for i, slot in enumerate(slots):
-            entry = native[i]
-            for t in range(3):
-                entry.terms[t] = slot.terms[t].address(0)
-            entry.sender_position = _pointer(slot.sender_position)
-            entry.sender_limit = _pointer(slot.sender_limit)
-            entry.term_length = len(slot.terms[0])
-            entry.position_bits_to_shift = slot.position_bits_to_shift
-            entry.mtu = slot.mtu
-            entry.max_datagrams = slot.burst
-            entry.fd = slot.fd
-            entry.gso = 1 if slot.gso else 0
+        native = send_step_array(steps)
         self._cycle.publications = native
-        self._cycle.publication_count = len(slots)
+        self._cycle.publication_count = len(steps)
         self._keep_publications = native
-        self._publications = list(publications)
-        self._slots = slots
+        self._steps = steps
 
     def _set_endpoints(self, endpoints: list[NativeReceiveSlot]) -> None:
         batch = self._receiver.native_batch

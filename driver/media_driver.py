@@ -486,7 +486,6 @@ class MediaDriver:
             self.conductor,
             self.sender,
             self.receiver,
-            counters.get(SystemCounterDescriptor.BYTES_SENT).word(),
             counters.get(SystemCounterDescriptor.BYTES_RECEIVED).word(),
         )
 

@@ -509,6 +509,10 @@ class UdpTransport:
             return None
         return self._send_fd, self.gso
 
+    def describe_send_failure(self, error: int) -> str:
+        """The message of an OSError for a send to the connected destination that failed with ``error``."""
+        return f"failed to send datagrams to {self._destination()}: {errno.errorcode.get(error, error)}"
+
     def native_receive_fd(self) -> int | None:
         """The receive socket once UDP_GRO is settled (on, or refused), for the native steady-state cycle; None
         before the first batch read or once closed."""

@@ -173,7 +173,6 @@ class Rig:
                 d.conductor,
                 d.sender,
                 d.receiver,
-                counters.get(SC.BYTES_SENT).word(),
                 counters.get(SC.BYTES_RECEIVED).word(),
                 clock=self.clock.nano_clock,
             )

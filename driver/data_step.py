@@ -1,0 +1,115 @@
+"""The data path's plain steps, one source for the Python agents and the native steady-state cycle
+(native/include/amd_step.h; the one owner of the native ``amd_send_step_*`` functions).
+
+:class:`SendStep` is a network publication's plain send: a burst of what publishers committed plus all of its
+accounting (the sender position, BYTES_SENT, short sends, the flow-control stall, the time data last went). The
+publication's ``send`` runs it each sender duty cycle; the native cycle (driver/fast_cycle.py) runs the same
+struct between Python cycles, so what one did the other sees without a hand-over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from driver._native import ffi, lib
+from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.word_watch import Word
+from driver.media.udp_batch import GSO_UNSUPPORTED_ERRNOS
+
+STALLED = lib.AMD_SEND_STALLED
+
+
+def word_pointer(word: Word) -> Any:
+    """An 8-byte aligned counter word as the native steps' ``int64_t *``."""
+    buffer, offset = word
+    if offset & 7:
+        raise ValueError(f"a native step's word must be 8-byte aligned, not at offset {offset}")
+    return ffi.cast("int64_t *", buffer.address(offset))
+
+
+class BurstTransport(Protocol):
+    """What a send step needs of its connected socket (driver/media/udp_transport.py's UdpTransport)."""
+
+    gso: bool
+
+    def native_send(self) -> tuple[int, bool] | None: ...
+
+    def describe_send_failure(self, error: int) -> str: ...
+
+
+class SendStep:
+    """One publication's ``amd_send_step``: :meth:`run` is the plain send; :attr:`state` the struct both the
+    publication and the native cycle read and write (``last_send_ns``, ``track_sender_limits``)."""
+
+    __slots__ = ("_declared", "_transport", "has_socket", "state")
+
+    def __init__(
+        self,
+        terms: Sequence[AtomicBuffer],
+        sender_position: Word,
+        sender_limit: Word,
+        counters: tuple[Word, Word, Word, Word | None],
+        position_bits_to_shift: int,
+        mtu: int,
+        burst: int,
+        transport: BurstTransport | None,
+        last_send_ns: int,
+    ) -> None:
+        """``counters``: the words of BYTES_SENT, SHORT_SENDS, SENDER_FLOW_CONTROL_LIMITS and the publication's
+        sender back-pressure events (or None). ``transport``: the connected socket to burst on, or None: the
+        publication sends otherwise (multi-destination) and keeps only the state here. The buffers behind every
+        pointer must outlive the step."""
+        bytes_sent, short_sends, flow_control_limits, sender_bpe = counters
+        state = self.state = ffi.new("amd_send_step *")
+        for i in range(3):
+            state.terms[i] = terms[i].address(0)
+        state.sender_position = word_pointer(sender_position)
+        state.sender_limit = word_pointer(sender_limit)
+        state.bytes_sent = word_pointer(bytes_sent)
+        state.short_sends = word_pointer(short_sends)
+        state.flow_control_limits = word_pointer(flow_control_limits)
+        state.sender_bpe = ffi.NULL if sender_bpe is None else word_pointer(sender_bpe)
+        state.last_send_ns = last_send_ns
+        state.term_length = len(terms[0])
+        state.position_bits_to_shift = position_bits_to_shift
+        state.mtu = mtu
+        state.max_datagrams = burst
+        state.fd = -1
+        self._transport = transport
+        self.has_socket = transport is not None
+        self._declared: tuple[int, bool] | None = None
+
+    def socket(self) -> tuple[int, bool] | None:
+        """The step's socket set to the transport's (socket, offload) now; None once the transport closed."""
+        if self._transport is None:
+            return None
+        native = self._transport.native_send()
+        if native is not None and native != self._declared:
+            self._declared = native
+            self.state.fd, gso = native
+            self.state.gso = 1 if gso else 0
+        return native
+
+    def run(self, now_ns: int) -> int:
+        """The plain send at ``now_ns``: the bytes sent (0: nothing, a stall, or a closed socket). Raises OSError
+        for a send error that is not a short send (what went before it is accounted)."""
+        if self.socket() is None:
+            return 0  # closed: nothing goes and nothing is reported (as UdpTransport.send)
+        sent = lib.amd_send_step_run(self.state, now_ns)
+        if sent >= 0:
+            return sent
+        if sent == STALLED:
+            return 0
+        error = self.state.error
+        transport = self._transport
+        assert transport is not None
+        if self.state.gso and error in GSO_UNSUPPORTED_ERRNOS:
+            transport.gso = False  # this socket or route cannot segment: plain datagrams from now on
+            return self.run(now_ns)
+        raise OSError(error, transport.describe_send_failure(error))
+
+
+def send_step_array(steps: Sequence[SendStep]) -> Any:
+    """The steps' structs as an ``amd_send_step *[]`` (the native cycle's publications); keep it while in use."""
+    return ffi.new("amd_send_step *[]", [step.state for step in steps] or 1)
