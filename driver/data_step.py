@@ -5,6 +5,11 @@
 accounting (the sender position, BYTES_SENT, short sends, the flow-control stall, the time data last went). The
 publication's ``send`` runs it each sender duty cycle; the native cycle (driver/fast_cycle.py) runs the same
 struct between Python cycles, so what one did the other sees without a hand-over.
+
+:class:`ReceiveStep` is a receive endpoint's plain receive of a batch: the rebuild into its images plus all of its
+accounting (BYTES_RECEIVED, under- and over-runs, rejected inserts, the images' high-water marks). The receiver's
+``_rebuild`` and the native cycle both run it; what is left (datagrams for no known image, the images' frame
+times) is the receiver's, read from the same table.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any, Protocol
 
 from driver._native import ffi, lib
 from driver.concurrent.atomic_buffer import AtomicBuffer
+from driver.concurrent.logbuffer.term_rebuilder import DatagramBatch, RebuildBatch
 from driver.concurrent.word_watch import Word
 from driver.media.udp_batch import GSO_UNSUPPORTED_ERRNOS
 
@@ -108,6 +114,44 @@ class SendStep:
             transport.gso = False  # this socket or route cannot segment: plain datagrams from now on
             return self.run(now_ns)
         raise OSError(error, transport.describe_send_failure(error))
+
+
+class ReceiveStep:
+    """One receive endpoint's ``amd_receive_step`` over its rebuild table: :meth:`run` is the plain receive of a
+    batch; the table (``RebuildBatch``) holds each image's results after it. Made again with the table's images."""
+
+    __slots__ = ("_hwm", "state", "table")
+
+    def __init__(self, table: RebuildBatch, hwm: Sequence[Word], counters: tuple[Word, Word, Word, Word]) -> None:
+        """``hwm``: per image of the table, its high-water mark counter's word; ``counters``: the words of
+        BYTES_RECEIVED, FLOW_CONTROL_UNDER_RUNS, FLOW_CONTROL_OVER_RUNS and INVALID_PACKETS."""
+        images, count = table.native_images()
+        if len(hwm) != count:
+            raise ValueError(f"{len(hwm)} high-water marks for a table of {count} images")
+        self.table = table
+        self._hwm = ffi.new("int64_t *[]", [word_pointer(word) for word in hwm] or 1)
+        state = self.state = ffi.new("amd_receive_step *")
+        state.images = images
+        state.hwm = self._hwm
+        state.image_count = count
+        bytes_received, under_runs, over_runs, invalid_packets = counters
+        state.bytes_received = word_pointer(bytes_received)
+        state.under_runs = word_pointer(under_runs)
+        state.over_runs = word_pointer(over_runs)
+        state.invalid_packets = word_pointer(invalid_packets)
+
+    def run(self, batch: DatagramBatch) -> int:
+        """The plain receive of ``batch`` into the table's images (their windows prepared): how many datagrams it
+        left to the caller (``table.unhandled``)."""
+        count = batch.count
+        return lib.amd_receive_step_run(
+            self.state,
+            batch.slot_buffer.address(0),
+            batch.offsets_pointer,
+            batch.lengths_pointer,
+            count,
+            self.table.native_unhandled(count),
+        )
 
 
 def send_step_array(steps: Sequence[SendStep]) -> Any:

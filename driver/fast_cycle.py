@@ -25,7 +25,7 @@ from driver._native import ffi, lib
 from driver.agent.work_probe import PROBE_CYCLE_INTERVAL_NS
 from driver.concurrent.word_watch import Word
 from driver.conductor import SWEEP_MOVED_BYTES, DriverConductor
-from driver.data_step import SendStep, send_step_array
+from driver.data_step import SendStep, send_step_array, word_pointer
 from driver.media.udp_transport import UdpTransport
 from driver.receiver import NativeReceiveSlot, Receiver
 from driver.sender import Sender
@@ -38,13 +38,6 @@ the declaration is not paid for."""
 STREAM_WINDOW_NS = 100_000
 
 
-def _pointer(word: Word) -> object:
-    buffer, offset = word
-    if offset & 7:
-        raise ValueError(f"a native cycle word must be 8-byte aligned, not at offset {offset}")
-    return ffi.cast("int64_t *", buffer.address(offset))
-
-
 class FastCycle:
     """Speaks for one SHARED runner's conductor, sender and receiver (driver/agent/runner.py calls it)."""
 
@@ -53,7 +46,6 @@ class FastCycle:
         conductor: DriverConductor,
         sender: Sender,
         receiver: Receiver,
-        bytes_received: Word,
         interval_ns: int = PROBE_CYCLE_INTERVAL_NS,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
@@ -63,7 +55,6 @@ class FastCycle:
         self._interval_ns = interval_ns
         self._clock = clock
         self._cycle = ffi.new("amd_cycle *")
-        self._cycle.bytes_received = _pointer(bytes_received)
         self._cycle.moved_limit = SWEEP_MOVED_BYTES
         # The cffi arrays the struct points into live as long as these references.
         self._keep_words: tuple[object, ...] = ()
@@ -167,9 +158,9 @@ class FastCycle:
 
     def _set_words(self, full_words: Sequence[Word], moved_words: Sequence[Word]) -> None:
         cycle = self._cycle
-        full = ffi.new("int64_t *[]", [_pointer(w) for w in full_words] or 1)
+        full = ffi.new("int64_t *[]", [word_pointer(w) for w in full_words] or 1)
         full_seen = ffi.new("int64_t[]", max(len(full_words), 1))
-        moved = ffi.new("int64_t *[]", [_pointer(w) for w in moved_words] or 1)
+        moved = ffi.new("int64_t *[]", [word_pointer(w) for w in moved_words] or 1)
         moved_seen = ffi.new("int64_t[]", max(len(moved_words), 1))
         cycle.full_words, cycle.full_seen, cycle.full_word_count = full, full_seen, len(full_words)
         cycle.moved_words, cycle.moved_seen, cycle.moved_word_count = moved, moved_seen, len(moved_words)
@@ -192,11 +183,9 @@ class FastCycle:
         keep: list[object] = [native]
         for i, slot in enumerate(endpoints):
             entry = native[i]
-            images, count = slot.table.native_images()
-            hwm = ffi.new("int64_t *[]", [_pointer(image.hwm_position.word()) for image in slot.images] or 1)
-            inserted = ffi.new("int32_t[]", max(count, 1))
-            keep += [hwm, inserted]
-            entry.images, entry.image_count, entry.hwm, entry.inserted = images, count, hwm, inserted
+            inserted = ffi.new("int32_t[]", max(len(slot.images), 1))
+            keep += [slot.step, inserted]
+            entry.step, entry.inserted = slot.step.state, inserted
             entry.fd = slot.fd
             (
                 entry.buffers,

@@ -15,6 +15,7 @@ from driver.agent.idle_strategy import Waker
 from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
 from driver.concurrent.word_watch import WatchVersion, Word
 from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.data_step import ReceiveStep
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
@@ -33,7 +34,7 @@ class NativeReceiveSlot(NamedTuple):
 
     endpoint: ReceiveChannelEndpoint
     fd: int
-    table: RebuildBatch
+    step: ReceiveStep
     images: list[PublicationImage]
 
 
@@ -67,13 +68,19 @@ class Receiver:
         self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint, tuple[str, int], int]] = []
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
+        # What the receive steps (driver/data_step.py) count: BYTES_RECEIVED, under- and over-runs, rejects.
+        self._step_counters = (
+            self._bytes_received.word(),
+            system_counters.get(SC.FLOW_CONTROL_UNDER_RUNS).word(),
+            system_counters.get(SC.FLOW_CONTROL_OVER_RUNS).word(),
+            self._invalid_packets.word(),
+        )
         self._loss_generator = loss_generator
         # Indexes of the current batch the loss generator dropped (the batch rebuild path), else None.
         self._dropped: set[int] | None = None
-        # Per endpoint: (dispatcher version, native table, its images) for the batch rebuild of data.
-        self._rebuild_tables: dict[
-            ReceiveChannelEndpoint, tuple[int, RebuildBatch, list[PublicationImage]]
-        ] = {}
+        # Per endpoint: (dispatcher version, its receive step over a native table, its images) for the batch
+        # rebuild of data.
+        self._rebuild_tables: dict[ReceiveChannelEndpoint, tuple[int, ReceiveStep, list[PublicationImage]]] = {}
 
     def on_start(self) -> None:
         pass
@@ -112,9 +119,9 @@ class Receiver:
         self._dispatchers.pop(endpoint, None)
         self._periodic_setups = [p for p in self._periodic_setups if p[1] is not endpoint]
         self._pending_setups = [p for p in self._pending_setups if p[3] in self._dispatchers.values()]
-        table = self._rebuild_tables.pop(endpoint, None)
-        if table is not None:
-            table[1].clear()
+        entry = self._rebuild_tables.pop(endpoint, None)
+        if entry is not None:
+            entry[1].table.clear()
         for transport in endpoint.transports:
             if transport is not None:
                 with contextlib.suppress(RuntimeError):
@@ -275,21 +282,20 @@ class Receiver:
         transport_index: int,
         now_ns: int,
     ) -> None:
-        """The batch's data for known images in one native call; the rest datagram by datagram."""
-        table, images = self._rebuild_table(endpoint, dispatcher)
+        """The batch's data for known images in one native call (the receive step, its accounting included); the
+        rest datagram by datagram."""
+        step, images = self._rebuild_table(endpoint, dispatcher)
         if not images:
             for i in range(received):
                 self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
             return
+        table = step.table
         for index, image in enumerate(images):
             last_sm_position, window_limit = image.rebuild_window()
             table.prepare(
                 index, last_sm_position, window_limit, image.is_accepting_batch_inserts(transport_index)
             )
-        unhandled = table.rebuild(batch)
-        bytes_received = table.bytes_received
-        if bytes_received:
-            self._bytes_received.get_and_add(bytes_received)
+        unhandled = step.run(batch)
         left = table.unhandled(unhandled) if unhandled else ()
         self._after_rebuild(endpoint, dispatcher, batch, table, images, left, transport_index, now_ns)
 
@@ -304,24 +310,23 @@ class Receiver:
         transport_index: int,
         now_ns: int,
     ) -> None:
-        """After a batch rebuild (this agent's or the native cycle's): each image's results, then the datagrams
-        the table left, one by one."""
+        """After a receive step (this agent's or the native cycle's), which counted and raised the high-water
+        marks: each image's frame times, then the datagrams the table left, one by one."""
         for index, image in enumerate(images):
-            inserted, hwm_position, under_runs, over_runs, invalid = table.result(index)
-            if inserted or under_runs or over_runs or invalid:
-                image.on_batch_rebuilt(
-                    transport_index, inserted, hwm_position, under_runs, over_runs, invalid, now_ns
-                )
+            inserted, _, _, _, invalid = table.result(index)
+            if inserted or invalid:
+                image.on_batch_rebuilt(transport_index, inserted, invalid, now_ns)
         for i in unhandled:
             self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
 
     def _rebuild_table(
         self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher
-    ) -> tuple[RebuildBatch, list[PublicationImage]]:
-        """The endpoint's native rebuild table and its images, set again when the dispatcher's images changed."""
+    ) -> tuple[ReceiveStep, list[PublicationImage]]:
+        """The endpoint's receive step over its native rebuild table and its images, set again when the
+        dispatcher's images changed."""
         entry = self._rebuild_tables.get(endpoint)
         if entry is None or entry[0] != dispatcher.version:
-            table = entry[1] if entry is not None else RebuildBatch()
+            table = entry[1].table if entry is not None else RebuildBatch()
             images = [i for i in dispatcher.images() if not i.has_reached_end_of_life]  # DONE: closed
             count = table.set_images(
                 [
@@ -335,7 +340,9 @@ class Receiver:
                     for i in images
                 ]
             )
-            entry = self._rebuild_tables[endpoint] = (dispatcher.version, table, images[:count])
+            images = images[:count]
+            step = ReceiveStep(table, [image.hwm_position.word() for image in images], self._step_counters)
+            entry = self._rebuild_tables[endpoint] = (dispatcher.version, step, images)
         return entry[1], entry[2]
 
     # --- the native steady-state cycle (driver/fast_cycle.py) --------------------------------------
@@ -355,28 +362,30 @@ class Receiver:
             fd = transports[0].native_receive_fd()
             if fd is None:
                 return None
-            table, images = self._rebuild_table(endpoint, dispatcher)
+            step, images = self._rebuild_table(endpoint, dispatcher)
             for index, image in enumerate(images):
                 if not image.is_accepting_batch_inserts(0):
                     return None
                 last_sm_position, window_limit = image.rebuild_window()
-                table.prepare(index, last_sm_position, window_limit, True)
-            slots.append(NativeReceiveSlot(endpoint, fd, table, images))
+                step.table.prepare(index, last_sm_position, window_limit, True)
+            slots.append(NativeReceiveSlot(endpoint, fd, step, images))
         return slots
 
     def on_native_inserts(self, image: PublicationImage, inserted: int, now_ns: int) -> None:
         """The native cycle inserted ``inserted`` datagrams into ``image`` since the last Python cycle (its
-        high-water mark already proposed): the image's frame times."""
-        image.on_batch_rebuilt(0, inserted, 0, 0, 0, 0, now_ns)
+        receive step counted them and raised the high-water mark): the image's frame times."""
+        image.on_batch_rebuilt(0, inserted, 0, now_ns)
 
     def finish_native_batch(self, slot: NativeReceiveSlot, count: int, unhandled: list[int], now_ns: int) -> None:
         """The rest of a batch the native cycle received and rebuilt into ``slot``'s table but left to Python
         (a datagram not for a known image, an under- or over-run, a rejected insert): what :meth:`_rebuild`
-        does after its native call. The batch's bytes were counted already."""
+        does after its receive step, which the native cycle ran."""
         dispatcher = self._dispatchers.get(slot.endpoint)
         if dispatcher is not None:
             self._batch.count = count
-            self._after_rebuild(slot.endpoint, dispatcher, self._batch, slot.table, slot.images, unhandled, 0, now_ns)
+            self._after_rebuild(
+                slot.endpoint, dispatcher, self._batch, slot.step.table, slot.images, unhandled, 0, now_ns
+            )
 
     @property
     def native_batch(self) -> ReceiveBatch:

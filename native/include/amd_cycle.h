@@ -19,9 +19,8 @@ enum
 /* A receive endpoint with one socket whose data the cycle rebuilds into its images (a UDP_GRO batch). */
 typedef struct
 {
-    void *images;                  /* in: the receiver's prepared rebuild table (amd_rebuild_batch.h entries) */
-    int64_t **hwm;                 /* in: per image, its receiver high-water mark counter's word */
-    int32_t *inserted;             /* out, accumulates: per image, datagrams inserted */
+    amd_receive_step *step;        /* in: the endpoint's receive step (amd_step.h), shared with Python */
+    int32_t *inserted;             /* out, accumulates: per image of the step, datagrams inserted */
     uint8_t *buffers;              /* in: the receive batch (driver.media.udp_batch.ReceiveBatch) */
     int64_t *offsets;
     int32_t *lengths;
@@ -30,14 +29,12 @@ typedef struct
     int32_t *addr_lengths;
     int32_t *received;             /* out: buffers the last receive filled */
     int32_t *unhandled;            /* out: indexes the rebuild left to the caller (max_datagrams of room) */
-    int32_t image_count;           /* in */
     int32_t fd;                    /* in */
     int32_t slot_length;           /* in */
     int32_t max_messages;          /* in */
     int32_t max_datagrams;         /* in */
     int32_t batch_count;           /* out: AMD_CYCLE_BATCH: datagrams in the batch */
     int32_t unhandled_count;       /* out: AMD_CYCLE_BATCH: how many of them the rebuild left */
-    int32_t pad;
 } amd_cycle_endpoint;
 
 typedef struct
@@ -48,7 +45,6 @@ typedef struct
     int64_t *moved_seen;           /* in: their values when the Python cycle last ran */
     amd_send_step **publications;  /* in: the publications' send steps (amd_step.h), shared with Python */
     amd_cycle_endpoint *endpoints;
-    int64_t *bytes_received;       /* in: the BYTES_RECEIVED system counter's word */
     int64_t full_due_ns;           /* in: CLOCK_MONOTONIC time from which the Python cycle must run */
     int64_t moved_limit;           /* in: positions moved this far in total since then need the Python cycle */
     int32_t full_word_count;
@@ -60,7 +56,7 @@ typedef struct
 } amd_cycle;
 
 /* One steady-state duty cycle at CLOCK_MONOTONIC now_ns: first the checks (the interval, the full words, the
- * sweep's positions), then each publication's send step (amd_send_step_run), then each endpoint's receives and rebuilds. Returns the
+ * sweep's positions), then each publication's send step (amd_send_step_run), then each endpoint's receives, each batch through its receive step (amd_receive_step_run). Returns the
  * work done as the Python agents count it (bytes sent plus datagrams received; 0: nothing to do), or
  * AMD_CYCLE_FULL / AMD_CYCLE_BATCH (FULL also for a send step that stalled or failed before sending). Either
  * may come after some publications sent: what went is accounted by their steps, so the Python cycle just

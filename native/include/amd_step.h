@@ -1,6 +1,7 @@
-/* The sender's plain send of one network publication (driver/data_step.py owns this header): a burst of what publishers
- * committed plus all of its accounting, the one source for NetworkPublication.send and the native
- * steady-state cycle (amd_cycle.h) alike. The struct is the publication's send state: the Python sender and
+/* The data path's plain steps (driver/data_step.py owns this header), each the one source for a Python agent
+ * and the native steady-state cycle (amd_cycle.h) alike.
+ * The sender's plain send of one network publication: a burst of what publishers committed plus all of its
+ * accounting. The struct is the publication's send state: the Python sender and
  * the native cycle read and write the same one, so nothing is handed back between them.
  * This header is also the cffi cdef: build_ffi.py drops the preprocessor lines, so keep declarations
  * plain C. */
@@ -45,4 +46,27 @@ int64_t amd_send_step_run(amd_send_step *step, int64_t now_ns);
 
 /* 1 when a frame is committed at the sender position (acquire), else 0. No system call. */
 int32_t amd_send_step_pending(const amd_send_step *step);
+
+/* The receiver's plain receive of one endpoint's batch: the rebuild into its images plus all of its accounting,
+ * the one source for Receiver._rebuild and the native steady-state cycle alike. */
+typedef struct
+{
+    void *images;                  /* in: the receiver's rebuild table (amd_rebuild_batch.h entries), windows set */
+    int64_t **hwm;                 /* in: per image, its receiver high-water mark counter's word (written here) */
+    int64_t *bytes_received;       /* in: the BYTES_RECEIVED system counter's word */
+    int64_t *under_runs;           /* in: the FLOW_CONTROL_UNDER_RUNS system counter's word */
+    int64_t *over_runs;            /* in: the FLOW_CONTROL_OVER_RUNS system counter's word */
+    int64_t *invalid_packets;      /* in: the INVALID_PACKETS system counter's word */
+    int32_t image_count;           /* in */
+    int32_t irregular;             /* out: the last run's under-runs, over-runs and rejected inserts, summed */
+} amd_receive_step;
+
+/* The count datagrams at base + offsets[i] (lengths[i] long) rebuilt into the images (amd_term_rebuild_batch_at,
+ * their results zeroed first), the bytes it took added to BYTES_RECEIVED, its under-runs, over-runs and
+ * rejected inserts to their counters, and each image's high-water mark raised to its highest inserted end
+ * (a single writer's propose-max: release store). Returns how many datagrams it left to the caller, their
+ * indexes in unhandled (count of room); each image's results stay in the table for the caller's frame times. */
+int32_t amd_receive_step_run(
+    amd_receive_step *step, const uint8_t *base, const int64_t *offsets, const int32_t *lengths, int32_t count,
+    int32_t *unhandled);
 #endif

@@ -50,48 +50,18 @@ static int32_t receive_endpoint(amd_cycle *c, int32_t index)
         {
             return total;
         }
-        amd_rebuild_image *images = (amd_rebuild_image *)e->images;
-        for (int32_t i = 0; i < e->image_count; i++)
-        {
-            amd_rebuild_image *image = &images[i];
-            image->hwm_position = 0;
-            image->inserted = 0;
-            image->under_runs = 0;
-            image->over_runs = 0;
-            image->invalid = 0;
-        }
-        int64_t bytes = 0;
-        const int32_t unhandled = amd_term_rebuild_batch_at(
-            e->buffers, e->offsets, e->lengths, count, images, e->image_count, e->unhandled, &bytes);
-        if (bytes > 0)
-        {
-            __atomic_fetch_add(c->bytes_received, bytes, __ATOMIC_SEQ_CST);
-        }
-        int plain = unhandled == 0;
-        for (int32_t i = 0; i < e->image_count && plain; i++)
-        {
-            const amd_rebuild_image *image = &images[i];
-            plain = 0 == (image->under_runs | image->over_runs | image->invalid);
-        }
-        if (!plain)
+        const int32_t unhandled = amd_receive_step_run(e->step, e->buffers, e->offsets, e->lengths, count, e->unhandled);
+        if (unhandled != 0 || e->step->irregular != 0)
         {
             c->stopped_endpoint = index;
             e->batch_count = count;
             e->unhandled_count = unhandled;
             return AMD_CYCLE_BATCH;
         }
-        for (int32_t i = 0; i < e->image_count; i++)
+        const amd_rebuild_image *images = (const amd_rebuild_image *)e->step->images;
+        for (int32_t i = 0; i < e->step->image_count; i++)
         {
-            const amd_rebuild_image *image = &images[i];
-            if (image->inserted > 0)
-            {
-                int64_t hwm = load_acquire_64(e->hwm[i]);
-                while (image->hwm_position > hwm &&
-                    !__atomic_compare_exchange_n(e->hwm[i], &hwm, image->hwm_position, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
-                {
-                }
-                e->inserted[i] += image->inserted;
-            }
+            e->inserted[i] += images[i].inserted;
         }
         total += count;
         if (*e->received < e->max_messages)

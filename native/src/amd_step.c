@@ -1,6 +1,7 @@
 /* See native/include/amd_step.h. */
 #include <stddef.h>
 #include "amd_step.h"
+#include "amd_rebuild_batch.h"
 #include "amd_udp.h"
 
 static inline int64_t load_acquire_64(const int64_t *word)
@@ -91,4 +92,50 @@ int64_t amd_send_step_run(amd_send_step *s, int64_t now_ns)
         }
     }
     return bytes;
+}
+
+int32_t amd_receive_step_run(
+    amd_receive_step *s, const uint8_t *base, const int64_t *offsets, const int32_t *lengths, int32_t count,
+    int32_t *unhandled)
+{
+    amd_rebuild_image *images = (amd_rebuild_image *)s->images;
+    for (int32_t i = 0; i < s->image_count; i++)
+    {
+        amd_rebuild_image *image = &images[i];
+        image->hwm_position = 0;
+        image->inserted = 0;
+        image->under_runs = 0;
+        image->over_runs = 0;
+        image->invalid = 0;
+    }
+    int64_t bytes = 0;
+    const int32_t left = amd_term_rebuild_batch_at(base, offsets, lengths, count, images, s->image_count, unhandled, &bytes);
+    if (bytes > 0)
+    {
+        __atomic_fetch_add(s->bytes_received, bytes, __ATOMIC_SEQ_CST);
+    }
+    int32_t irregular = 0;
+    for (int32_t i = 0; i < s->image_count; i++)
+    {
+        const amd_rebuild_image *image = &images[i];
+        if (image->under_runs)
+        {
+            __atomic_fetch_add(s->under_runs, image->under_runs, __ATOMIC_SEQ_CST);
+        }
+        if (image->over_runs)
+        {
+            __atomic_fetch_add(s->over_runs, image->over_runs, __ATOMIC_SEQ_CST);
+        }
+        if (image->invalid)
+        {
+            __atomic_fetch_add(s->invalid_packets, image->invalid, __ATOMIC_SEQ_CST);
+        }
+        irregular += image->under_runs + image->over_runs + image->invalid;
+        if (image->inserted > 0 && load_acquire_64(s->hwm[i]) < image->hwm_position)
+        {
+            __atomic_store_n(s->hwm[i], image->hwm_position, __ATOMIC_RELEASE);
+        }
+    }
+    s->irregular = irregular;
+    return left;
 }
