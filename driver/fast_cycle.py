@@ -24,11 +24,10 @@ from collections.abc import Callable, Sequence
 from driver._native import ffi, lib
 from driver.agent.work_probe import PROBE_CYCLE_INTERVAL_NS
 from driver.concurrent.word_watch import Word
-from driver.conductor import SWEEP_MOVED_BYTES, DriverConductor
+from driver.conductor import SWEEP_MOVED_BYTES
 from driver.data_step import SendStep, send_step_array, word_pointer
 from driver.media.udp_transport import UdpTransport
-from driver.receiver import NativeReceiveSlot, Receiver
-from driver.sender import Sender
+from driver.native_declaration import NativeParticipant, ReceiveSlot, TakeBack
 
 BATCH = lib.AMD_CYCLE_BATCH
 STREAM_BYTES_PER_US = 256
@@ -39,19 +38,17 @@ STREAM_WINDOW_NS = 100_000
 
 
 class FastCycle:
-    """Speaks for one SHARED runner's conductor, sender and receiver (driver/agent/runner.py calls it)."""
+    """Speaks for one SHARED runner's agents, each a ``NativeParticipant`` (driver/agent/runner.py calls it)."""
 
     def __init__(
         self,
-        conductor: DriverConductor,
-        sender: Sender,
-        receiver: Receiver,
+        participants: Sequence[NativeParticipant],
         interval_ns: int = PROBE_CYCLE_INTERVAL_NS,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
-        self._conductor = conductor
-        self._sender = sender
-        self._receiver = receiver
+        """``participants``: the runner's agents (driver/native_declaration.py), the one that declares the words
+        whose change needs the Python cycle first (the conductor): a stream is told from its declaration."""
+        self._participants = tuple(participants)
         self._interval_ns = interval_ns
         self._clock = clock
         self._cycle = ffi.new("amd_cycle *")
@@ -60,12 +57,13 @@ class FastCycle:
         self._keep_words: tuple[object, ...] = ()
         self._keep_publications: object = None
         self._keep_endpoints: list[object] = []
-        self._words_version = -1
+        self._words_version: tuple[int, ...] = ()
         self._snapshot_ns = 0  # when the words' values were last taken
         self._steps: list[SendStep] = []  # the publications' send steps (their structs outlive its use)
         self._control: list[UdpTransport] = []
-        self._endpoints: list[NativeReceiveSlot] = []
-        self._unhandled = ffi.new("int32_t[]", receiver.native_batch.max_datagrams)
+        self._endpoints: list[ReceiveSlot] = []
+        self._unhandled = ffi.new("int32_t[]", 1)  # the receive steps' left indexes (sized by their batch)
+        self._stopped: tuple[ReceiveSlot, int, list[int]] | None = None  # a batch left to Python
         self.armed = False
         """Whether :meth:`run` may run a cycle; False sends every wake-up to the Python cycle."""
         self._ran = False  # a native cycle ran since the last Python cycle: it may have sent or inserted
@@ -82,13 +80,18 @@ class FastCycle:
         if not self._ran:
             return
         self._ran = False
-        now_ns = self._clock()
+        taken_inserts = []
         for i, slot in enumerate(self._endpoints):
             inserted = self._cycle.endpoints[i].inserted
-            for index, image in enumerate(slot.images):
-                if inserted[index]:
-                    self._receiver.on_native_inserts(image, inserted[index], now_ns)
+            counts = [inserted[index] for index in range(len(slot.images))]
+            if any(counts):
+                taken_inserts.append((slot, counts))
+                for index in range(len(counts)):
                     inserted[index] = 0
+        taken = TakeBack(self._clock(), taken_inserts, self._stopped)
+        self._stopped = None
+        for participant in self._participants:
+            participant.take_back(taken)
 
     def after_cycle(self) -> None:
         """A Python cycle ended and its runner parks: declare the streams for the native cycles until the next
@@ -96,33 +99,37 @@ class FastCycle:
         self.armed = False
         now_ns = self._clock()
         cycle = self._cycle
-        if self._words_version == self._conductor.watch_version.value:
-            elapsed_ns = max(now_ns - self._snapshot_ns, STREAM_WINDOW_NS)
-            if lib.amd_cycle_moved(cycle) * 1000 > STREAM_BYTES_PER_US * elapsed_ns:
-                lib.amd_cycle_snapshot(cycle)
-                self._snapshot_ns = now_ns
+        declarations = []
+        for participant in self._participants:
+            declaration = participant.native_declaration()
+            if declaration is None:
                 return
-        due_ns = self._conductor.native_due_ns()
-        if due_ns is None:
-            return
-        publications = self._sender.native_publications()
-        if publications is None:
-            return
-        endpoints = self._receiver.native_endpoints()
-        if endpoints is None:
-            return
-        version = self._conductor.watch_version.value
+            if not declarations and (declaration.words_version,) == self._words_version[:1]:
+                elapsed_ns = max(now_ns - self._snapshot_ns, STREAM_WINDOW_NS)
+                if lib.amd_cycle_moved(cycle) * 1000 > STREAM_BYTES_PER_US * elapsed_ns:
+                    lib.amd_cycle_snapshot(cycle)  # a stream: its cycles would hand back at once
+                    self._snapshot_ns = now_ns
+                    return
+            declarations.append(declaration)
+        version = tuple(declaration.words_version for declaration in declarations)
         if version != self._words_version:
-            full_words, moved_words = self._conductor.native_words()
-            self._set_words(full_words, moved_words)
+            self._set_words(
+                [word for declaration in declarations for word in declaration.full_words],
+                [word for declaration in declarations for word in declaration.moved_words],
+            )
             self._words_version = version
         else:
             lib.amd_cycle_snapshot(cycle)
-        self._set_publications(*publications)
+        self._set_publications(
+            [step for declaration in declarations for step in declaration.send_steps],
+            [transport for declaration in declarations for transport in declaration.control],
+        )
+        endpoints = [slot for declaration in declarations for slot in declaration.receive]
         if endpoints != self._endpoints:
             self._set_endpoints(endpoints)
         self._snapshot_ns = now_ns
-        cycle.full_due_ns = min(now_ns + self._interval_ns, due_ns)
+        due = [declaration.due_ns for declaration in declarations if declaration.due_ns is not None]
+        cycle.full_due_ns = min(now_ns + self._interval_ns, *due)
         self.armed = True
 
     # --- a wake-up ------------------------------------------------------------------------------
@@ -150,11 +157,12 @@ class FastCycle:
     # --- declaring the streams ------------------------------------------------------------------
 
     def _finish_batch(self) -> None:
+        """A batch a native cycle left: taken back by its agent before the Python cycle (:meth:`before_cycle`)."""
         cycle = self._cycle
         index = cycle.stopped_endpoint
         native = cycle.endpoints[index]
         unhandled = [self._unhandled[i] for i in range(native.unhandled_count)]
-        self._receiver.finish_native_batch(self._endpoints[index], native.batch_count, unhandled, self._clock())
+        self._stopped = (self._endpoints[index], native.batch_count, unhandled)
 
     def _set_words(self, full_words: Sequence[Word], moved_words: Sequence[Word]) -> None:
         cycle = self._cycle
@@ -177,11 +185,14 @@ class FastCycle:
         self._keep_publications = native
         self._steps = steps
 
-    def _set_endpoints(self, endpoints: list[NativeReceiveSlot]) -> None:
-        batch = self._receiver.native_batch
+    def _set_endpoints(self, endpoints: list[ReceiveSlot]) -> None:
         native = ffi.new("amd_cycle_endpoint[]", max(len(endpoints), 1))
         keep: list[object] = [native]
+        max_datagrams = max((slot.batch.max_datagrams for slot in endpoints), default=1)
+        if len(self._unhandled) < max_datagrams:
+            self._unhandled = ffi.new("int32_t[]", max_datagrams)
         for i, slot in enumerate(endpoints):
+            batch = slot.batch
             entry = native[i]
             inserted = ffi.new("int32_t[]", max(len(slot.images), 1))
             keep += [slot.step, inserted]

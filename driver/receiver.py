@@ -8,7 +8,6 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
@@ -20,6 +19,7 @@ from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
+from driver.native_declaration import Declaration, ReceiveSlot, TakeBack
 from driver.protocol import frames
 from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
@@ -27,15 +27,6 @@ from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 
 PENDING_SETUPS_TIMEOUT_NS = 1_000_000_000
-
-
-class NativeReceiveSlot(NamedTuple):
-    """A receive endpoint as the native steady-state cycle reads it (``amd_cycle_endpoint``)."""
-
-    endpoint: ReceiveChannelEndpoint
-    fd: int
-    step: ReceiveStep
-    images: list[PublicationImage]
 
 
 class Receiver:
@@ -345,13 +336,13 @@ class Receiver:
             entry = self._rebuild_tables[endpoint] = (dispatcher.version, step, images)
         return entry[1], entry[2]
 
-    # --- the native steady-state cycle (driver/fast_cycle.py) --------------------------------------
+    # --- the native steady-state cycle (driver/fast_cycle.py, driver/native_declaration.py) ---------------
 
-    def native_endpoints(self) -> list[NativeReceiveSlot] | None:
-        """Each endpoint as the native cycle reads and rebuilds it, its table prepared as :meth:`_rebuild`
-        would prepare it now; None while any endpoint needs this agent for its data (several sockets, the loss
-        generator, UDP_GRO not settled yet, an image not taking batch inserts), commands wait, or a status
-        message or NAK is to be sent."""
+    def native_declaration(self) -> Declaration | None:
+        """Each endpoint as the native cycle reads it and runs its receive step, its table prepared as
+        :meth:`_rebuild` would prepare it now; None while any endpoint needs this agent for its data (several
+        sockets, the loss generator, UDP_GRO not settled yet, an image not taking batch inserts), commands
+        wait, or a status message or NAK is to be sent."""
         if self._loss_generator is not None or self.has_queued_work():
             return None
         slots = []
@@ -368,29 +359,26 @@ class Receiver:
                     return None
                 last_sm_position, window_limit = image.rebuild_window()
                 step.table.prepare(index, last_sm_position, window_limit, True)
-            slots.append(NativeReceiveSlot(endpoint, fd, step, images))
-        return slots
+            slots.append(ReceiveSlot(endpoint, fd, step, images, self._batch))
+        return Declaration(receive=slots)
 
-    def on_native_inserts(self, image: PublicationImage, inserted: int, now_ns: int) -> None:
-        """The native cycle inserted ``inserted`` datagrams into ``image`` since the last Python cycle (its
-        receive step counted them and raised the high-water mark): the image's frame times."""
-        image.on_batch_rebuilt(0, inserted, 0, now_ns)
-
-    def finish_native_batch(self, slot: NativeReceiveSlot, count: int, unhandled: list[int], now_ns: int) -> None:
-        """The rest of a batch the native cycle received and rebuilt into ``slot``'s table but left to Python
-        (a datagram not for a known image, an under- or over-run, a rejected insert): what :meth:`_rebuild`
-        does after its receive step, which the native cycle ran."""
-        dispatcher = self._dispatchers.get(slot.endpoint)
-        if dispatcher is not None:
-            self._batch.count = count
-            self._after_rebuild(
-                slot.endpoint, dispatcher, self._batch, slot.step.table, slot.images, unhandled, 0, now_ns
-            )
-
-    @property
-    def native_batch(self) -> ReceiveBatch:
-        """The batch the native cycle receives into (this agent's, so a batch it leaves is finished here)."""
-        return self._batch
+    def take_back(self, taken: TakeBack) -> None:
+        """The images' frame times for what the native cycles inserted (their receive steps counted it and raised
+        the high-water marks), then the rest of a batch a native cycle left (a datagram not for a known image,
+        an under- or over-run, a rejected insert): what :meth:`_rebuild` does after its receive step."""
+        now_ns = taken.now_ns
+        for slot, inserted in taken.inserted:
+            for image, count in zip(slot.images, inserted, strict=False):
+                if count:
+                    image.on_batch_rebuilt(0, count, 0, now_ns)
+        if taken.stopped is not None:
+            slot, count, unhandled = taken.stopped
+            dispatcher = self._dispatchers.get(slot.endpoint)
+            if dispatcher is not None:
+                self._batch.count = count
+                self._after_rebuild(
+                    slot.endpoint, dispatcher, self._batch, slot.step.table, slot.images, unhandled, 0, now_ns
+                )
 
     def _drop_lost(self, batch: ReceiveBatch, received: int) -> None:
         """The loss generator's draws for a batch, in arrival order as datagram by datagram: a dropped

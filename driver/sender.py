@@ -10,11 +10,10 @@ from collections.abc import Callable
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.word_watch import WatchVersion, Word
-from driver.data_step import SendStep
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
-from driver.media.udp_transport import UdpTransport
+from driver.native_declaration import Declaration, TakeBack
 from driver.network_publication import NetworkPublication
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
@@ -106,10 +105,12 @@ class Sender:
         proxy = self._conductor_proxy
         return bool(self.commands) or (proxy is not None and bool(proxy.backlog))
 
-    def native_publications(self) -> tuple[list[SendStep], list[UdpTransport]] | None:
-        """For the native steady-state cycle (driver/fast_cycle.py): the publications' send steps it may run,
-        and the sockets whose readiness (a status message, a NAK) needs this agent; None while any publication
-        needs this agent (see ``NetworkPublication.native_send_step``) or commands wait."""
+    # --- the native steady-state cycle (driver/fast_cycle.py, driver/native_declaration.py) ---------------
+
+    def native_declaration(self) -> Declaration | None:
+        """The publications' send steps the native cycle may run and the sockets whose readiness (a status
+        message, a NAK) needs this agent; None while any publication needs this agent (see
+        ``NetworkPublication.native_send_step``) or commands wait."""
         if self.has_queued_work():
             return None
         steps = []
@@ -118,7 +119,10 @@ class Sender:
             if step is None:
                 return None
             steps.append(step)
-        return steps, [endpoint.transport for endpoint in self._endpoints]
+        return Declaration(send_steps=steps, control=[endpoint.transport for endpoint in self._endpoints])
+
+    def take_back(self, taken: TakeBack) -> None:
+        """Nothing to take: the native cycle ran the publications' own send steps, their accounting included."""
 
     def do_work(self) -> int:
         if not self._endpoints and not self.commands:

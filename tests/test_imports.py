@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.receiver",
         "driver.fast_cycle",
         "driver.data_step",
+        "driver.native_declaration",
         "driver.media_driver",
         "driver.client_command_adapter",
         "driver.client_proxy",
