@@ -216,6 +216,44 @@ def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagram
             transport.close()
 
 
+def test_the_send_step_accounts_for_what_reached_the_wire(tmp_path: Path, clock) -> None:
+    """Over a real socket (the publication's send step, driver/data_step.py, the one the native cycle runs too):
+    BYTES_SENT and the sender position are what went, a closed window is one flow-control stall however long
+    it lasts, and a send the peer refuses is a short send that moves and counts nothing."""
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    transport = UdpTransport.open_send(
+        UdpChannel.parse(f"aeron:udp?endpoint=127.0.0.1:{receiver.getsockname()[1]}")
+    )
+    env = Env(tmp_path, clock, transport)
+    try:
+        publication = env.add_publication(11)
+        receiver.sendto(sm(11, window=3200), transport.send_local_address)
+        env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, only 3,200 in the window
+        sent = data_datagrams(env, receiver, 3200)
+        assert sum(map(len, sent)) == 3200 == publication.sender_position.get()
+        for _ in range(3):
+            env.sender.do_work()
+        assert env[SC.BYTES_SENT] == 3200  # no heartbeat yet: the data went just now (manual clock)
+        assert env[SC.SENDER_FLOW_CONTROL_LIMITS] == 1
+        assert env[SC.SHORT_SENDS] == 0
+        receiver.sendto(sm(11, window=T // 2), transport.send_local_address)
+        receiver.close()  # the peer goes: a send after the port unreachable is refused
+        for _ in range(20):
+            env.offer(publication, 100)
+            env.sender.do_work()
+            assert env[SC.BYTES_SENT] == publication.sender_position.get()
+            if env[SC.SHORT_SENDS]:
+                break
+        assert env[SC.SHORT_SENDS] == 1
+        assert publication.sender_position.get() < 4800 + 20 * 160  # the refused datagrams did not move it
+    finally:
+        env.close()
+        transport.close()
+        receiver.close()
+
+
 def test_control_frames_for_unknown_sessions_are_ignored(env: Env) -> None:
     env.add_publication(11)
     env.control(sm(12), frames.encode_nak(12, STREAM_ID, INITIAL_TERM_ID, 0, 32))
