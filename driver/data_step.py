@@ -37,9 +37,8 @@ def word_pointer(word: Word) -> Any:
 class BurstTransport(Protocol):
     """What a send step needs of its connected socket (driver/media/udp_transport.py's UdpTransport)."""
 
+    send_fd: int
     gso: bool
-
-    def native_send(self) -> tuple[int, bool] | None: ...
 
     def describe_send_failure(self, error: int) -> str: ...
 
@@ -48,7 +47,7 @@ class SendStep:
     """One publication's ``amd_send_step``: :meth:`run` is the plain send; :attr:`state` the struct both the
     publication and the native cycle read and write (``last_send_ns``, ``track_sender_limits``)."""
 
-    __slots__ = ("_declared", "_transport", "has_socket", "state")
+    __slots__ = ("_fd", "_gso", "_transport", "has_socket", "state")
 
     def __init__(
         self,
@@ -84,32 +83,34 @@ class SendStep:
         state.fd = -1
         self._transport = transport
         self.has_socket = transport is not None
-        self._declared: tuple[int, bool] | None = None
+        self._fd = -1
+        self._gso = False
 
-    def socket(self) -> tuple[int, bool] | None:
-        """The step's socket set to the transport's (socket, offload) now; None once the transport closed."""
-        if self._transport is None:
-            return None
-        native = self._transport.native_send()
-        if native is not None and native != self._declared:
-            self._declared = native
-            self.state.fd, gso = native
-            self.state.gso = 1 if gso else 0
-        return native
+    def socket_open(self) -> bool:
+        """The step's socket set to the transport's now (its descriptor, offload on or off); False once closed."""
+        transport = self._transport
+        if transport is None or transport.send_fd < 0:
+            return False
+        if transport.send_fd != self._fd or transport.gso is not self._gso:
+            self._fd = self.state.fd = transport.send_fd
+            self._gso = transport.gso
+            self.state.gso = 1 if self._gso else 0
+        return True
 
     def run(self, now_ns: int) -> int:
         """The plain send at ``now_ns``: the bytes sent (0: nothing, a stall, or a closed socket). Raises OSError
         for a send error that is not a short send (what went before it is accounted)."""
-        if self.socket() is None:
-            return 0  # closed: nothing goes and nothing is reported (as UdpTransport.send)
+        transport = self._transport
+        assert transport is not None
+        # Two loads and no call on the hot path; a closed socket sends and reports nothing (as UdpTransport.send).
+        if (transport.send_fd != self._fd or transport.gso is not self._gso) and not self.socket_open():
+            return 0
         sent = lib.amd_send_step_run(self.state, now_ns)
         if sent >= 0:
             return sent
         if sent == STALLED:
             return 0
         error = self.state.error
-        transport = self._transport
-        assert transport is not None
         if self.state.gso and error in GSO_UNSUPPORTED_ERRNOS:
             transport.gso = False  # this socket or route cannot segment: plain datagrams from now on
             return self.run(now_ns)

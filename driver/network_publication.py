@@ -240,7 +240,7 @@ class NetworkPublication:
             or self.state is not State.ACTIVE
             or self.is_response
             or self._spies_simulate_connection
-            or self.send_step.socket() is None
+            or not self.send_step.socket_open()
         ):
             return None
         return self.send_step
