@@ -216,6 +216,17 @@ def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagram
             transport.close()
 
 
+def data_or_heartbeats(receiver: socket.socket) -> list[bytes]:
+    """The DATA frames (heartbeats included) waiting at ``receiver``."""
+    received = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            datagram = receiver.recv(65536)
+            if frames.frame_type(datagram) == frames.HDR_TYPE_DATA:
+                received.append(datagram)
+    return received
+
+
 def test_the_send_step_accounts_for_what_reached_the_wire(tmp_path: Path, clock) -> None:
     """Over a real socket (the publication's send step, driver/data_step.py, the one the native cycle runs too):
     BYTES_SENT and the sender position are what went, a closed window is one flow-control stall however long
@@ -238,12 +249,18 @@ def test_the_send_step_accounts_for_what_reached_the_wire(tmp_path: Path, clock)
         assert env[SC.BYTES_SENT] == 3200  # no heartbeat yet: the data went just now (manual clock)
         assert env[SC.SENDER_FLOW_CONTROL_LIMITS] == 1
         assert env[SC.SHORT_SENDS] == 0
+        for _ in range(2):  # quiet past the setup timeout (its last SETUP), then the heartbeat timeout
+            clock.advance_ms(101)
+            env.sender.do_work()
+        assert [len(d) for d in data_or_heartbeats(receiver)] == [frames.HEADER_LENGTH]  # a header alone
+        assert env[SC.BYTES_SENT] == 3200 + frames.HEADER_LENGTH  # heartbeats count, as 1.15.1's do
+        assert env[SC.SENDER_FLOW_CONTROL_LIMITS] == 1
         receiver.sendto(sm(11, window=T // 2), transport.send_local_address)
         receiver.close()  # the peer goes: a send after the port unreachable is refused
         for _ in range(20):
             env.offer(publication, 100)
             env.sender.do_work()
-            assert env[SC.BYTES_SENT] == publication.sender_position.get()
+            assert env[SC.BYTES_SENT] == publication.sender_position.get() + frames.HEADER_LENGTH
             if env[SC.SHORT_SENDS]:
                 break
         assert env[SC.SHORT_SENDS] == 1
