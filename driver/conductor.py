@@ -388,7 +388,8 @@ class DriverConductor:
             self._native_words = [self._to_driver.tail_word()], self._sweep_words()
             self._native_words_version = version
         full_words, moved_words = self._native_words
-        return Declaration(due_ns, full_words, moved_words, version)
+        # What the sweep's watch still lets move before this agent sweeps (it counts across cycles).
+        return Declaration(due_ns, full_words, moved_words, version, SWEEP_MOVED_BYTES - self._sweep_moved)
 
     def take_back(self, taken: TakeBack) -> None:
         """Nothing of this agent's runs natively: its timers are due by then (the declaration's ``due_ns``)."""

@@ -128,6 +128,8 @@ class FastCycle:
         if endpoints != self._endpoints:
             self._set_endpoints(endpoints)
         self._snapshot_ns = now_ns
+        limits = [declaration.moved_limit for declaration in declarations if declaration.moved_limit is not None]
+        cycle.moved_limit = max(1, min(limits, default=SWEEP_MOVED_BYTES))
         due = [declaration.due_ns for declaration in declarations if declaration.due_ns is not None]
         cycle.full_due_ns = min(now_ns + self._interval_ns, *due)
         self.armed = True

@@ -44,6 +44,8 @@ class Declaration(NamedTuple):
     """Positions whose movement (a kilobyte in all) needs the Python cycle (the conductor's sweep)."""
     words_version: int = 0
     """Changes whenever the words do."""
+    moved_limit: int | None = None
+    """How far the moved words may move in all before the Python cycle must run (None: no limit of its own)."""
     send_steps: Sequence[SendStep] = ()
     """Publications the native cycle sends for."""
     control: Sequence[UdpTransport] = ()
