@@ -53,6 +53,7 @@ from driver.media.network_lookup import resolve_host, system_interfaces
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_transport import UdpTransport
+from driver.native_declaration import Declaration, TakeBack
 from driver.network_publication import NetworkPublication
 from driver.network_publication import State as NetState
 from driver.protocol import control_protocol as cp
@@ -309,6 +310,8 @@ class DriverConductor:
         self._sweep_watch_version = -1
         self._sweep_moved = 0
         self._sweep_gaps = False
+        self._native_words: tuple[list[Word], list[Word]] = ([], [])
+        self._native_words_version = -1
         self._next_sweep_ns = 0
         self._commands_left = False
 
@@ -369,21 +372,27 @@ class DriverConductor:
             work += self._sweep(now_ns)
         return work
 
-    def native_words(self) -> tuple[list[Word], list[Word]]:
-        """For the native steady-state cycle (driver/fast_cycle.py): the words whose change needs this agent
-        (the to-driver ring's tail: a command) and the positions its sweep counts (a kilobyte moved makes it
-        sweep); they change with :attr:`watch_version`."""
-        return [self._to_driver.tail_word()], self._sweep_words()
+    # --- the native steady-state cycle (driver/fast_cycle.py, driver/native_declaration.py) ---------------
 
-    def native_due_ns(self) -> int | None:
-        """When this agent must run next for its timers and its sweep, or None while it must run every cycle
-        (queued work, or an image with gaps: its NAK timers)."""
+    def native_declaration(self) -> Declaration | None:
+        """When this agent must run next for its timers and its sweep, the words whose change needs it (the
+        to-driver ring's tail: a command) and the positions its sweep counts (a kilobyte moved makes it sweep);
+        None while it must run every cycle (queued work, or an image with gaps: its NAK timers)."""
         if self._sweep_gaps or self._sweep_interval_ns <= 0 or self.has_queued_work():
             return None
         due_ns = min(self._next_timer_ns, self._next_heartbeat_ns)
         if self._images or self._network_publications or self._ipc_limit_watch:
             due_ns = min(due_ns, self._next_sweep_ns)
-        return due_ns
+        version = self.watch_version.value
+        if version != self._native_words_version:
+            self._native_words = [self._to_driver.tail_word()], self._sweep_words()
+            self._native_words_version = version
+        full_words, moved_words = self._native_words
+        # What the sweep's watch still lets move before this agent sweeps (it counts across cycles).
+        return Declaration(due_ns, full_words, moved_words, version, SWEEP_MOVED_BYTES - self._sweep_moved)
+
+    def take_back(self, taken: TakeBack) -> None:
+        """Nothing of this agent's runs natively: its timers are due by then (the declaration's ``due_ns``)."""
 
     def _sweep_due(self, now_ns: int, work: int) -> bool:
         """Whether this cycle sweeps the positions: a command or a new resource, a stream's worth of movement,

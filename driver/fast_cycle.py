@@ -7,9 +7,9 @@ queued command, no gap to repair), a wake-up of the runner calls :meth:`run` ins
 committed, reads and rebuilds what arrived, and hands back to the Python cycle when anything else happened
 (a client command, a kilobyte of positions moved, a status message or NAK readable, a datagram for no known
 image, a flow-control stall) or when the agents' timers are due (at most ``interval_ns`` after the last
-Python cycle). The Python cycle then starts by taking over what the native one did (:meth:`before_cycle`:
-send times, frame times, short sends) and ends, when the runner parks, by declaring the streams again
-(:meth:`after_cycle`).
+Python cycle). The Python cycle then starts by taking over what the native one did (:meth:`before_cycle`: the
+images' frame times; a publication's send needs no hand-over, the native cycle runs its very send step,
+driver/data_step.py) and ends, when the runner parks, by declaring the streams again (:meth:`after_cycle`).
 
 Why it pays: on a small machine the driver shares a core with busy-spinning clients, and every microsecond
 it runs is one they wait for (tools/bench/shell_launch.sh -p, driver_cpu_us_per_rtt).
@@ -24,11 +24,10 @@ from collections.abc import Callable, Sequence
 from driver._native import ffi, lib
 from driver.agent.work_probe import PROBE_CYCLE_INTERVAL_NS
 from driver.concurrent.word_watch import Word
-from driver.conductor import SWEEP_MOVED_BYTES, DriverConductor
+from driver.conductor import SWEEP_MOVED_BYTES
+from driver.data_step import SendStep, send_step_array, word_pointer
 from driver.media.udp_transport import UdpTransport
-from driver.network_publication import NativeSendSlot, NetworkPublication
-from driver.receiver import NativeReceiveSlot, Receiver
-from driver.sender import Sender
+from driver.native_declaration import NativeParticipant, ReceiveSlot, TakeBack
 
 BATCH = lib.AMD_CYCLE_BATCH
 STREAM_BYTES_PER_US = 256
@@ -38,46 +37,33 @@ the declaration is not paid for."""
 STREAM_WINDOW_NS = 100_000
 
 
-def _pointer(word: Word) -> object:
-    buffer, offset = word
-    if offset & 7:
-        raise ValueError(f"a native cycle word must be 8-byte aligned, not at offset {offset}")
-    return ffi.cast("int64_t *", buffer.address(offset))
-
-
 class FastCycle:
-    """Speaks for one SHARED runner's conductor, sender and receiver (driver/agent/runner.py calls it)."""
+    """Speaks for one SHARED runner's agents, each a ``NativeParticipant`` (driver/agent/runner.py calls it)."""
 
     def __init__(
         self,
-        conductor: DriverConductor,
-        sender: Sender,
-        receiver: Receiver,
-        bytes_sent: Word,
-        bytes_received: Word,
+        participants: Sequence[NativeParticipant],
         interval_ns: int = PROBE_CYCLE_INTERVAL_NS,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
-        self._conductor = conductor
-        self._sender = sender
-        self._receiver = receiver
+        """``participants``: the runner's agents (driver/native_declaration.py), the one that declares the words
+        whose change needs the Python cycle first (the conductor): a stream is told from its declaration."""
+        self._participants = tuple(participants)
         self._interval_ns = interval_ns
         self._clock = clock
         self._cycle = ffi.new("amd_cycle *")
-        self._cycle.bytes_sent = _pointer(bytes_sent)
-        self._cycle.bytes_received = _pointer(bytes_received)
         self._cycle.moved_limit = SWEEP_MOVED_BYTES
         # The cffi arrays the struct points into live as long as these references.
         self._keep_words: tuple[object, ...] = ()
         self._keep_publications: object = None
         self._keep_endpoints: list[object] = []
-        self._words_version = -1
+        self._words_version: tuple[int, ...] = ()
         self._snapshot_ns = 0  # when the words' values were last taken
-        self._publications: list[NetworkPublication] = []
-        self._slots: list[NativeSendSlot] = []
+        self._steps: list[SendStep] = []  # the publications' send steps (their structs outlive its use)
         self._control: list[UdpTransport] = []
-        self._endpoints: list[NativeReceiveSlot] = []
-        self._unhandled = ffi.new("int32_t[]", receiver.native_batch.max_datagrams)
+        self._endpoints: list[ReceiveSlot] = []
+        self._unhandled = ffi.new("int32_t[]", 1)  # the receive steps' left indexes (sized by their batch)
+        self._stopped: tuple[ReceiveSlot, int, list[int]] | None = None  # a batch left to Python
         self.armed = False
         """Whether :meth:`run` may run a cycle; False sends every wake-up to the Python cycle."""
         self._ran = False  # a native cycle ran since the last Python cycle: it may have sent or inserted
@@ -94,19 +80,18 @@ class FastCycle:
         if not self._ran:
             return
         self._ran = False
-        now_ns = self._clock()
-        for i, publication in enumerate(self._publications):
-            native = self._cycle.publications[i]
-            if native.sends or native.short_sends:
-                publication.on_native_sends(now_ns, native.short_sends)
-                native.sends = native.short_sends = 0
-                native.bytes_sent = 0
+        taken_inserts = []
         for i, slot in enumerate(self._endpoints):
             inserted = self._cycle.endpoints[i].inserted
-            for index, image in enumerate(slot.images):
-                if inserted[index]:
-                    self._receiver.on_native_inserts(image, inserted[index], now_ns)
+            counts = [inserted[index] for index in range(len(slot.images))]
+            if any(counts):
+                taken_inserts.append((slot, counts))
+                for index in range(len(counts)):
                     inserted[index] = 0
+        taken = TakeBack(self._clock(), taken_inserts, self._stopped)
+        self._stopped = None
+        for participant in self._participants:
+            participant.take_back(taken)
 
     def after_cycle(self) -> None:
         """A Python cycle ended and its runner parks: declare the streams for the native cycles until the next
@@ -114,33 +99,39 @@ class FastCycle:
         self.armed = False
         now_ns = self._clock()
         cycle = self._cycle
-        if self._words_version == self._conductor.watch_version.value:
-            elapsed_ns = max(now_ns - self._snapshot_ns, STREAM_WINDOW_NS)
-            if lib.amd_cycle_moved(cycle) * 1000 > STREAM_BYTES_PER_US * elapsed_ns:
-                lib.amd_cycle_snapshot(cycle)
-                self._snapshot_ns = now_ns
+        declarations = []
+        for participant in self._participants:
+            declaration = participant.native_declaration()
+            if declaration is None:
                 return
-        due_ns = self._conductor.native_due_ns()
-        if due_ns is None:
-            return
-        publications = self._sender.native_publications()
-        if publications is None:
-            return
-        endpoints = self._receiver.native_endpoints()
-        if endpoints is None:
-            return
-        version = self._conductor.watch_version.value
+            if not declarations and (declaration.words_version,) == self._words_version[:1]:
+                elapsed_ns = max(now_ns - self._snapshot_ns, STREAM_WINDOW_NS)
+                if lib.amd_cycle_moved(cycle) * 1000 > STREAM_BYTES_PER_US * elapsed_ns:
+                    lib.amd_cycle_snapshot(cycle)  # a stream: its cycles would hand back at once
+                    self._snapshot_ns = now_ns
+                    return
+            declarations.append(declaration)
+        version = tuple(declaration.words_version for declaration in declarations)
         if version != self._words_version:
-            full_words, moved_words = self._conductor.native_words()
-            self._set_words(full_words, moved_words)
+            self._set_words(
+                [word for declaration in declarations for word in declaration.full_words],
+                [word for declaration in declarations for word in declaration.moved_words],
+            )
             self._words_version = version
         else:
             lib.amd_cycle_snapshot(cycle)
-        self._set_publications(*publications)
+        self._set_publications(
+            [step for declaration in declarations for step in declaration.send_steps],
+            [transport for declaration in declarations for transport in declaration.control],
+        )
+        endpoints = [slot for declaration in declarations for slot in declaration.receive]
         if endpoints != self._endpoints:
             self._set_endpoints(endpoints)
         self._snapshot_ns = now_ns
-        cycle.full_due_ns = min(now_ns + self._interval_ns, due_ns)
+        limits = [declaration.moved_limit for declaration in declarations if declaration.moved_limit is not None]
+        cycle.moved_limit = max(1, min(limits, default=SWEEP_MOVED_BYTES))
+        due = [declaration.due_ns for declaration in declarations if declaration.due_ns is not None]
+        cycle.full_due_ns = min(now_ns + self._interval_ns, *due)
         self.armed = True
 
     # --- a wake-up ------------------------------------------------------------------------------
@@ -168,59 +159,46 @@ class FastCycle:
     # --- declaring the streams ------------------------------------------------------------------
 
     def _finish_batch(self) -> None:
+        """A batch a native cycle left: taken back by its agent before the Python cycle (:meth:`before_cycle`)."""
         cycle = self._cycle
         index = cycle.stopped_endpoint
         native = cycle.endpoints[index]
         unhandled = [self._unhandled[i] for i in range(native.unhandled_count)]
-        self._receiver.finish_native_batch(self._endpoints[index], native.batch_count, unhandled, self._clock())
+        self._stopped = (self._endpoints[index], native.batch_count, unhandled)
 
     def _set_words(self, full_words: Sequence[Word], moved_words: Sequence[Word]) -> None:
         cycle = self._cycle
-        full = ffi.new("int64_t *[]", [_pointer(w) for w in full_words] or 1)
+        full = ffi.new("int64_t *[]", [word_pointer(w) for w in full_words] or 1)
         full_seen = ffi.new("int64_t[]", max(len(full_words), 1))
-        moved = ffi.new("int64_t *[]", [_pointer(w) for w in moved_words] or 1)
+        moved = ffi.new("int64_t *[]", [word_pointer(w) for w in moved_words] or 1)
         moved_seen = ffi.new("int64_t[]", max(len(moved_words), 1))
         cycle.full_words, cycle.full_seen, cycle.full_word_count = full, full_seen, len(full_words)
         cycle.moved_words, cycle.moved_seen, cycle.moved_word_count = moved, moved_seen, len(moved_words)
         lib.amd_cycle_snapshot(cycle)
         self._keep_words = (full, full_seen, moved, moved_seen)
 
-    def _set_publications(
-        self, publications: list[NetworkPublication], slots: list[NativeSendSlot], control: list[UdpTransport]
-    ) -> None:
+    def _set_publications(self, steps: list[SendStep], control: list[UdpTransport]) -> None:
         self._control = control
-        if slots == self._slots and publications == self._publications:
+        if steps == self._steps:
             return
-        native = ffi.new("amd_cycle_publication[]", max(len(slots), 1))
-        for i, slot in enumerate(slots):
-            entry = native[i]
-            for t in range(3):
-                entry.terms[t] = slot.terms[t].address(0)
-            entry.sender_position = _pointer(slot.sender_position)
-            entry.sender_limit = _pointer(slot.sender_limit)
-            entry.term_length = len(slot.terms[0])
-            entry.position_bits_to_shift = slot.position_bits_to_shift
-            entry.mtu = slot.mtu
-            entry.max_datagrams = slot.burst
-            entry.fd = slot.fd
-            entry.gso = 1 if slot.gso else 0
+        native = send_step_array(steps)
         self._cycle.publications = native
-        self._cycle.publication_count = len(slots)
+        self._cycle.publication_count = len(steps)
         self._keep_publications = native
-        self._publications = list(publications)
-        self._slots = slots
+        self._steps = steps
 
-    def _set_endpoints(self, endpoints: list[NativeReceiveSlot]) -> None:
-        batch = self._receiver.native_batch
+    def _set_endpoints(self, endpoints: list[ReceiveSlot]) -> None:
         native = ffi.new("amd_cycle_endpoint[]", max(len(endpoints), 1))
         keep: list[object] = [native]
+        max_datagrams = max((slot.batch.max_datagrams for slot in endpoints), default=1)
+        if len(self._unhandled) < max_datagrams:
+            self._unhandled = ffi.new("int32_t[]", max_datagrams)
         for i, slot in enumerate(endpoints):
+            batch = slot.batch
             entry = native[i]
-            images, count = slot.table.native_images()
-            hwm = ffi.new("int64_t *[]", [_pointer(image.hwm_position.word()) for image in slot.images] or 1)
-            inserted = ffi.new("int32_t[]", max(count, 1))
-            keep += [hwm, inserted]
-            entry.images, entry.image_count, entry.hwm, entry.inserted = images, count, hwm, inserted
+            inserted = ffi.new("int32_t[]", max(len(slot.images), 1))
+            keep += [slot.step, inserted]
+            entry.step, entry.inserted = slot.step.state, inserted
             entry.fd = slot.fd
             (
                 entry.buffers,

@@ -481,14 +481,7 @@ class MediaDriver:
             return None
         if set(map(id, agent.agents)) != {id(self.conductor), id(self.sender), id(self.receiver)}:
             return None
-        counters = self.system_counters
-        return FastCycle(
-            self.conductor,
-            self.sender,
-            self.receiver,
-            counters.get(SystemCounterDescriptor.BYTES_SENT).word(),
-            counters.get(SystemCounterDescriptor.BYTES_RECEIVED).word(),
-        )
+        return FastCycle([self.conductor, self.sender, self.receiver])
 
     async def run(self) -> None:
         """Run every agent until ``request_stop()`` (also when that came first); then shut down in two

@@ -8,8 +8,8 @@ state between them is limited to counters and plain fields, as the Java driver's
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from driver.concurrent.atomic_buffer import AtomicBuffer
 from driver.concurrent.counters import AtomicCounter
@@ -17,7 +17,7 @@ from driver.concurrent.logbuffer import log_buffer_descriptor as lbd
 from driver.concurrent.logbuffer.log_buffer_unblocker import BlockedLogWatch, unblock
 from driver.concurrent.logbuffer.term_scanner import scan_for_availability
 from driver.concurrent.word_watch import WatchVersion, Word
-from driver.media.udp_batch import MAX_BATCH
+from driver.data_step import SendStep
 from driver.protocol import frames
 from driver.protocol.response_channel import NO_RESPONSE, ResponseParams
 from driver.protocol.retransmit_handler import RetransmitHandler
@@ -36,19 +36,6 @@ SEND_BURST = 64  # datagrams per publication per sender duty cycle (one sendmmsg
 FLOW_CONTROL_IDLE_INTERVAL_NS = 1_000_000
 """How often an idle publication lets its flow control look at its timers (receivers gone quiet, the end of a
 stream's linger; seconds and milliseconds): not in every Python duty cycle."""
-
-
-class NativeSendSlot(NamedTuple):
-    """A publication as the native steady-state cycle sends it (``amd_cycle_publication``)."""
-
-    terms: Sequence[AtomicBuffer]
-    sender_position: Word
-    sender_limit: Word
-    position_bits_to_shift: int
-    mtu: int
-    burst: int
-    fd: int
-    gso: bool
 
 
 class State(enum.Enum):
@@ -140,9 +127,27 @@ class NetworkPublication:
         self.should_send_setup_frame = True
         # With segmentation offload a burst costs the kernel one trip per run of datagrams, not per datagram.
         self.send_burst = getattr(channel_endpoint, "send_burst", None) or SEND_BURST
-        self._track_sender_limits = False
+        self._bytes_sent = system_counters.get(SC.BYTES_SENT)
         self._time_of_last_setup_ns = now_ns - PUBLICATION_SETUP_TIMEOUT_NS - 1
-        self._time_of_last_send_or_heartbeat_ns = now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1
+        # The plain send (driver/data_step.py), shared with the native cycle; its struct also holds, for every
+        # publication, when data, a setup or a heartbeat last went and whether a stall is to be counted.
+        self.send_step = SendStep(
+            self._term_buffers,
+            sender_position.word(),
+            sender_limit.word(),
+            (
+                self._bytes_sent.word(),
+                self._short_sends.word(),
+                self._sender_flow_control_limits.word(),
+                None if sender_bpe is None else sender_bpe.word(),
+            ),
+            self.position_bits_to_shift,
+            self.mtu_length,
+            self.send_burst,
+            channel_endpoint.burst_transport,
+            now_ns - PUBLICATION_HEARTBEAT_TIMEOUT_NS - 1,
+        )
+        self._send_state = self.send_step.state
         # Simulating spies may move the sender on at once; otherwise receivers get a connection timeout.
         self._status_message_deadline_ns = now_ns + (
             0 if spies_simulate_connection else connection_timeout_ns
@@ -182,23 +187,14 @@ class NetworkPublication:
         if self.is_response and self.response_address is None:
             return 0  # no client has asked for this answer path yet: nowhere to send
         sender_position = self.sender_position.get()
-        bits = self.position_bits_to_shift
-        term_offset = sender_position & self._term_length_mask
         if self.should_send_setup_frame:
             self._setup_message_check(now_ns, sender_position)
         # A Python duty cycle costs far more than Java's, so send a burst of datagrams per cycle rather
         # than one: same wire behaviour, the cycle's overhead spread over up to SEND_BURST datagrams.
-        if (
-            not self._term_buffers[(sender_position >> bits) % 3].get_int32_volatile(term_offset)
-            and (not self._track_sender_limits or self.sender_limit.get() > sender_position)
-        ):
-            # Nothing published at the sender's position and no flow-control stall to count: the common
-            # idle cycle skips the burst's call and arguments.
-            bytes_sent: int | None = 0
-        else:
-            bytes_sent = self._send_term_burst(now_ns, sender_position)
-        if bytes_sent is None:  # no batched path (multi-destination): datagram by datagram
-            bytes_sent = self._send_data(now_ns, sender_position, term_offset)
+        if self.send_step.has_socket:
+            bytes_sent = self.send_step.run(now_ns)  # one native call, its accounting included
+        else:  # no batched path (multi-destination): datagram by datagram
+            bytes_sent = self._send_data(now_ns, sender_position, sender_position & self._term_length_mask)
             burst = 1
             while bytes_sent and burst < self.send_burst:
                 position = self.sender_position.get()
@@ -208,8 +204,8 @@ class NetworkPublication:
                 bytes_sent += sent
                 burst += 1
         if bytes_sent == 0:
-            if now_ns - (self._time_of_last_send_or_heartbeat_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) > 0:
-                bytes_sent = self._send_heartbeat(now_ns, sender_position)
+            if now_ns - (self._send_state.last_send_ns + PUBLICATION_HEARTBEAT_TIMEOUT_NS) > 0:
+                bytes_sent = self._send_heartbeat(now_ns, self.sender_position.get())
             if (
                 self._spies_simulate_connection
                 and self.spy_positions
@@ -233,89 +229,28 @@ class NetworkPublication:
             self.retransmit_handler.process_timeouts(now_ns, self.resend)
         return bytes_sent
 
-    def native_send_slot(self) -> NativeSendSlot | None:
-        """What the driver's native steady-state cycle (driver/fast_cycle.py) needs to send this publication's
-        data, or None while something else is to be sent or decided here: a setup, retransmits, a response
-        path, spies that simulate a connection, a closing publication, or an endpoint with no one-call burst
-        (multi-destination)."""
+    def native_send_step(self) -> SendStep | None:
+        """This publication's send step when the native steady-state cycle (driver/fast_cycle.py) may run it,
+        or None while something else is to be sent or decided here: a setup, retransmits, a response path,
+        spies that simulate a connection, a closing publication, or no one-call burst (multi-destination, a
+        closed socket)."""
         if (
             self.should_send_setup_frame
             or self.retransmit_handler.has_actions
             or self.state is not State.ACTIVE
             or self.is_response
             or self._spies_simulate_connection
+            or not self.send_step.socket_open()
         ):
             return None
-        native = self.channel_endpoint.native_send()
-        if native is None:
-            return None
-        fd, gso = native
-        return NativeSendSlot(
-            self._term_buffers,
-            self.sender_position.word(),
-            self.sender_limit.word(),
-            self.position_bits_to_shift,
-            self.mtu_length,
-            self.send_burst if gso else min(self.send_burst, MAX_BATCH),
-            fd,
-            gso,
-        )
-
-    def on_native_sends(self, now_ns: int, short_sends: int) -> None:
-        """The native cycle sent this publication's data since the last Python cycle (``short_sends`` of its
-        bursts short): what :meth:`_send_term_burst` notes for heartbeats, flow control and the counters."""
-        self._time_of_last_send_or_heartbeat_ns = now_ns
-        self._track_sender_limits = True
-        if short_sends:
-            self._short_sends.get_and_add(short_sends)
-
-    def _send_term_burst(self, now_ns: int, sender_position: int) -> int | None:
-        """The burst through the endpoint's one-call path (a term at a time); None when it has none."""
-        limit = self.sender_limit.get()
-        bits = self.position_bits_to_shift
-        mask = self._term_length_mask
-        position = sender_position
-        remaining = self.send_burst
-        bytes_sent = 0
-        while remaining > 0:
-            window = limit - position
-            if window <= 0:
-                if self._track_sender_limits:
-                    self._track_sender_limits = False
-                    self._sender_flow_control_limits.increment()
-                    if self.sender_bpe is not None:
-                        self.sender_bpe.increment()
-                break
-            result = self.channel_endpoint.send_term_burst(
-                self._term_buffers[(position >> bits) % 3],
-                position & mask,
-                window,
-                self.mtu_length,
-                remaining,
-            )
-            if result is None:
-                return None
-            datagrams, sent, advance, short = result
-            if short:
-                self._short_sends.increment()
-            if datagrams <= 0:
-                break
-            bytes_sent += sent
-            position += advance
-            remaining -= datagrams
-            self._time_of_last_send_or_heartbeat_ns = now_ns
-            self._track_sender_limits = True
-            if short or position & mask:
-                break  # stopped inside the term: nothing more to send now (a new term goes on)
-        if position != sender_position:
-            self.sender_position.set(position)
-        return bytes_sent
+        return self.send_step
 
     def _send_data(self, now_ns: int, sender_position: int, term_offset: int) -> int:
         available_window = self.sender_limit.get() - sender_position
         if available_window <= 0:
-            if self._track_sender_limits:
-                self._track_sender_limits = False
+            state = self._send_state
+            if state.track_sender_limits:
+                state.track_sender_limits = 0
                 self._sender_flow_control_limits.increment()
                 if self.sender_bpe is not None:
                     self.sender_bpe.increment()
@@ -329,9 +264,11 @@ class NetworkPublication:
         if self._send(term_buffer.view[term_offset : term_offset + available]) != available:
             self._short_sends.increment()
             return 0
-        self._time_of_last_send_or_heartbeat_ns = now_ns
-        self._track_sender_limits = True
+        state = self._send_state
+        state.last_send_ns = now_ns
+        state.track_sender_limits = 1
         self.sender_position.set(sender_position + available + padding)
+        self._bytes_sent.get_and_add(available)
         return available
 
     def _term_id_and_offset(self, position: int) -> tuple[int, int]:
@@ -344,7 +281,7 @@ class NetworkPublication:
         if now_ns - (self._time_of_last_setup_ns + PUBLICATION_SETUP_TIMEOUT_NS) > 0:
             active_term_id, term_offset = self._term_id_and_offset(sender_position)
             self._time_of_last_setup_ns = now_ns
-            self._time_of_last_send_or_heartbeat_ns = now_ns
+            self._send_state.last_send_ns = now_ns
             setup = frames.encode_setup(
                 term_offset,
                 self.session_id,
@@ -370,8 +307,10 @@ class NetworkPublication:
         bytes_sent = self._send(heartbeat)
         if bytes_sent != len(heartbeat):
             self._short_sends.increment()
-        self._time_of_last_send_or_heartbeat_ns = now_ns
+        self._send_state.last_send_ns = now_ns
         self._heartbeats_sent.increment()
+        if bytes_sent > 0:
+            self._bytes_sent.get_and_add(bytes_sent)  # as 1.15.1 counts them, with the data
         return bytes_sent
 
     def resend(self, term_id: int, term_offset: int, length: int) -> None:

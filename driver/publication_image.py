@@ -210,24 +210,9 @@ class PublicationImage:
         connection; else :meth:`insert_packet` records the new one)."""
         return transport_index in self.connections and self.state is not State.DONE
 
-    def on_batch_rebuilt(
-        self,
-        transport_index: int,
-        inserted: int,
-        hwm_position: int,
-        under_runs: int,
-        over_runs: int,
-        invalid: int,
-        now_ns: int,
-    ) -> None:
-        """What :meth:`insert_packet` does after its inserts, for the receiver's batch rebuild: counters,
-        the connection's and image's last-frame times, the high-water mark."""
-        if under_runs:
-            self._under_runs.get_and_add(under_runs)
-        if over_runs:
-            self._over_runs.get_and_add(over_runs)
-        if invalid:
-            self._invalid_packets.get_and_add(invalid)
+    def on_batch_rebuilt(self, transport_index: int, inserted: int, invalid: int, now_ns: int) -> None:
+        """What :meth:`insert_packet` does after its inserts, for the receiver's receive step (driver/data_step.py),
+        which counted the batch and raised the high-water mark: the connection's and image's last-frame times."""
         if inserted or invalid:
             connection = self.connections[transport_index]
             stale = now_ns - connection.time_of_last_frame_ns > self._image_liveness_timeout_ns
@@ -236,7 +221,6 @@ class PublicationImage:
                 self.update_active_transports(now_ns)
         if inserted:
             self.last_packet_timestamp_ns = now_ns
-            self.hwm_position.propose_max_ordered(hwm_position)
 
     def send_pending_status_message(self) -> int:
         if self.state is not State.ACTIVE or not self._sm_pending:

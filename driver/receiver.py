@@ -8,17 +8,18 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
 
 from driver.agent.command_queue import CommandQueue
 from driver.agent.idle_strategy import Waker
 from driver.concurrent.logbuffer.term_rebuilder import RebuildBatch
 from driver.concurrent.word_watch import WatchVersion, Word
 from driver.data_packet_dispatcher import DataPacketDispatcher
+from driver.data_step import ReceiveStep
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
 from driver.media.udp_transport import UdpTransport
+from driver.native_declaration import Declaration, ReceiveSlot, TakeBack
 from driver.protocol import frames
 from driver.protocol.udp_channel import UdpChannel
 from driver.publication_image import PublicationImage
@@ -26,15 +27,6 @@ from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 
 PENDING_SETUPS_TIMEOUT_NS = 1_000_000_000
-
-
-class NativeReceiveSlot(NamedTuple):
-    """A receive endpoint as the native steady-state cycle reads it (``amd_cycle_endpoint``)."""
-
-    endpoint: ReceiveChannelEndpoint
-    fd: int
-    table: RebuildBatch
-    images: list[PublicationImage]
 
 
 class Receiver:
@@ -67,13 +59,19 @@ class Receiver:
         self._periodic_setups: list[tuple[int, ReceiveChannelEndpoint, tuple[str, int], int]] = []
         self._invalid_packets = system_counters.get(SC.INVALID_PACKETS)
         self._bytes_received = system_counters.get(SC.BYTES_RECEIVED)
+        # What the receive steps (driver/data_step.py) count: BYTES_RECEIVED, under- and over-runs, rejects.
+        self._step_counters = (
+            self._bytes_received.word(),
+            system_counters.get(SC.FLOW_CONTROL_UNDER_RUNS).word(),
+            system_counters.get(SC.FLOW_CONTROL_OVER_RUNS).word(),
+            self._invalid_packets.word(),
+        )
         self._loss_generator = loss_generator
         # Indexes of the current batch the loss generator dropped (the batch rebuild path), else None.
         self._dropped: set[int] | None = None
-        # Per endpoint: (dispatcher version, native table, its images) for the batch rebuild of data.
-        self._rebuild_tables: dict[
-            ReceiveChannelEndpoint, tuple[int, RebuildBatch, list[PublicationImage]]
-        ] = {}
+        # Per endpoint: (dispatcher version, its receive step over a native table, its images) for the batch
+        # rebuild of data.
+        self._rebuild_tables: dict[ReceiveChannelEndpoint, tuple[int, ReceiveStep, list[PublicationImage]]] = {}
 
     def on_start(self) -> None:
         pass
@@ -112,9 +110,9 @@ class Receiver:
         self._dispatchers.pop(endpoint, None)
         self._periodic_setups = [p for p in self._periodic_setups if p[1] is not endpoint]
         self._pending_setups = [p for p in self._pending_setups if p[3] in self._dispatchers.values()]
-        table = self._rebuild_tables.pop(endpoint, None)
-        if table is not None:
-            table[1].clear()
+        entry = self._rebuild_tables.pop(endpoint, None)
+        if entry is not None:
+            entry[1].table.clear()
         for transport in endpoint.transports:
             if transport is not None:
                 with contextlib.suppress(RuntimeError):
@@ -275,21 +273,20 @@ class Receiver:
         transport_index: int,
         now_ns: int,
     ) -> None:
-        """The batch's data for known images in one native call; the rest datagram by datagram."""
-        table, images = self._rebuild_table(endpoint, dispatcher)
+        """The batch's data for known images in one native call (the receive step, its accounting included); the
+        rest datagram by datagram."""
+        step, images = self._rebuild_table(endpoint, dispatcher)
         if not images:
             for i in range(received):
                 self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
             return
+        table = step.table
         for index, image in enumerate(images):
             last_sm_position, window_limit = image.rebuild_window()
             table.prepare(
                 index, last_sm_position, window_limit, image.is_accepting_batch_inserts(transport_index)
             )
-        unhandled = table.rebuild(batch)
-        bytes_received = table.bytes_received
-        if bytes_received:
-            self._bytes_received.get_and_add(bytes_received)
+        unhandled = step.run(batch)
         left = table.unhandled(unhandled) if unhandled else ()
         self._after_rebuild(endpoint, dispatcher, batch, table, images, left, transport_index, now_ns)
 
@@ -304,24 +301,23 @@ class Receiver:
         transport_index: int,
         now_ns: int,
     ) -> None:
-        """After a batch rebuild (this agent's or the native cycle's): each image's results, then the datagrams
-        the table left, one by one."""
+        """After a receive step (this agent's or the native cycle's), which counted and raised the high-water
+        marks: each image's frame times, then the datagrams the table left, one by one."""
         for index, image in enumerate(images):
-            inserted, hwm_position, under_runs, over_runs, invalid = table.result(index)
-            if inserted or under_runs or over_runs or invalid:
-                image.on_batch_rebuilt(
-                    transport_index, inserted, hwm_position, under_runs, over_runs, invalid, now_ns
-                )
+            inserted, _, _, _, invalid = table.result(index)
+            if inserted or invalid:
+                image.on_batch_rebuilt(transport_index, inserted, invalid, now_ns)
         for i in unhandled:
             self._on_datagram(endpoint, dispatcher, batch, i, transport_index, now_ns)
 
     def _rebuild_table(
         self, endpoint: ReceiveChannelEndpoint, dispatcher: DataPacketDispatcher
-    ) -> tuple[RebuildBatch, list[PublicationImage]]:
-        """The endpoint's native rebuild table and its images, set again when the dispatcher's images changed."""
+    ) -> tuple[ReceiveStep, list[PublicationImage]]:
+        """The endpoint's receive step over its native rebuild table and its images, set again when the
+        dispatcher's images changed."""
         entry = self._rebuild_tables.get(endpoint)
         if entry is None or entry[0] != dispatcher.version:
-            table = entry[1] if entry is not None else RebuildBatch()
+            table = entry[1].table if entry is not None else RebuildBatch()
             images = [i for i in dispatcher.images() if not i.has_reached_end_of_life]  # DONE: closed
             count = table.set_images(
                 [
@@ -335,16 +331,18 @@ class Receiver:
                     for i in images
                 ]
             )
-            entry = self._rebuild_tables[endpoint] = (dispatcher.version, table, images[:count])
+            images = images[:count]
+            step = ReceiveStep(table, [image.hwm_position.word() for image in images], self._step_counters)
+            entry = self._rebuild_tables[endpoint] = (dispatcher.version, step, images)
         return entry[1], entry[2]
 
-    # --- the native steady-state cycle (driver/fast_cycle.py) --------------------------------------
+    # --- the native steady-state cycle (driver/fast_cycle.py, driver/native_declaration.py) ---------------
 
-    def native_endpoints(self) -> list[NativeReceiveSlot] | None:
-        """Each endpoint as the native cycle reads and rebuilds it, its table prepared as :meth:`_rebuild`
-        would prepare it now; None while any endpoint needs this agent for its data (several sockets, the loss
-        generator, UDP_GRO not settled yet, an image not taking batch inserts), commands wait, or a status
-        message or NAK is to be sent."""
+    def native_declaration(self) -> Declaration | None:
+        """Each endpoint as the native cycle reads it and runs its receive step, its table prepared as
+        :meth:`_rebuild` would prepare it now; None while any endpoint needs this agent for its data (several
+        sockets, the loss generator, UDP_GRO not settled yet, an image not taking batch inserts), commands
+        wait, or a status message or NAK is to be sent."""
         if self._loss_generator is not None or self.has_queued_work():
             return None
         slots = []
@@ -355,33 +353,32 @@ class Receiver:
             fd = transports[0].native_receive_fd()
             if fd is None:
                 return None
-            table, images = self._rebuild_table(endpoint, dispatcher)
+            step, images = self._rebuild_table(endpoint, dispatcher)
             for index, image in enumerate(images):
                 if not image.is_accepting_batch_inserts(0):
                     return None
                 last_sm_position, window_limit = image.rebuild_window()
-                table.prepare(index, last_sm_position, window_limit, True)
-            slots.append(NativeReceiveSlot(endpoint, fd, table, images))
-        return slots
+                step.table.prepare(index, last_sm_position, window_limit, True)
+            slots.append(ReceiveSlot(endpoint, fd, step, images, self._batch))
+        return Declaration(receive=slots)
 
-    def on_native_inserts(self, image: PublicationImage, inserted: int, now_ns: int) -> None:
-        """The native cycle inserted ``inserted`` datagrams into ``image`` since the last Python cycle (its
-        high-water mark already proposed): the image's frame times."""
-        image.on_batch_rebuilt(0, inserted, 0, 0, 0, 0, now_ns)
-
-    def finish_native_batch(self, slot: NativeReceiveSlot, count: int, unhandled: list[int], now_ns: int) -> None:
-        """The rest of a batch the native cycle received and rebuilt into ``slot``'s table but left to Python
-        (a datagram not for a known image, an under- or over-run, a rejected insert): what :meth:`_rebuild`
-        does after its native call. The batch's bytes were counted already."""
-        dispatcher = self._dispatchers.get(slot.endpoint)
-        if dispatcher is not None:
-            self._batch.count = count
-            self._after_rebuild(slot.endpoint, dispatcher, self._batch, slot.table, slot.images, unhandled, 0, now_ns)
-
-    @property
-    def native_batch(self) -> ReceiveBatch:
-        """The batch the native cycle receives into (this agent's, so a batch it leaves is finished here)."""
-        return self._batch
+    def take_back(self, taken: TakeBack) -> None:
+        """The images' frame times for what the native cycles inserted (their receive steps counted it and raised
+        the high-water marks), then the rest of a batch a native cycle left (a datagram not for a known image,
+        an under- or over-run, a rejected insert): what :meth:`_rebuild` does after its receive step."""
+        now_ns = taken.now_ns
+        for slot, inserted in taken.inserted:
+            for image, count in zip(slot.images, inserted, strict=False):
+                if count:
+                    image.on_batch_rebuilt(0, count, 0, now_ns)
+        if taken.stopped is not None:
+            slot, count, unhandled = taken.stopped
+            dispatcher = self._dispatchers.get(slot.endpoint)
+            if dispatcher is not None:
+                self._batch.count = count
+                self._after_rebuild(
+                    slot.endpoint, dispatcher, self._batch, slot.step.table, slot.images, unhandled, 0, now_ns
+                )
 
     def _drop_lost(self, batch: ReceiveBatch, received: int) -> None:
         """The loss generator's draws for a batch, in arrival order as datagram by datagram: a dropped

@@ -13,8 +13,8 @@ from driver.concurrent.word_watch import WatchVersion, Word
 from driver.driver_conductor_proxy import DriverConductorProxy
 from driver.media.send_channel_endpoint import SendChannelEndpoint
 from driver.media.udp_batch import ReceiveBatch
-from driver.media.udp_transport import UdpTransport
-from driver.network_publication import NativeSendSlot, NetworkPublication
+from driver.native_declaration import Declaration, TakeBack
+from driver.network_publication import NetworkPublication
 from driver.status.system_counters import SystemCounterDescriptor as SC
 from driver.status.system_counters import SystemCounters
 
@@ -43,7 +43,6 @@ class Sender:
         self._round_robin_index = 0
         self._duty_cycle_count = 0
         self._control_poll_deadline_ns = 0
-        self._bytes_sent = system_counters.get(SC.BYTES_SENT)
         self._counters = {
             "invalid": system_counters.get(SC.INVALID_PACKETS),
             "sm": system_counters.get(SC.STATUS_MESSAGES_RECEIVED),
@@ -106,19 +105,24 @@ class Sender:
         proxy = self._conductor_proxy
         return bool(self.commands) or (proxy is not None and bool(proxy.backlog))
 
-    def native_publications(self) -> tuple[list[NetworkPublication], list[NativeSendSlot], list[UdpTransport]] | None:
-        """For the native steady-state cycle (driver/fast_cycle.py): the publications it may send for, their
-        slots, and the sockets whose readiness (a status message, a NAK) needs this agent; None while any
-        publication needs this agent (see ``NetworkPublication.native_send_slot``) or commands wait."""
+    # --- the native steady-state cycle (driver/fast_cycle.py, driver/native_declaration.py) ---------------
+
+    def native_declaration(self) -> Declaration | None:
+        """The publications' send steps the native cycle may run and the sockets whose readiness (a status
+        message, a NAK) needs this agent; None while any publication needs this agent (see
+        ``NetworkPublication.native_send_step``) or commands wait."""
         if self.has_queued_work():
             return None
-        slots = []
+        steps = []
         for publication in self._publications:
-            slot = publication.native_send_slot()
-            if slot is None:
+            step = publication.native_send_step()
+            if step is None:
                 return None
-            slots.append(slot)
-        return self._publications, slots, [endpoint.transport for endpoint in self._endpoints]
+            steps.append(step)
+        return Declaration(send_steps=steps, control=[endpoint.transport for endpoint in self._endpoints])
+
+    def take_back(self, taken: TakeBack) -> None:
+        """Nothing to take: the native cycle ran the publications' own send steps, their accounting included."""
 
     def do_work(self) -> int:
         if not self._endpoints and not self.commands:
@@ -148,7 +152,5 @@ class Sender:
         start = self._round_robin_index = (self._round_robin_index + 1) % count
         bytes_sent = 0
         for i in range(count):
-            bytes_sent += publications[(start + i) % count].send(now_ns)
-        if bytes_sent:
-            self._bytes_sent.get_and_add(bytes_sent)  # data and heartbeats, as 1.15.1 counts them
+            bytes_sent += publications[(start + i) % count].send(now_ns)  # BYTES_SENT counted as it goes
         return bytes_sent

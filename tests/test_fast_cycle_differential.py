@@ -188,10 +188,20 @@ def peer_goes_away(rig: Rig) -> None:
         rig.step(lambda: rig.advance_ms(2))
 
 
+def a_trickle_past_the_image_liveness_timeout(rig: Rig) -> None:
+    """Inbound: a datagram a second for 12 s, past the image liveness timeout (10 s): the image lives on frame
+    times, which its agent takes back from the native cycles that inserted the datagrams."""
+    connect(rig)
+    for n in range(12):
+        rig.step(lambda n=n: rig.send_in(frames([n * 128])))
+        rig.step(lambda: rig.advance_ms(1000, 100))
+
+
 @pytest.mark.parametrize(
     "script",
     [
         loss_reordering_and_duplicates,
+        a_trickle_past_the_image_liveness_timeout,
         flow_control_stall,
         setup_mid_stream,
         client_command_mid_burst,

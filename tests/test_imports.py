@@ -39,6 +39,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "driver.sender",
         "driver.receiver",
         "driver.fast_cycle",
+        "driver.data_step",
+        "driver.native_declaration",
         "driver.media_driver",
         "driver.client_command_adapter",
         "driver.client_proxy",
@@ -100,6 +102,7 @@ NATIVE_OWNERS = {
     "amd_timer.h": "driver.agent.park_timer",
     "amd_crc.h": "driver.concurrent.frame_checksums",
     "amd_watch.h": "driver.concurrent.word_watch",
+    "amd_step.h": "driver.data_step",
     "amd_cycle.h": "driver.fast_cycle",
 }
 # The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
@@ -358,14 +361,18 @@ def archive_violations(module: str, imports: set[str]) -> list[str]:
 
 
 def native_families(include: Path = NATIVE_HEADERS) -> dict[str, str]:
-    """Every name a native header declares (functions, enum constants, types) -> the header's file name."""
+    """Every name a native header declares (functions, enum constants, types) -> the header's file name: the one
+    that declares it, though another header may use it (a struct's field of another family's type)."""
+    declared: dict[str, str] = {}
     families: dict[str, str] = {}
     for header in sorted(include.glob("*.h")):
         text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
-        for found in re.findall(r"^(?!#).*", text, flags=re.M):
-            for name in re.findall(r"\b((?:amd|AMD)_\w+)", found):
-                families.setdefault(name, header.name)
-    return families
+        text = "\n".join(re.findall(r"^(?!#).*", text, flags=re.M))
+        for name in re.findall(r"\}\s*((?:amd|AMD)_\w+)\s*;|\b((?:amd|AMD)_\w+)\s*[(=]", text):
+            declared.setdefault(name[0] or name[1], header.name)
+        for name in re.findall(r"\b((?:amd|AMD)_\w+)", text):
+            families.setdefault(name, header.name)
+    return families | declared
 
 
 def native_names_used(path: Path) -> set[str]:

@@ -45,6 +45,7 @@ class FakeSendEndpoint:
     """Stands in for SendChannelEndpoint: records each datagram; ``short_by`` makes sends come up short."""
 
     multicast_ttl = 0
+    burst_transport = None  # no one-call path: the publication sends datagram by datagram through send()
 
     def __init__(self) -> None:
         self.sent: list[bytes] = []

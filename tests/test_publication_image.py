@@ -784,10 +784,10 @@ def test_active_transport_count_follows_the_sources_heard_lately(make_image, clo
     h.image.on_time_event(clock.nano_clock(), conductor)
     assert lbd.active_transport_count(meta) == 2  # within the image liveness timeout
     clock.advance_ms(5_000)
-    h.image.on_batch_rebuilt(0, 1, d[3].end, 0, 0, 0, clock.nano_clock())
+    h.image.on_batch_rebuilt(0, 1, 0, clock.nano_clock())
     h.image.on_time_event(clock.nano_clock(), conductor)
     assert lbd.active_transport_count(meta) == 1  # transport 1 silent for 11 s
-    h.image.on_batch_rebuilt(1, 1, d[3].end, 0, 0, 0, clock.nano_clock())
+    h.image.on_batch_rebuilt(1, 1, 0, clock.nano_clock())
     assert lbd.active_transport_count(meta) == 2  # heard again: counted at once
 
 

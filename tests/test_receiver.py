@@ -285,6 +285,15 @@ def test_setup_creates_an_image_that_rebuilds_and_reports(env: Env, clock) -> No
     assert env[SC.BYTES_RECEIVED] == 320
 
 
+def test_data_past_the_window_is_an_over_run_that_inserts_nothing(env: Env) -> None:
+    image = env.image_from_setup()
+    env.deliver(data_packet(SESSION_ID, T // 2, b"a" * 100))  # ends past the initial window (T / 2)
+    assert env[SC.FLOW_CONTROL_OVER_RUNS] == 1
+    assert env[SC.FLOW_CONTROL_UNDER_RUNS] == 0
+    assert image.hwm_position.get() == 0
+    assert env[SC.BYTES_RECEIVED] == 160  # counted all the same, as 1.15.1 does
+
+
 def test_removed_image_goes_on_cool_down(env: Env) -> None:
     image = env.image_from_setup()
     env.proxy.remove_publication_image(env.endpoint, image)

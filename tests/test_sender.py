@@ -186,11 +186,9 @@ def data_datagrams(env: Env, receiver: socket.socket, length: int, timeout_s: fl
     return received
 
 
-def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagrams(
-    tmp_path: Path, clock
-) -> None:
-    """The retransmit goes through the sender's one-call burst: MTU-sized datagrams of whole frames, byte for byte
-    the log, as the first sends were."""
+@contextlib.contextmanager
+def over_a_real_socket(tmp_path: Path, clock: Any) -> Iterator[tuple[Env, UdpTransport, socket.socket]]:
+    """A sender whose endpoint's transport sends to a real loopback socket (the peer's, non-blocking)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
         receiver.bind(("127.0.0.1", 0))
         receiver.setblocking(False)
@@ -199,21 +197,74 @@ def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagram
         )
         env = Env(tmp_path, clock, transport)
         try:
-            publication = env.add_publication(11)
-            sender_address = transport.send_local_address
-            receiver.sendto(sm(11), sender_address)
-            env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, 4 datagrams
-            first = data_datagrams(env, receiver, 30 * 160)
-            assert b"".join(first) == publication.raw_log.term_buffers[0].get_bytes(0, 30 * 160)
-            receiver.sendto(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 3200), sender_address)
-            resent = data_datagrams(env, receiver, 3200)
-            assert [len(d) for d in resent] == [1280, 1280, 640]  # whole frames, each datagram <= the MTU
-            assert b"".join(resent) == publication.raw_log.term_buffers[0].get_bytes(320, 3200)
-            assert env[SC.RETRANSMITS_SENT] == 1
-            assert env[SC.RETRANSMITTED_BYTES] == 3200
+            yield env, transport, receiver
         finally:
             env.close()
             transport.close()
+
+
+def test_a_nak_over_a_real_socket_is_answered_by_bursts_of_the_original_datagrams(
+    tmp_path: Path, clock
+) -> None:
+    """The retransmit goes through the sender's one-call burst: MTU-sized datagrams of whole frames, byte for byte
+    the log, as the first sends were."""
+    with over_a_real_socket(tmp_path, clock) as (env, transport, receiver):
+        publication = env.add_publication(11)
+        sender_address = transport.send_local_address
+        receiver.sendto(sm(11), sender_address)
+        env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, 4 datagrams
+        first = data_datagrams(env, receiver, 30 * 160)
+        assert b"".join(first) == publication.raw_log.term_buffers[0].get_bytes(0, 30 * 160)
+        receiver.sendto(frames.encode_nak(11, STREAM_ID, INITIAL_TERM_ID, 320, 3200), sender_address)
+        resent = data_datagrams(env, receiver, 3200)
+        assert [len(d) for d in resent] == [1280, 1280, 640]  # whole frames, each datagram <= the MTU
+        assert b"".join(resent) == publication.raw_log.term_buffers[0].get_bytes(320, 3200)
+        assert env[SC.RETRANSMITS_SENT] == 1
+        assert env[SC.RETRANSMITTED_BYTES] == 3200
+
+
+def data_or_heartbeats(receiver: socket.socket) -> list[bytes]:
+    """The DATA frames (heartbeats included) waiting at ``receiver``."""
+    received = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            datagram = receiver.recv(65536)
+            if frames.frame_type(datagram) == frames.HDR_TYPE_DATA:
+                received.append(datagram)
+    return received
+
+
+def test_the_send_step_accounts_for_what_reached_the_wire(tmp_path: Path, clock) -> None:
+    """Over a real socket (the publication's send step, driver/data_step.py, the one the native cycle runs too):
+    BYTES_SENT and the sender position are what went, a closed window is one flow-control stall however long
+    it lasts, and a send the peer refuses is a short send that moves and counts nothing."""
+    with over_a_real_socket(tmp_path, clock) as (env, transport, receiver):
+        publication = env.add_publication(11)
+        receiver.sendto(sm(11, window=3200), transport.send_local_address)
+        env.offer(publication, *[100] * 30)  # 30 frames of 160 bytes: 4,800 bytes, only 3,200 in the window
+        sent = data_datagrams(env, receiver, 3200)
+        assert sum(map(len, sent)) == 3200 == publication.sender_position.get()
+        for _ in range(3):
+            env.sender.do_work()
+        assert env[SC.BYTES_SENT] == 3200  # no heartbeat yet: the data went just now (manual clock)
+        assert env[SC.SENDER_FLOW_CONTROL_LIMITS] == 1
+        assert env[SC.SHORT_SENDS] == 0
+        for _ in range(2):  # quiet past the setup timeout (its last SETUP), then the heartbeat timeout
+            clock.advance_ms(101)
+            env.sender.do_work()
+        assert [len(d) for d in data_or_heartbeats(receiver)] == [frames.HEADER_LENGTH]  # a header alone
+        assert env[SC.BYTES_SENT] == 3200 + frames.HEADER_LENGTH  # heartbeats count, as 1.15.1's do
+        assert env[SC.SENDER_FLOW_CONTROL_LIMITS] == 1
+        receiver.sendto(sm(11, window=T // 2), transport.send_local_address)
+        receiver.close()  # the peer goes: a send after the port unreachable is refused
+        for _ in range(20):
+            env.offer(publication, 100)
+            env.sender.do_work()
+            assert env[SC.BYTES_SENT] == publication.sender_position.get() + frames.HEADER_LENGTH
+            if env[SC.SHORT_SENDS]:
+                break
+        assert env[SC.SHORT_SENDS] == 1
+        assert publication.sender_position.get() < 4800 + 20 * 160  # the refused datagrams did not move it
 
 
 def test_control_frames_for_unknown_sessions_are_ignored(env: Env) -> None:

@@ -42,6 +42,9 @@ class SendChannelEndpoint:
         self.destinations: dict[tuple[str, int], int] = {}
         # One destination (the connected socket): a publication's burst goes out in one native call.
         self._term_burst = None if self.is_multi_destination else getattr(transport, "send_term_burst", None)
+        self.burst_transport: UdpTransport | None = None if self._term_burst is None else transport
+        """The connected socket a publication's send step (driver/data_step.py) bursts on; None: none
+        (multi-destination), the publication sends datagram by datagram."""
         self.local_address_counters: list[AtomicCounter] = []
         """Its sockets' local socket address counters (set by the conductor), closed with it."""
         status.set(CHANNEL_STATUS_ACTIVE)
@@ -76,13 +79,6 @@ class SendChannelEndpoint:
         if self._term_burst is None:
             return None
         return self._term_burst(term_buffer, term_offset, window, mtu_length, max_datagrams)
-
-    def native_send(self) -> tuple[int, bool] | None:
-        """(socket, segmentation offload on) for the native steady-state cycle's bursts, or None when this
-        endpoint has no one-call burst (multi-destination) or is closed."""
-        if self._term_burst is None:
-            return None
-        return self.transport.native_send()
 
     def on_resolution_change(self, address: tuple[str, int]) -> None:
         """The endpoint's host name now resolves to ``address``: send there, starting with a setup."""

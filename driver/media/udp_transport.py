@@ -157,7 +157,8 @@ class UdpTransport:
         self.channel: UdpChannel | None = None
         self._send_sock: socket.socket | None = None
         self._recv_sock: socket.socket | None = None
-        self._send_fd = -1
+        self.send_fd = -1
+        """The send socket's descriptor (-1 once closed), read by the publications' send steps each send."""
         self._recv_fd = -1
         self.connected_address: Address | None = None
         """Where :meth:`send` goes: the endpoint of a unicast/multicast send channel, else None."""
@@ -218,7 +219,7 @@ class UdpTransport:
         except BaseException:
             self.close()
             raise
-        self._send_fd = self._send_sock.fileno()
+        self.send_fd = self._send_sock.fileno()
         self._recv_fd = self._recv_sock.fileno()
         self.gso = gso
         return self
@@ -248,7 +249,7 @@ class UdpTransport:
         except BaseException:
             self.close()
             raise
-        self._send_fd = self._send_sock.fileno()
+        self.send_fd = self._send_sock.fileno()
         self._recv_fd = self._recv_sock.fileno()
         self._gro_wanted = gro
         return self
@@ -356,7 +357,7 @@ class UdpTransport:
 
     @property
     def send_fileno(self) -> int:
-        return self._send_fd
+        return self.send_fd
 
     @property
     def is_open(self) -> bool:
@@ -407,7 +408,7 @@ class UdpTransport:
         if sock is None:
             return 0  # closed: nothing goes and nothing is reported (see send)
         if isinstance(address, bytes):
-            sent = udp_batch.sendto(self._send_fd, data, address)
+            sent = udp_batch.sendto(self.send_fd, data, address)
             if sent < 0:
                 if -sent not in _SHORT_SEND_ERRNOS:
                     where = format_address(udp_batch.decode_sockaddr(address))
@@ -437,7 +438,7 @@ class UdpTransport:
         if self._send_sock is None:
             return 0  # closed: nothing goes and nothing is reported (see send)
         raw = address if address is None or isinstance(address, bytes) else self.encode_address(address)
-        sent = batch.send(self._send_fd, buffer, raw)
+        sent = batch.send(self.send_fd, buffer, raw)
         if sent < 0:
             if -sent not in _SHORT_SEND_ERRNOS:
                 raise OSError(
@@ -463,13 +464,13 @@ class UdpTransport:
             return 0, 0, 0, False  # closed: nothing goes and nothing is reported (see send)
         if self.gso:
             sent, bytes_sent, advance, scanned = self._term_burst.send(
-                self._send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams, gso=True
+                self.send_fd, term_buffer, term_offset, window, mtu_length, max_datagrams, gso=True
             )
             if sent < 0 and -sent in udp_batch.GSO_UNSUPPORTED_ERRNOS:
                 self.gso = False  # this socket or route cannot segment: plain datagrams from now on
         if not self.gso:
             sent, bytes_sent, advance, scanned = self._term_burst.send(
-                self._send_fd,
+                self.send_fd,
                 term_buffer,
                 term_offset,
                 window,
@@ -502,12 +503,9 @@ class UdpTransport:
         """Datagrams a publication may hand :meth:`send_term_burst` per duty cycle (None: its default)."""
         return GSO_SEND_BURST if self.gso else None
 
-    def native_send(self) -> tuple[int, bool] | None:
-        """(socket, segmentation offload on) of the connected send path, for the driver's native steady-state
-        cycle (driver/fast_cycle.py); None once closed."""
-        if self._send_sock is None:
-            return None
-        return self._send_fd, self.gso
+    def describe_send_failure(self, error: int) -> str:
+        """The message of an OSError for a send to the connected destination that failed with ``error``."""
+        return f"failed to send datagrams to {self._destination()}: {errno.errorcode.get(error, error)}"
 
     def native_receive_fd(self) -> int | None:
         """The receive socket once UDP_GRO is settled (on, or refused), for the native steady-state cycle; None
@@ -599,7 +597,7 @@ class UdpTransport:
             self.unregister_reader(self._reader_loop)
         send_sock, recv_sock = self._send_sock, self._recv_sock
         self._send_sock = self._recv_sock = None
-        self._send_fd = self._recv_fd = -1
+        self.send_fd = self._recv_fd = -1
         if send_sock is not None:
             send_sock.close()
         if recv_sock is not None and recv_sock is not send_sock:

@@ -8,6 +8,7 @@
 #ifndef AMD_CYCLE_H
 #define AMD_CYCLE_H
 #include <stdint.h>
+#include "amd_step.h"
 
 enum
 {
@@ -15,29 +16,11 @@ enum
     AMD_CYCLE_BATCH = -2   /* a received batch needs Python (cycle->stopped_endpoint), then the Python cycle */
 };
 
-/* A network publication the cycle sends for: its socket is connected to the one destination. */
-typedef struct
-{
-    uint8_t *terms[3];             /* in: the log's three term buffers */
-    int64_t *sender_position;      /* in: the sender position counter's word (written here, release) */
-    int64_t *sender_limit;         /* in: the sender limit counter's word */
-    int32_t term_length;           /* in */
-    int32_t position_bits_to_shift;/* in */
-    int32_t mtu;                   /* in */
-    int32_t max_datagrams;         /* in: the burst */
-    int32_t fd;                    /* in: the connected send socket */
-    int32_t gso;                   /* in: 1 = UDP_SEGMENT bursts */
-    int64_t bytes_sent;            /* out, accumulates: bytes sent */
-    int32_t sends;                 /* out, accumulates: bursts that sent something */
-    int32_t short_sends;           /* out, accumulates: bursts that sent fewer datagrams than they scanned */
-} amd_cycle_publication;
-
 /* A receive endpoint with one socket whose data the cycle rebuilds into its images (a UDP_GRO batch). */
 typedef struct
 {
-    void *images;                  /* in: the receiver's prepared rebuild table (amd_rebuild_batch.h entries) */
-    int64_t **hwm;                 /* in: per image, its receiver high-water mark counter's word */
-    int32_t *inserted;             /* out, accumulates: per image, datagrams inserted */
+    amd_receive_step *step;        /* in: the endpoint's receive step (amd_step.h), shared with Python */
+    int32_t *inserted;             /* out, accumulates: per image of the step, datagrams inserted */
     uint8_t *buffers;              /* in: the receive batch (driver.media.udp_batch.ReceiveBatch) */
     int64_t *offsets;
     int32_t *lengths;
@@ -46,14 +29,12 @@ typedef struct
     int32_t *addr_lengths;
     int32_t *received;             /* out: buffers the last receive filled */
     int32_t *unhandled;            /* out: indexes the rebuild left to the caller (max_datagrams of room) */
-    int32_t image_count;           /* in */
     int32_t fd;                    /* in */
     int32_t slot_length;           /* in */
     int32_t max_messages;          /* in */
     int32_t max_datagrams;         /* in */
     int32_t batch_count;           /* out: AMD_CYCLE_BATCH: datagrams in the batch */
     int32_t unhandled_count;       /* out: AMD_CYCLE_BATCH: how many of them the rebuild left */
-    int32_t pad;
 } amd_cycle_endpoint;
 
 typedef struct
@@ -62,10 +43,8 @@ typedef struct
     int64_t *full_seen;            /* in: their values when the Python cycle last ran */
     int64_t **moved_words;         /* in: positions the conductor's sweep looks at */
     int64_t *moved_seen;           /* in: their values when the Python cycle last ran */
-    amd_cycle_publication *publications;
+    amd_send_step **publications;  /* in: the publications' send steps (amd_step.h), shared with Python */
     amd_cycle_endpoint *endpoints;
-    int64_t *bytes_sent;           /* in: the BYTES_SENT system counter's word */
-    int64_t *bytes_received;       /* in: the BYTES_RECEIVED system counter's word */
     int64_t full_due_ns;           /* in: CLOCK_MONOTONIC time from which the Python cycle must run */
     int64_t moved_limit;           /* in: positions moved this far in total since then need the Python cycle */
     int32_t full_word_count;
@@ -77,10 +56,11 @@ typedef struct
 } amd_cycle;
 
 /* One steady-state duty cycle at CLOCK_MONOTONIC now_ns: first the checks (the interval, the full words, the
- * sweep's positions), then each publication's burst, then each endpoint's receives and rebuilds. Returns the
+ * sweep's positions), then each publication's send step (amd_send_step_run), then each endpoint's receives, each batch through its receive step (amd_receive_step_run). Returns the
  * work done as the Python agents count it (bytes sent plus datagrams received; 0: nothing to do), or
- * AMD_CYCLE_FULL / AMD_CYCLE_BATCH. Either may come after some publications sent: what went is accounted
- * (positions, counters, outs), so the Python cycle just carries on from there. */
+ * AMD_CYCLE_FULL / AMD_CYCLE_BATCH (FULL also for a send step that stalled or failed before sending). Either
+ * may come after some publications sent: what went is accounted by their steps, so the Python cycle just
+ * carries on from there. */
 int32_t amd_cycle_run(amd_cycle *cycle, int64_t now_ns);
 
 /* Load the full words and the moved words (acquire) into full_seen and moved_seen: the values a Python cycle

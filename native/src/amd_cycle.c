@@ -1,5 +1,4 @@
 /* See native/include/amd_cycle.h and native/README.md ("The steady-state cycle"). */
-#include <errno.h>
 #include <stddef.h>
 #include "amd_cycle.h"
 #include "amd_rebuild_batch.h"
@@ -8,19 +7,6 @@
 static inline int64_t load_acquire_64(const int64_t *word)
 {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
-}
-
-static inline int32_t frame_length_acquire(const uint8_t *term, int32_t offset)
-{
-    return __atomic_load_n((const int32_t *)(term + offset), __ATOMIC_ACQUIRE);
-}
-
-static int has_committed_frame(const amd_cycle_publication *p)
-{
-    const int64_t position = load_acquire_64(p->sender_position);
-    const int32_t offset = (int32_t)(position & (p->term_length - 1));
-    const uint8_t *term = p->terms[(position >> p->position_bits_to_shift) % 3];
-    return 0 != frame_length_acquire(term, offset);
 }
 
 static int full_words_moved(const amd_cycle *c)
@@ -46,49 +32,6 @@ static int64_t positions_moved(const amd_cycle *c)
     return moved;
 }
 
-/* One burst; < 0 for AMD_CYCLE_FULL, else the bytes sent. */
-static int64_t send_publication(amd_cycle *c, amd_cycle_publication *p)
-{
-    const int64_t position = load_acquire_64(p->sender_position);
-    const int32_t offset = (int32_t)(position & (p->term_length - 1));
-    uint8_t *term = p->terms[(position >> p->position_bits_to_shift) % 3];
-    if (0 == frame_length_acquire(term, offset))
-    {
-        return 0;
-    }
-    const int64_t window = load_acquire_64(p->sender_limit) - position;
-    if (window <= 0)
-    {
-        return AMD_CYCLE_FULL; /* flow control holds it: the Python sender counts the stall */
-    }
-    int64_t result[3];
-    int32_t sent = p->gso ?
-        amd_udp_send_term_burst_gso(p->fd, term, p->term_length, offset, window, p->mtu, p->max_datagrams, NULL, 0, result) :
-        amd_udp_send_term_burst(p->fd, term, p->term_length, offset, window, p->mtu, p->max_datagrams, NULL, 0, result);
-    if (sent < 0)
-    {
-        if (amd_udp_is_short_send(-sent))
-        {
-            p->short_sends++;
-            return 0;
-        }
-        return AMD_CYCLE_FULL; /* an error the Python sender reports, or a socket that cannot segment */
-    }
-    if (sent < result[2])
-    {
-        p->short_sends++;
-    }
-    if (0 == sent)
-    {
-        return 0;
-    }
-    __atomic_store_n(p->sender_position, position + result[1], __ATOMIC_RELEASE);
-    __atomic_fetch_add(c->bytes_sent, result[0], __ATOMIC_SEQ_CST);
-    p->bytes_sent += result[0];
-    p->sends++;
-    return result[0];
-}
-
 /* Drain one endpoint; < 0 for AMD_CYCLE_FULL / AMD_CYCLE_BATCH, else the datagrams received. */
 static int32_t receive_endpoint(amd_cycle *c, int32_t index)
 {
@@ -107,48 +50,18 @@ static int32_t receive_endpoint(amd_cycle *c, int32_t index)
         {
             return total;
         }
-        amd_rebuild_image *images = (amd_rebuild_image *)e->images;
-        for (int32_t i = 0; i < e->image_count; i++)
-        {
-            amd_rebuild_image *image = &images[i];
-            image->hwm_position = 0;
-            image->inserted = 0;
-            image->under_runs = 0;
-            image->over_runs = 0;
-            image->invalid = 0;
-        }
-        int64_t bytes = 0;
-        const int32_t unhandled = amd_term_rebuild_batch_at(
-            e->buffers, e->offsets, e->lengths, count, images, e->image_count, e->unhandled, &bytes);
-        if (bytes > 0)
-        {
-            __atomic_fetch_add(c->bytes_received, bytes, __ATOMIC_SEQ_CST);
-        }
-        int plain = unhandled == 0;
-        for (int32_t i = 0; i < e->image_count && plain; i++)
-        {
-            const amd_rebuild_image *image = &images[i];
-            plain = 0 == (image->under_runs | image->over_runs | image->invalid);
-        }
-        if (!plain)
+        const int32_t unhandled = amd_receive_step_run(e->step, e->buffers, e->offsets, e->lengths, count, e->unhandled);
+        if (unhandled != 0 || e->step->irregular != 0)
         {
             c->stopped_endpoint = index;
             e->batch_count = count;
             e->unhandled_count = unhandled;
             return AMD_CYCLE_BATCH;
         }
-        for (int32_t i = 0; i < e->image_count; i++)
+        const amd_rebuild_image *images = (const amd_rebuild_image *)e->step->images;
+        for (int32_t i = 0; i < e->step->image_count; i++)
         {
-            const amd_rebuild_image *image = &images[i];
-            if (image->inserted > 0)
-            {
-                int64_t hwm = load_acquire_64(e->hwm[i]);
-                while (image->hwm_position > hwm &&
-                    !__atomic_compare_exchange_n(e->hwm[i], &hwm, image->hwm_position, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
-                {
-                }
-                e->inserted[i] += image->inserted;
-            }
+            e->inserted[i] += images[i].inserted;
         }
         total += count;
         if (*e->received < e->max_messages)
@@ -167,10 +80,10 @@ int32_t amd_cycle_run(amd_cycle *c, int64_t now_ns)
     int64_t work = 0;
     for (int32_t i = 0; i < c->publication_count; i++)
     {
-        const int64_t sent = send_publication(c, &c->publications[i]);
+        const int64_t sent = amd_send_step_run(c->publications[i], now_ns);
         if (sent < 0)
         {
-            return (int32_t)sent;
+            return AMD_CYCLE_FULL; /* a stall or an error: the Python sender's (the stall is counted) */
         }
         work += sent;
     }
@@ -190,7 +103,7 @@ int32_t amd_cycle_pending(const amd_cycle *c)
 {
     for (int32_t i = 0; i < c->publication_count; i++)
     {
-        if (has_committed_frame(&c->publications[i]))
+        if (amd_send_step_pending(c->publications[i]))
         {
             return 1;
         }

@@ -168,15 +168,7 @@ class Rig:
         self.dedicated = [d.receiver, d.conductor, d.sender]  # each its own cycle, in another order
         self.fast: FastCycle | None = None
         if mode == "native":
-            counters = d.system_counters
-            self.fast = FastCycle(
-                d.conductor,
-                d.sender,
-                d.receiver,
-                counters.get(SC.BYTES_SENT).word(),
-                counters.get(SC.BYTES_RECEIVED).word(),
-                clock=self.clock.nano_clock,
-            )
+            self.fast = FastCycle([d.conductor, d.sender, d.receiver], clock=self.clock.nano_clock)
         self.loop = Readiness()
         d.sender.waker = d.receiver.waker = Waker()  # as a runner's: sockets are watched (by self.loop)
         asyncio._set_running_loop(self.loop)  # type: ignore[arg-type]  # the agents watch sockets on it

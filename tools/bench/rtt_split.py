@@ -4,8 +4,8 @@
 Java's ``Ping`` writes ``System.nanoTime()`` (CLOCK_MONOTONIC on Linux, the clock of Python's
 ``time.monotonic_ns()``) into the first 8 bytes of each message and ``Pong`` echoes the message, so every data
 frame of a round trip carries the time its ping was offered. The driver runs in a child process of this script
-with its UDP transport's send and receive calls wrapped (nothing in the driver changes): each data frame sent or
-read is stamped with its age. Frames the native steady-state cycle (driver/fast_cycle.py) moves never pass
+with its publications' sends and its UDP transport's send and receive calls wrapped (nothing in the driver
+changes): each data frame sent or read is stamped with its age. Frames the native steady-state cycle (driver/fast_cycle.py) moves never pass
 those calls: they are stamped when its call returns, from the logs between each publication's sender position
 (and each image's high-water mark) before and after it (a read is then stamped after its rebuild, a microsecond
 or two late). The stages, medians over the timed round trips (µs since the ping was offered):
@@ -92,6 +92,7 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
     from driver.conductor import DriverConductor
     from driver.fast_cycle import FastCycle
     from driver.media.udp_transport import UdpTransport
+    from driver.network_publication import NetworkPublication
     from driver.receiver import Receiver
     from driver.sender import Sender
 
@@ -100,16 +101,19 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
         "ticks": 0, "parks": 0, "probes_quiet": 0, "probes_busy": 0, "native": 0, "handbacks": 0
     }
     clock = time.monotonic_ns
-    send_term_burst, send, receive_batch = (
-        UdpTransport.send_term_burst,
+    publication_send, send, receive_batch = (
+        NetworkPublication.send,
         UdpTransport.send,
         UdpTransport.receive_batch,
     )
 
-    def stamped_burst(self: Any, term_buffer: Any, term_offset: int, *args: Any) -> Any:
-        result = send_term_burst(self, term_buffer, term_offset, *args)
-        if result[2] > 0:
-            _stamp(records, 0, term_buffer.view[term_offset : term_offset + result[2]], clock())
+    def stamped_publication_send(self: Any, now_ns: int) -> int:
+        # The publication's burst is one native call (its send step): stamp the frames it moved the sender over.
+        before = self.sender_position.get()
+        result = publication_send(self, now_ns)
+        after = self.sender_position.get()
+        if after > before:
+            _stamp(records, 0, term_region(self._term_buffers, self.position_bits_to_shift, before, after), clock())
         return result
 
     def stamped_send(self: Any, data: Any) -> int:
@@ -137,7 +141,8 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
     def stamped_fast_run(self: Any) -> Any:
         # The native cycle sends and rebuilds in C: stamp the frames between each publication's sender position
         # (and each image's high-water mark) before and after it, as the wrapped calls stamp the Python path's.
-        sent = [(p, p.sender_position.get()) for p in self._publications] if self.armed else []
+        publications = [p for agent in self._participants if isinstance(agent, Sender) for p in agent._publications]
+        sent = [(p, p.sender_position.get()) for p in publications] if self.armed else []
         read = [(i, i.hwm_position.get()) for slot in self._endpoints for i in slot.images] if self.armed else []
         result = fast_run(self)
         now_ns = clock()
@@ -155,7 +160,7 @@ def child(aeron_dir: str, out: str, props: list[str]) -> int:
         return result
 
     FastCycle.run = stamped_fast_run  # type: ignore[method-assign]
-    UdpTransport.send_term_burst = stamped_burst  # type: ignore[method-assign]
+    NetworkPublication.send = stamped_publication_send  # type: ignore[method-assign]
     UdpTransport.send = stamped_send  # type: ignore[method-assign]
     UdpTransport.receive_batch = stamped_receive  # type: ignore[method-assign]
     tick = runner_module.AgentRunner._tick

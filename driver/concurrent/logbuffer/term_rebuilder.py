@@ -139,6 +139,13 @@ class RebuildBatch:
             self._unhandled = ffi.new("int32_t[]", count)
             self._unhandled_view = memoryview(ffi.buffer(self._unhandled)).cast("i")
 
+    def native_unhandled(self, count: int) -> Any:
+        """Room for ``count`` indexes left to the caller, for a native step that rebuilds into this table (read
+        them with :meth:`unhandled`)."""
+        if count > self._unhandled_capacity:
+            self._ensure_unhandled(count)
+        return self._unhandled
+
     def rebuild(self, batch: DatagramBatch) -> int:
         """Insert what the table takes of ``batch``'s datagrams; returns how many are left to the caller."""
         if batch.count > self._unhandled_capacity:
