@@ -91,14 +91,11 @@ def messages(
     pending: list[Message] = []
     spare: list[Message] = []  # the last poll's messages: rewritten by the next where the loop kept none
     poll = subscription.poll_messages
-    stream_type = fastpath.message_stream_type() or _MessageStream
-
-    handed = 0  # messages handed over since the loop last ran other tasks
+    stream_type = fastpath.message_stream_type()
 
     async def refill() -> Message:
-        nonlocal handed
-        if handed >= fragment_limit:
-            handed = 0
+        if stream.handed >= fragment_limit:
+            stream.handed = 0
             await asyncio.sleep(0)  # the other tasks run between polls, once per fragment_limit messages
         delay = 0.0
         while not subscription.is_closed:
@@ -107,7 +104,7 @@ def messages(
                 pending.clear()
             poll(pending, fragment_limit, spare)
             if pending:
-                handed += len(pending)
+                stream.handed += len(pending)
                 stream.next = 1
                 return pending[0]
             delay = min(0.001, delay * 2 or idle_s / 4)
@@ -116,19 +113,24 @@ def messages(
 
     def poll_now() -> int:
         """The poll ``refill`` would make, without a coroutine: how many messages came (0: await ``refill``)."""
-        nonlocal handed
-        if handed >= fragment_limit or subscription.is_closed:
+        if stream.handed >= fragment_limit or subscription.is_closed:
             return 0
         if pending:
             spare[:] = pending
             pending.clear()
         poll(pending, fragment_limit, spare)
         count = len(pending)
-        handed += count
+        stream.handed += count
         return count
 
-    stream = stream_type(pending, refill, poll_now)
-    return stream
+    stream: Any
+    if stream_type is None:
+        stream = _MessageStream(pending, refill, poll_now)
+    else:
+        stream = stream_type(pending, refill, poll_now)
+        # A subscription with one image polls it from C, without poll_now's and poll_messages' frames.
+        stream.direct(subscription, spare, fragment_limit)
+    return stream  # type: ignore[no-any-return]
 
 
 def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]:
@@ -154,7 +156,7 @@ def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]
 class _MessageStream:
     """The iterator of ``messages`` when the fast path is off: the same steps as its C MessageStream."""
 
-    __slots__ = ("items", "next", "poll", "refill")
+    __slots__ = ("handed", "items", "next", "poll", "refill")
 
     def __init__(
         self,
@@ -166,6 +168,7 @@ class _MessageStream:
         self.next = len(items)
         self.refill = refill
         self.poll = poll
+        self.handed = 0  # messages handed over since the loop last ran other tasks (``messages``)
 
     def __aiter__(self) -> _MessageStream:
         return self
