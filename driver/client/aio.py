@@ -199,40 +199,45 @@ async def offer_many(publication: Publication | ExclusivePublication, messages: 
     return sent
 
 
-class _Polls:
+def _polls(
+    subscription: Subscription, poll: Callable[[], Any], limit: int, idle_s: float
+) -> AsyncIterator[Any]:
     """An async iterator that hands over one poll per step (``poll()``, empty when falsy), waiting with a backoff
     while nothing comes and yielding to the loop once per ``limit`` fragments or messages handed over (a full
-    poll's worth); ends when the subscription closes. A class, not an
-    async generator: a consumer that breaks out of its loop leaves nothing to finalize."""
+    poll's worth); ends when the subscription closes. A poll that brings something is handed over without a
+    coroutine (the message stream's plain step, from C on the fast path); only an empty poll or the loop's turn
+    awaits one. A plain object, not an async generator: a consumer that breaks out leaves nothing to finalize."""
+    items: list[Any] = []
 
-    __slots__ = ("handed", "idle_s", "limit", "poll", "subscription")
+    def poll_now() -> int:
+        if stream.handed >= limit or subscription.is_closed:
+            return 0
+        batch = poll()
+        if not batch:
+            return 0
+        stream.handed += len(batch)
+        items[:] = (batch,)
+        return 1
 
-    def __init__(
-        self, subscription: Subscription, poll: Callable[[], Any], limit: int, idle_s: float
-    ) -> None:
-        self.subscription = subscription
-        self.poll = poll
-        self.limit = limit
-        self.idle_s = idle_s
-        self.handed = 0  # fragments or messages handed over since the loop last ran other tasks
-
-    def __aiter__(self) -> _Polls:
-        return self
-
-    async def __anext__(self) -> Any:
-        if self.handed >= self.limit:
-            self.handed = 0
+    async def refill() -> Any:
+        if stream.handed >= limit:
+            stream.handed = 0
             await asyncio.sleep(0)  # the other tasks run between polls, once per ``limit`` handed over
-        subscription, poll = self.subscription, self.poll
         delay = 0.0
         while not subscription.is_closed:
             batch = poll()
             if batch:
-                self.handed += len(batch)
+                stream.handed += len(batch)
+                items[:] = (batch,)
+                stream.next = 1
                 return batch
-            delay = min(0.001, delay * 2 or self.idle_s / 4)
+            delay = min(0.001, delay * 2 or idle_s / 4)
             await asyncio.sleep(delay)
         raise StopAsyncIteration
+
+    stream_type = fastpath.message_stream_type() or _MessageStream
+    stream = stream_type(items, refill, poll_now)
+    return stream  # type: ignore[no-any-return]
 
 
 def batches(
@@ -247,7 +252,7 @@ def batches(
         poll_messages(batch, fragment_limit)
         return batch
 
-    return _Polls(subscription, poll, fragment_limit, idle_s)
+    return _polls(subscription, poll, fragment_limit, idle_s)
 
 
 def fragment_batches(
@@ -256,7 +261,7 @@ def fragment_batches(
     """``async for batch in fragment_batches(subscription)``: ``Subscription.poll_batch`` per step, the
     fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
     poll_batch = subscription.poll_batch
-    return _Polls(subscription, lambda: poll_batch(fragment_limit), fragment_limit, idle_s)
+    return _polls(subscription, lambda: poll_batch(fragment_limit), fragment_limit, idle_s)
 
 
 class _ClosableStream(_MessageStream):

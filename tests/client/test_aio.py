@@ -255,3 +255,52 @@ def test_aio_run_is_uvloop_and_an_awaited_value_someone_holds_is_never_rewritten
     on_uvloop, first, later = aio.run(main())
     assert on_uvloop
     assert (first, later) == (64, [128, 192, 256])
+
+
+def test_messages_follow_the_images_as_they_come_and_go(embedded_driver, loop, client_path) -> None:
+    """With one image ``messages()`` polls it straight from C; with two it takes the subscription's round robin,
+    and back to one image the C poll again: every message of each session arrives once, in order, fragmented
+    ones reassembled, whichever way it was polled."""
+    driver = embedded_driver()
+    channel = "aeron:ipc?term-length=64k"
+
+    async def main() -> dict[int, list[bytes]]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async(channel, 83)
+            first = await aeron.add_exclusive_publication_async(channel, 83)
+            received: dict[int, list[bytes]] = {}
+            stream = subscription.messages(fragment_limit=8)
+
+            async def take(count: int) -> None:
+                async for message in stream:
+                    received.setdefault(message.session_id, []).append(message.data)
+                    count -= 1
+                    if count == 0:
+                        return
+
+            async def images(count: int) -> None:
+                while len(subscription.images) != count:
+                    await asyncio.sleep(0.001)
+
+            await images(1)
+            for i in range(100):
+                await first.offer_async(payload(i), timeout_s=10)
+            await take(100)
+            second = await aeron.add_exclusive_publication_async(channel, 83)
+            await asyncio.wait_for(images(2), 10)
+            for i in range(100, 200):
+                await first.offer_async(payload(i), timeout_s=10)
+                await second.offer_async(payload(i), timeout_s=10)
+            await take(200)
+            second.close()
+            await asyncio.wait_for(images(1), 20)
+            for i in range(200, 300):
+                await first.offer_async(payload(i), timeout_s=10)
+            await take(100)
+            subscription.close()
+            return {session: received[session] for session in (first.session_id, second.session_id)}
+
+    received = loop.run_until_complete(main())
+    first_session, second_session = received.values()
+    assert first_session == [payload(i) for i in range(300)]
+    assert second_session == [payload(i) for i in range(100, 200)]
