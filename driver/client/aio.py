@@ -91,14 +91,11 @@ def messages(
     pending: list[Message] = []
     spare: list[Message] = []  # the last poll's messages: rewritten by the next where the loop kept none
     poll = subscription.poll_messages
-    stream_type = fastpath.message_stream_type() or _MessageStream
-
-    handed = 0  # messages handed over since the loop last ran other tasks
+    stream_type = fastpath.message_stream_type()
 
     async def refill() -> Message:
-        nonlocal handed
-        if handed >= fragment_limit:
-            handed = 0
+        if stream.handed >= fragment_limit:
+            stream.handed = 0
             await asyncio.sleep(0)  # the other tasks run between polls, once per fragment_limit messages
         delay = 0.0
         while not subscription.is_closed:
@@ -107,7 +104,7 @@ def messages(
                 pending.clear()
             poll(pending, fragment_limit, spare)
             if pending:
-                handed += len(pending)
+                stream.handed += len(pending)
                 stream.next = 1
                 return pending[0]
             delay = min(0.001, delay * 2 or idle_s / 4)
@@ -116,19 +113,24 @@ def messages(
 
     def poll_now() -> int:
         """The poll ``refill`` would make, without a coroutine: how many messages came (0: await ``refill``)."""
-        nonlocal handed
-        if handed >= fragment_limit or subscription.is_closed:
+        if stream.handed >= fragment_limit or subscription.is_closed:
             return 0
         if pending:
             spare[:] = pending
             pending.clear()
         poll(pending, fragment_limit, spare)
         count = len(pending)
-        handed += count
+        stream.handed += count
         return count
 
-    stream = stream_type(pending, refill, poll_now)
-    return stream
+    stream: Any
+    if stream_type is None:
+        stream = _MessageStream(pending, refill, poll_now)
+    else:
+        stream = stream_type(pending, refill, poll_now)
+        # A subscription with one image polls it from C, without poll_now's and poll_messages' frames.
+        stream.direct(subscription, spare, fragment_limit)
+    return stream  # type: ignore[no-any-return]
 
 
 def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]:
@@ -154,7 +156,7 @@ def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]
 class _MessageStream:
     """The iterator of ``messages`` when the fast path is off: the same steps as its C MessageStream."""
 
-    __slots__ = ("items", "next", "poll", "refill")
+    __slots__ = ("handed", "items", "next", "poll", "refill")
 
     def __init__(
         self,
@@ -166,6 +168,7 @@ class _MessageStream:
         self.next = len(items)
         self.refill = refill
         self.poll = poll
+        self.handed = 0  # messages handed over since the loop last ran other tasks (``messages``)
 
     def __aiter__(self) -> _MessageStream:
         return self
@@ -196,40 +199,45 @@ async def offer_many(publication: Publication | ExclusivePublication, messages: 
     return sent
 
 
-class _Polls:
+def _polls(
+    subscription: Subscription, poll: Callable[[], Any], limit: int, idle_s: float
+) -> AsyncIterator[Any]:
     """An async iterator that hands over one poll per step (``poll()``, empty when falsy), waiting with a backoff
     while nothing comes and yielding to the loop once per ``limit`` fragments or messages handed over (a full
-    poll's worth); ends when the subscription closes. A class, not an
-    async generator: a consumer that breaks out of its loop leaves nothing to finalize."""
+    poll's worth); ends when the subscription closes. A poll that brings something is handed over without a
+    coroutine (the message stream's plain step, from C on the fast path); only an empty poll or the loop's turn
+    awaits one. A plain object, not an async generator: a consumer that breaks out leaves nothing to finalize."""
+    items: list[Any] = []
 
-    __slots__ = ("handed", "idle_s", "limit", "poll", "subscription")
+    def poll_now() -> int:
+        if stream.handed >= limit or subscription.is_closed:
+            return 0
+        batch = poll()
+        if not batch:
+            return 0
+        stream.handed += len(batch)
+        items[:] = (batch,)
+        return 1
 
-    def __init__(
-        self, subscription: Subscription, poll: Callable[[], Any], limit: int, idle_s: float
-    ) -> None:
-        self.subscription = subscription
-        self.poll = poll
-        self.limit = limit
-        self.idle_s = idle_s
-        self.handed = 0  # fragments or messages handed over since the loop last ran other tasks
-
-    def __aiter__(self) -> _Polls:
-        return self
-
-    async def __anext__(self) -> Any:
-        if self.handed >= self.limit:
-            self.handed = 0
+    async def refill() -> Any:
+        if stream.handed >= limit:
+            stream.handed = 0
             await asyncio.sleep(0)  # the other tasks run between polls, once per ``limit`` handed over
-        subscription, poll = self.subscription, self.poll
         delay = 0.0
         while not subscription.is_closed:
             batch = poll()
             if batch:
-                self.handed += len(batch)
+                stream.handed += len(batch)
+                items[:] = (batch,)
+                stream.next = 1
                 return batch
-            delay = min(0.001, delay * 2 or self.idle_s / 4)
+            delay = min(0.001, delay * 2 or idle_s / 4)
             await asyncio.sleep(delay)
         raise StopAsyncIteration
+
+    stream_type = fastpath.message_stream_type() or _MessageStream
+    stream = stream_type(items, refill, poll_now)
+    return stream  # type: ignore[no-any-return]
 
 
 def batches(
@@ -244,7 +252,7 @@ def batches(
         poll_messages(batch, fragment_limit)
         return batch
 
-    return _Polls(subscription, poll, fragment_limit, idle_s)
+    return _polls(subscription, poll, fragment_limit, idle_s)
 
 
 def fragment_batches(
@@ -253,7 +261,7 @@ def fragment_batches(
     """``async for batch in fragment_batches(subscription)``: ``Subscription.poll_batch`` per step, the
     fragments as zero-copy views over the term (``FragmentBatch``), valid until the next step."""
     poll_batch = subscription.poll_batch
-    return _Polls(subscription, lambda: poll_batch(fragment_limit), fragment_limit, idle_s)
+    return _polls(subscription, lambda: poll_batch(fragment_limit), fragment_limit, idle_s)
 
 
 class _ClosableStream(_MessageStream):

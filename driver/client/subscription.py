@@ -98,10 +98,7 @@ class Subscription:
         count = len(images)
         if count == 0:
             return 0
-        assembler = self._message_assembler
-        if assembler is None:
-            assembler = self._message_assembler = FragmentAssembler(self._append_message)
-        self._message_out = out
+        assembler = self._assembler_for(out)
         start = self._round_robin_index = (self._round_robin_index + 1) % count
         fragments = 0
         for i in range(count):
@@ -111,6 +108,14 @@ class Subscription:
                 out, fragment_limit - fragments, assembler, spare
             )
         return fragments
+
+    def _assembler_for(self, out: list[Message]) -> FragmentAssembler:
+        """poll_messages' reassembly, its messages appended to ``out`` (also asked by the C message stream)."""
+        assembler = self._message_assembler
+        if assembler is None:
+            assembler = self._message_assembler = FragmentAssembler(self._append_message)
+        self._message_out = out
+        return assembler
 
     def _append_message(self, buffer: Any, offset: int, length: int, header: Header) -> None:
         out = self._message_out

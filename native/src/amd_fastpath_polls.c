@@ -601,6 +601,79 @@ static PyObject *fast_messages(PyObject *self, PyObject *const *args, Py_ssize_t
     return Py_BuildValue("(LLi)", count, (long long)offset, fragment);
 }
 
+/* Image.poll_messages into ``out`` (a list; ``spare`` a list or NULL): the messages made by walk_messages; a
+ * fragmented message's frames go to get_assembler(owner)'s assembler through image_poll_poll. Fragments read,
+ * or -1 on error. ``get_assembler`` returns a new reference (called only when a fragmented message is met). */
+typedef PyObject *(*assembler_getter)(PyObject *owner, PyObject *out);
+
+static long long poll_messages_into(ImagePoll *self, PyObject *out, long long limit, PyObject *spare,
+                                    assembler_getter get_assembler, PyObject *owner)
+{
+    if (self->batch_pending && !self->closed)
+    {
+        PyObject *released = PyObject_CallNoArgs(self->on_batch);
+        if (released == NULL)
+        {
+            return -1;
+        }
+        Py_DECREF(released);
+    }
+    if (self->closed || self->terms == NULL)
+    {
+        return 0;
+    }
+    const int64_t position = self->position;
+    const int64_t term_offset = position & (self->term_length - 1);
+    const int index = (int)((position >> self->shift) % 3);
+    int64_t offset = term_offset;
+    long long count = 0;
+    int fragment = 0;
+    const int walked = walk_messages(self->message_type, self->addresses[index], self->term_length, &offset, limit,
+                                     position - term_offset, self->session_id, self->stream_id, out, spare, &count,
+                                     &fragment);
+    if (offset != term_offset)
+    {
+        self->position = position + (offset - term_offset);
+        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
+    }
+    if (walked < 0)
+    {
+        return -1;
+    }
+    if (fragment && count < limit)
+    {
+        PyObject *assembler = get_assembler(owner, out);
+        if (assembler == NULL)
+        {
+            return -1;
+        }
+        PyObject *rest_limit = PyLong_FromLongLong(limit - count);
+        if (rest_limit == NULL)
+        {
+            Py_DECREF(assembler);
+            return -1;
+        }
+        PyObject *poll_args[2] = {assembler, rest_limit};
+        PyObject *rest = image_poll_poll(self, poll_args, 2);
+        Py_DECREF(rest_limit);
+        Py_DECREF(assembler);
+        if (rest == NULL)
+        {
+            return -1;
+        }
+        count += PyLong_AsLongLong(rest);
+        Py_DECREF(rest);
+    }
+    return count;
+}
+
+static PyObject *given_assembler(PyObject *owner, PyObject *out)
+{
+    (void)out;
+    Py_INCREF(owner);
+    return owner;
+}
+
 /* ImagePoll.poll_messages(out, fragment_limit, assembler, spare) -> fragments: Image.poll_messages, the
  * messages made by walk_messages; a fragmented message's frames go to assembler through this poll. */
 static PyObject *image_poll_messages(ImagePoll *self, PyObject *const *args, Py_ssize_t nargs)
@@ -622,55 +695,8 @@ static PyObject *image_poll_messages(ImagePoll *self, PyObject *const *args, Py_
     {
         return NULL;
     }
-    if (self->batch_pending && !self->closed)
-    {
-        PyObject *released = PyObject_CallNoArgs(self->on_batch);
-        if (released == NULL)
-        {
-            return NULL;
-        }
-        Py_DECREF(released);
-    }
-    if (self->closed || self->terms == NULL)
-    {
-        return PyLong_FromLong(0);
-    }
-    const int64_t position = self->position;
-    const int64_t term_offset = position & (self->term_length - 1);
-    const int index = (int)((position >> self->shift) % 3);
-    int64_t offset = term_offset;
-    long long count = 0;
-    int fragment = 0;
-    const int walked = walk_messages(self->message_type, self->addresses[index], self->term_length, &offset, limit,
-                                     position - term_offset, self->session_id, self->stream_id, out, spare, &count,
-                                     &fragment);
-    if (offset != term_offset)
-    {
-        self->position = position + (offset - term_offset);
-        __atomic_store_n(self->position_counter, (int64_t)self->position, __ATOMIC_RELEASE);
-    }
-    if (walked < 0)
-    {
-        return NULL;
-    }
-    if (fragment && count < limit)
-    {
-        PyObject *rest_limit = PyLong_FromLongLong(limit - count);
-        if (rest_limit == NULL)
-        {
-            return NULL;
-        }
-        PyObject *poll_args[2] = {args[2], rest_limit};
-        PyObject *rest = image_poll_poll(self, poll_args, 2);
-        Py_DECREF(rest_limit);
-        if (rest == NULL)
-        {
-            return NULL;
-        }
-        count += PyLong_AsLongLong(rest);
-        Py_DECREF(rest);
-    }
-    return PyLong_FromLongLong(count);
+    const long long count = poll_messages_into(self, out, limit, spare, given_assembler, args[2]);
+    return count < 0 ? NULL : PyLong_FromLongLong(count);
 }
 
 static PyMethodDef image_poll_methods[] = {
@@ -716,6 +742,13 @@ typedef struct
     PyObject *poll;  /* poll() -> messages now in items (refilled), 0 to await refill(); or NULL */
     PyObject *ready; /* the message the pending await returns */
     Py_ssize_t next;
+    /* direct(subscription, spare, limit): a used-up list is refilled by the subscription's one C image here */
+    PyObject *subscription;
+    PyObject *spare;      /* a list: the last poll's messages, rewritten where nothing else holds them */
+    PyObject *images;     /* the subscription's images tuple image_poll was found in */
+    PyObject *image_poll; /* its one image's ImagePoll, or NULL: poll() instead */
+    Py_ssize_t limit;     /* fragment_limit */
+    Py_ssize_t handed;    /* messages handed over since the loop last ran (refill() resets it) */
 } MessageStream;
 
 static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
@@ -724,6 +757,10 @@ static int stream_traverse(MessageStream *self, visitproc visit, void *arg)
     Py_VISIT(self->refill);
     Py_VISIT(self->poll);
     Py_VISIT(self->ready);
+    Py_VISIT(self->subscription);
+    Py_VISIT(self->spare);
+    Py_VISIT(self->images);
+    Py_VISIT(self->image_poll);
     return 0;
 }
 
@@ -733,6 +770,10 @@ static int stream_clear(MessageStream *self)
     Py_CLEAR(self->refill);
     Py_CLEAR(self->poll);
     Py_CLEAR(self->ready);
+    Py_CLEAR(self->subscription);
+    Py_CLEAR(self->spare);
+    Py_CLEAR(self->images);
+    Py_CLEAR(self->image_poll);
     return 0;
 }
 
@@ -773,10 +814,122 @@ static int stream_init(MessageStream *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+static PyObject *is_closed_name, *images_name, *poll_messages_name, *assembler_for_name;
+
+/* The assembler of subscription._assembler_for(out): a fragmented message met by the direct poll. */
+static PyObject *subscription_assembler(PyObject *subscription, PyObject *out)
+{
+    return PyObject_CallMethodOneArg(subscription, assembler_for_name, out);
+}
+
+/* The direct poll: how many messages items now holds (0: refill() is due, the loop's turn, a closed
+ * subscription or nothing came), -1 on error, -2 when the subscription has not exactly one C image (poll()). */
+static Py_ssize_t stream_poll_direct(MessageStream *self)
+{
+    if (self->handed >= self->limit)
+    {
+        return 0;
+    }
+    PyObject *closed = PyObject_GetAttr(self->subscription, is_closed_name);
+    if (closed == NULL)
+    {
+        return -1;
+    }
+    const int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    if (is_closed != 0)
+    {
+        return is_closed < 0 ? -1 : 0;
+    }
+    PyObject *images = PyObject_GetAttr(self->subscription, images_name);
+    if (images == NULL)
+    {
+        return -1;
+    }
+    if (images != self->images)
+    {
+        /* the subscription replaces its tuple when an image comes or goes: look its one ImagePoll up again */
+        Py_CLEAR(self->image_poll);
+        if (PyTuple_Check(images) && PyTuple_GET_SIZE(images) == 1)
+        {
+            PyObject *method = PyObject_GetAttr(PyTuple_GET_ITEM(images, 0), poll_messages_name);
+            if (method == NULL)
+            {
+                Py_DECREF(images);
+                return -1;
+            }
+            PyObject *owner = PyCFunction_Check(method) ? PyCFunction_GET_SELF(method) : NULL;
+            if (owner != NULL && Py_TYPE(owner) == &ImagePollType)
+            {
+                Py_INCREF(owner);
+                self->image_poll = owner;
+            }
+            Py_DECREF(method);
+        }
+        Py_XSETREF(self->images, images);
+    }
+    else
+    {
+        Py_DECREF(images);
+    }
+    if (self->image_poll == NULL)
+    {
+        return -2;
+    }
+    PyObject *items = self->items;
+    const Py_ssize_t used = PyList_GET_SIZE(items);
+    if (used > 0 &&
+        (PyList_SetSlice(self->spare, 0, PY_SSIZE_T_MAX, items) < 0 || PyList_SetSlice(items, 0, used, NULL) < 0))
+    {
+        return -1;
+    }
+    if (poll_messages_into((ImagePoll *)self->image_poll, items, self->limit, self->spare, subscription_assembler,
+                           self->subscription) < 0)
+    {
+        return -1;
+    }
+    const Py_ssize_t count = PyList_GET_SIZE(items);
+    self->handed += count;
+    return count;
+}
+
+/* MessageStream.direct(subscription, spare, fragment_limit): used up, the stream polls the subscription's one
+ * C image itself (no Python frame per poll); poll() still serves a subscription with no or several images. */
+static PyObject *stream_direct(MessageStream *self, PyObject *args)
+{
+    PyObject *subscription, *spare;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OO!n:direct", &subscription, &PyList_Type, &spare, &limit))
+    {
+        return NULL;
+    }
+    Py_INCREF(subscription);
+    Py_INCREF(spare);
+    Py_XSETREF(self->subscription, subscription);
+    Py_XSETREF(self->spare, spare);
+    Py_CLEAR(self->images);
+    Py_CLEAR(self->image_poll);
+    self->limit = limit;
+    Py_RETURN_NONE;
+}
+
 static PyObject *stream_anext(MessageStream *self)
 {
     release_ready_stop();
-    if (self->items != NULL && self->next >= PyList_GET_SIZE(self->items) && self->poll != NULL)
+    Py_ssize_t direct = -2;
+    if (self->items != NULL && self->next >= PyList_GET_SIZE(self->items) && self->subscription != NULL)
+    {
+        direct = stream_poll_direct(self);
+        if (direct == -1)
+        {
+            return NULL;
+        }
+        if (direct > 0)
+        {
+            self->next = 0;
+        }
+    }
+    if (direct == -2 && self->items != NULL && self->next >= PyList_GET_SIZE(self->items) && self->poll != NULL)
     {
         /* used up: a poll at once, with no coroutine; only when it brings nothing is refill() awaited */
         PyObject *got = PyObject_CallNoArgs(self->poll);
@@ -827,7 +980,13 @@ static PyObject *stream_iternext(MessageStream *self)
 
 static PyMemberDef stream_members[] = {
     {"next", T_PYSSIZET, offsetof(MessageStream, next), 0, "Index in items of the next message to hand over."},
+    {"handed", T_PYSSIZET, offsetof(MessageStream, handed), 0, "Messages handed over since the loop last ran."},
     {NULL, 0, 0, 0, NULL}};
+
+static PyMethodDef stream_methods[] = {
+    {"direct", (PyCFunction)stream_direct, METH_VARARGS,
+     "direct(subscription, spare, fragment_limit): poll the subscription's one C image without a Python frame."},
+    {NULL, NULL, 0, NULL}};
 
 static PyAsyncMethods stream_async = {
     .am_await = same_object,
@@ -851,6 +1010,7 @@ static PyTypeObject MessageStreamType = {
     .tp_iter = same_object,
     .tp_iternext = (iternextfunc)stream_iternext,
     .tp_members = stream_members,
+    .tp_methods = stream_methods,
 };
 
 static PyMethodDef polls_functions[] = {
@@ -863,7 +1023,12 @@ int amd_fastpath_add_polls(PyObject *module)
 {
     offset_name = PyUnicode_InternFromString("offset");
     buffer_name = PyUnicode_InternFromString("buffer");
-    if (offset_name == NULL || buffer_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
+    is_closed_name = PyUnicode_InternFromString("is_closed");
+    images_name = PyUnicode_InternFromString("_images");
+    poll_messages_name = PyUnicode_InternFromString("poll_messages");
+    assembler_for_name = PyUnicode_InternFromString("_assembler_for");
+    if (offset_name == NULL || buffer_name == NULL || is_closed_name == NULL || images_name == NULL ||
+        poll_messages_name == NULL || assembler_for_name == NULL || PyType_Ready(&MessageStreamType) < 0 ||
         PyModule_AddType(module, &MessageStreamType) < 0 || PyType_Ready(&ImagePollType) < 0 ||
         PyModule_AddType(module, &ImagePollType) < 0)
     {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import uvloop
@@ -255,3 +256,103 @@ def test_aio_run_is_uvloop_and_an_awaited_value_someone_holds_is_never_rewritten
     on_uvloop, first, later = aio.run(main())
     assert on_uvloop
     assert (first, later) == (64, [128, 192, 256])
+
+
+def test_messages_follow_the_images_as_they_come_and_go(embedded_driver, loop, client_path) -> None:
+    """With one image ``messages()`` polls it straight from C; with two it takes the subscription's round robin,
+    and back to one image the C poll again: every message of each session arrives once, in order, fragmented
+    ones reassembled, whichever way it was polled."""
+    driver = embedded_driver()
+    channel = "aeron:ipc?term-length=64k"
+
+    async def main() -> dict[int, list[bytes]]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async(channel, 83)
+            first = await aeron.add_exclusive_publication_async(channel, 83)
+            received: dict[int, list[bytes]] = {}
+            stream = subscription.messages(fragment_limit=8)
+
+            async def take(count: int) -> None:
+                async for message in stream:
+                    received.setdefault(message.session_id, []).append(message.data)
+                    count -= 1
+                    if count == 0:
+                        return
+
+            async def images(count: int) -> None:
+                while len(subscription.images) != count:
+                    await asyncio.sleep(0.001)
+
+            await images(1)
+            for i in range(100):
+                await first.offer_async(payload(i), timeout_s=10)
+            await take(100)
+            second = await aeron.add_exclusive_publication_async(channel, 83)
+            await asyncio.wait_for(images(2), 10)
+            for i in range(100, 200):
+                await first.offer_async(payload(i), timeout_s=10)
+                await second.offer_async(payload(i), timeout_s=10)
+            await take(200)
+            second.close()
+            await asyncio.wait_for(images(1), 20)
+            for i in range(200, 300):
+                await first.offer_async(payload(i), timeout_s=10)
+            await take(100)
+            subscription.close()
+            return {session: received[session] for session in (first.session_id, second.session_id)}
+
+    received = loop.run_until_complete(main())
+    first_session, second_session = received.values()
+    assert first_session == [payload(i) for i in range(300)]
+    assert second_session == [payload(i) for i in range(100, 200)]
+
+
+def test_waiting_for_back_pressure_or_data_does_not_spin_the_loop(embedded_driver, loop, client_path) -> None:
+    """A back-pressured ``offer_async`` and a ``messages()`` with nothing to read wait on the loop's timers: over
+    0.3 s the loop's thread uses a small part of its time (a spinning wait would use all of it), and each resumes
+    once the subscriber drains or a message comes."""
+    driver = embedded_driver()
+    idle_s = 0.3
+
+    async def main() -> tuple[float, float, int, bytes]:
+        with Aeron.connect(aeron_dir=driver.aeron_dir) as aeron:
+            subscription = await aeron.add_subscription_async("aeron:ipc?term-length=64k", 84)
+            publication = await aeron.add_publication_async("aeron:ipc?term-length=64k", 84)
+            sent = 0
+            while publication.offer(b"x" * 1000) > 0:  # up to the window: the next offer waits
+                sent += 1
+            waiting = asyncio.ensure_future(publication.offer_async(b"last", timeout_s=20))
+            cpu = time.thread_time()
+            await asyncio.sleep(idle_s)
+            offer_cpu = time.thread_time() - cpu
+            assert not waiting.done()
+            drained = 0
+
+            def count(*_args) -> None:
+                nonlocal drained
+                drained += 1
+
+            while not waiting.done():  # drain: the offer goes once the window moves
+                subscription.poll(count, 64)
+                await asyncio.sleep(0)
+            await waiting
+            while drained < sent + 1:  # and the waiting one
+                subscription.poll(count, 64)
+                await asyncio.sleep(0)
+
+            stream = subscription.messages()
+            reader = asyncio.ensure_future(stream.__anext__())
+            cpu = time.thread_time()
+            await asyncio.sleep(idle_s)
+            data_cpu = time.thread_time() - cpu
+            assert not reader.done()
+            await publication.offer_async(b"wake", timeout_s=10)
+            message = await asyncio.wait_for(reader, 10)
+            subscription.close()
+            return offer_cpu, data_cpu, drained - sent, message.data
+
+    offer_cpu, data_cpu, after_window, data = loop.run_until_complete(main())
+    assert after_window == 1
+    assert offer_cpu < idle_s / 3, offer_cpu
+    assert data_cpu < idle_s / 3, data_cpu
+    assert data == b"wake"
