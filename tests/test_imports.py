@@ -101,6 +101,7 @@ NATIVE_OWNERS = {
     "amd_crc.h": "driver.concurrent.frame_checksums",
     "amd_watch.h": "driver.concurrent.word_watch",
     "amd_cycle.h": "driver.fast_cycle",
+    "amd_gather.h": "driver.analysis.payload_gather",
 }
 # The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.
