@@ -8,8 +8,8 @@ from pathlib import Path
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
-HEADERS = ["amd_atomic.h", "amd_term.h", "amd_publication.h", "amd_udp.h", "amd_rebuild.h", "amd_rebuild_batch.h", "amd_timer.h", "amd_crc.h", "amd_watch.h", "amd_step.h", "amd_cycle.h"]
-SOURCES = ["amd_atomic.c", "amd_term.c", "amd_publication.c", "amd_udp.c", "amd_rebuild.c", "amd_timer.c", "amd_crc.c", "amd_watch.c", "amd_step.c", "amd_cycle.c"]
+HEADERS = ["amd_atomic.h", "amd_term.h", "amd_publication.h", "amd_udp.h", "amd_rebuild.h", "amd_rebuild_batch.h", "amd_timer.h", "amd_crc.h", "amd_watch.h", "amd_step.h", "amd_cycle.h", "amd_gather.h"]
+SOURCES = ["amd_atomic.c", "amd_term.c", "amd_publication.c", "amd_udp.c", "amd_rebuild.c", "amd_timer.c", "amd_crc.c", "amd_watch.c", "amd_step.c", "amd_cycle.c", "amd_gather.c"]
 
 
 def _cdef(header: Path) -> str:

@@ -104,6 +104,7 @@ NATIVE_OWNERS = {
     "amd_watch.h": "driver.concurrent.word_watch",
     "amd_step.h": "driver.data_step",
     "amd_cycle.h": "driver.fast_cycle",
+    "amd_gather.h": "driver.analysis.payload_gather",
 }
 # The client's CPython fast path (native/src/amd_fastpath*.c, an extension module of its own, not cffi) has one
 # owner too.

@@ -127,6 +127,8 @@ class RecordingReader(DataSourceReader):
         return [SlicePartition(s) for s in planned.slices]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:
+            return  # no slice planned: Spark reads one empty partition in place of none
         yield from recordings.read_slice(partition.value, self.corrupt)
 
 

@@ -9,8 +9,9 @@ the last frame its checksums (else its index) name, else the recovery scan's end
 
 Reading maps one segment file read-only and walks its frames in one native call (the checksum walk, which also
 gives each frame's CRC32C for the check against ``<id>.crc``). Frames are checked (type, term id and offset for the
-position, session and stream); messages are the runs of DATA frames from a BEGIN to an END fragment, and their
-payloads are gathered with one numpy mask per batch, so no Python step is taken per message. A message belongs to
+position, session and stream, each field one gather over the mapping's words); messages are the runs of DATA
+frames from a BEGIN to an END fragment, and their payloads are copied into one buffer per batch by one native call
+(``payload_gather``), so no Python step is taken per message or per byte. A message belongs to
 the slice where its first frame is: the slice reads on into the next segment file to finish it, and skips the
 fragments at its own start that finish a message begun before it (or before the recording joined).
 """
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from driver.analysis.payload_gather import gather_payloads
 from driver.archive.catalog import CATALOG_FILE_NAME, Catalog, CatalogError
 from driver.archive.checksums import CHECKSUM_MAGIC, READABLE_VERSIONS, checksum_path, read_checksums
 from driver.archive.checksums import HEADER as CHECKSUM_HEADER
@@ -63,13 +65,14 @@ HEADER = np.dtype(
     }
 )
 
+TIMESTAMP = pa.timestamp("us", tz="UTC")
 SCHEMA = pa.schema(
     [
         pa.field("recording_id", pa.int64(), False),
         pa.field("session_id", pa.int32(), False),
         pa.field("stream_id", pa.int32(), False),
         pa.field("position", pa.int64(), False),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC"), True),
+        pa.field("timestamp", TIMESTAMP, True),
         pa.field("reserved_value", pa.int64(), False),
         pa.field("payload", pa.binary(), False),
     ]
@@ -301,7 +304,8 @@ class _Frames(NamedTuple):
     position: np.ndarray  # int64
     offset: np.ndarray  # int64 file offsets
     length: np.ndarray  # int64
-    header: np.ndarray  # HEADER records
+    types: np.ndarray  # frame types
+    flags: np.ndarray  # frame flags
 
 
 class _Segment:
@@ -350,21 +354,24 @@ def _walk(
     inside = int(np.searchsorted(positions, high))
     walked, positions, lengths = walked[:inside], positions[:inside], lengths[:inside]
     offsets = positions - base
-    headers = _headers(segment.map, offsets)
+    # Header fields as words of the mapping, one gather each (frames are 32-byte aligned).
+    words = np.frombuffer(segment.map, "<i4", count=segment.size // 4)
+    at = offsets >> 2
+    version_flags_type = words[at + 1]
+    types = version_flags_type >> 16 & 0xFFFF
     problem: _Problem | None = None
     if end < min(high, window_end):
         problem = _Problem(end, "no whole frame where the recording has one")
-    types = headers["type"]
     term_mask = r.term_length - 1
     term_offsets = positions & term_mask
     shift = r.term_length.bit_length() - 1
     is_data = types == HDR_TYPE_DATA
     bad = (types != HDR_TYPE_DATA) & (types != HDR_TYPE_PAD)
     bad |= term_offsets + _aligned(lengths) > r.term_length
-    bad |= headers["term_offset"] != term_offsets
+    bad |= words[at + 2] != term_offsets
     term_ids = (r.initial_term_id + (positions >> shift) + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap
-    bad |= headers["term_id"].astype(np.int64) != term_ids
-    bad |= is_data & ((headers["session_id"] != r.session_id) | (headers["stream_id"] != r.stream_id))
+    bad |= words[at + 5] != term_ids
+    bad |= is_data & ((words[at + 3] != r.session_id) | (words[at + 4] != r.stream_id))
     bad |= is_data & (lengths < HEADER_LENGTH)
     reasons = {}
     if sums is not None and len(sums) and len(positions):
@@ -389,17 +396,24 @@ def _walk(
             bad |= mismatch
     if bad.any():
         first = int(np.argmax(bad))
-        reason = reasons.get(first) or _describe(headers[first], int(positions[first]), r)
+        header = _headers(segment.map, offsets[first : first + 1])[0]
+        reason = reasons.get(first) or _describe(header, int(positions[first]), r)
         problem = _Problem(int(positions[first]), reason)
         keep = slice(0, first)
     else:
         keep = slice(0, len(positions))
-    return _Frames(positions[keep], offsets[keep], lengths[keep], headers[keep]), problem
+    flags = version_flags_type >> 8 & 0xFF
+    return _Frames(positions[keep], offsets[keep], lengths[keep], types[keep], flags[keep]), problem
 
 
 def _headers(data: Any, offsets: np.ndarray) -> np.ndarray:
     blocks = np.frombuffer(data, HEADER, count=len(data) // HEADER_LENGTH)
     return blocks[offsets // FRAME_ALIGNMENT]
+
+
+def _reserved(data: Any, offsets: np.ndarray) -> np.ndarray:
+    """The reserved values of the frames at ``offsets``."""
+    return np.frombuffer(data, "<i8", count=len(data) // 8)[(offsets >> 3) + 3]
 
 
 def _aligned(lengths: np.ndarray) -> np.ndarray:
@@ -408,7 +422,7 @@ def _aligned(lengths: np.ndarray) -> np.ndarray:
 
 def _empty_frames() -> _Frames:
     empty = np.zeros(0, np.int64)
-    return _Frames(empty, empty, empty, np.zeros(0, HEADER))
+    return _Frames(empty, empty, empty, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def _describe(header: Any, position: int, r: Recording) -> str:
@@ -512,9 +526,10 @@ class SliceReader:
             segment.close()
 
     def _messages(self, segment: _Segment, f: _Frames) -> Iterator[pa.RecordBatch]:
-        data = f.header["type"] == HDR_TYPE_DATA
-        position, offset, length, header = f.position[data], f.offset[data], f.length[data], f.header[data]
-        flags = header["flags"]
+        position, offset, length, flags = f.position, f.offset, f.length, f.flags
+        data = f.types == HDR_TYPE_DATA
+        if not data.all():  # padding at term ends
+            position, offset, length, flags = position[data], offset[data], length[data], flags[data]
         begins = (flags & BEGIN_FLAG) != 0
         ends = (flags & END_FLAG) != 0
         message = np.cumsum(begins)  # 0: fragments that finish a message begun before this run
@@ -529,17 +544,14 @@ class SliceReader:
         tail = None
         if tail_open:
             tail_start = int(np.argmax(message == message[-1]))
-            tail = (position[tail_start:], offset[tail_start:], length[tail_start:], header[tail_start])
-        position, offset, length, header, begins = (
-            position[keep],
-            offset[keep],
-            length[keep],
-            header[keep],
-            begins[keep],
-        )
+            tail = (position[tail_start:], offset[tail_start:], length[tail_start:])
+        kept = np.flatnonzero(keep)
+        if len(kept) and kept[-1] - kept[0] + 1 == len(kept):  # one run (the usual case): views, not copies
+            keep = slice(int(kept[0]), int(kept[-1]) + 1)
+        position, offset, length, begins = position[keep], offset[keep], length[keep], begins[keep]
         firsts = np.flatnonzero(begins)
         if len(firsts):
-            yield from self._batches(segment, position, offset, length, header, firsts)
+            yield from self._batches(segment, position, offset, length, firsts)
         if tail is not None:
             batch = self._spanning(segment, *tail)
             if batch is not None:
@@ -551,11 +563,9 @@ class SliceReader:
         position: np.ndarray,
         offset: np.ndarray,
         length: np.ndarray,
-        header: np.ndarray,
         firsts: np.ndarray,
     ) -> Iterator[pa.RecordBatch]:
         """Messages (each from ``firsts[i]`` to the next first) in batches of about ``batch_bytes``."""
-        raw = np.frombuffer(segment.map, np.uint8)
         s = self.s
         starts = position[firsts]
         wanted = (starts >= s.low) & (starts < s.high)
@@ -566,14 +576,8 @@ class SliceReader:
             stop = int(np.searchsorted(offset[firsts], offset[firsts[begin]] + self.batch_bytes, side="left"))
             stop = max(stop, begin + 1)
             f0, f1 = int(edges[begin]), int(edges[stop])
-            o, n = offset[f0:f1], length[f0:f1]
-            lo, hi = int(o[0]), int(o[-1] + n[-1])
-            mark = np.zeros(hi - lo + 1, np.int8)
-            mark[o - lo + HEADER_LENGTH] = 1  # payload starts and ends are each unique ...
-            mark[o + n - lo] -= 1  # ... but an empty payload's start is its end
-            mask = np.cumsum(mark[:-1], dtype=np.int8).view(bool)
-            payload = raw[lo:hi][mask]
-            sizes = np.add.reduceat(n - HEADER_LENGTH, edges[begin:stop] - f0)
+            payload = gather_payloads(segment.map, offset[f0:f1], length[f0:f1])
+            sizes = np.add.reduceat(length[f0:f1] - HEADER_LENGTH, edges[begin:stop] - f0)
             keep = wanted[begin:stop]
             firsts_here = firsts[begin:stop]
             value_offsets = np.zeros(len(sizes) + 1, np.int32)
@@ -581,11 +585,11 @@ class SliceReader:
             payloads = pa.BinaryArray.from_buffers(
                 pa.binary(), len(sizes), [None, pa.py_buffer(value_offsets), pa.py_buffer(payload)]
             )
-            batch = self._batch(position[firsts_here], header[firsts_here], payloads)
+            batch = self._batch(position[firsts_here], _reserved(segment.map, offset[firsts_here]), payloads)
             yield batch if keep.all() else batch.filter(pa.array(keep))
             begin = stop
 
-    def _batch(self, positions: np.ndarray, headers: np.ndarray, payloads: pa.Array) -> pa.RecordBatch:
+    def _batch(self, positions: np.ndarray, reserved: np.ndarray, payloads: pa.Array) -> pa.RecordBatch:
         r = self.s.recording
         count = len(positions)
         times, valid = interpolate_times(self.s.index, positions)
@@ -595,15 +599,15 @@ class SliceReader:
                 pa.array(np.full(count, r.session_id, np.int32)),
                 pa.array(np.full(count, r.stream_id, np.int32)),
                 pa.array(positions.astype(np.int64)),
-                pa.array(times // 1000, pa.int64(), mask=~valid).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(headers["reserved"].astype(np.int64)),
+                pa.array(times // 1000, pa.int64(), mask=None if valid.all() else ~valid).cast(TIMESTAMP),
+                pa.array(reserved.astype(np.int64, copy=False)),
                 payloads,
             ],
             schema=SCHEMA,
         )
 
     def _spanning(
-        self, segment: _Segment, positions: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, first: Any
+        self, segment: _Segment, positions: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
     ) -> pa.RecordBatch | None:
         """The message begun at the end of this slice, finished from the next segment file (None when the
         recording ends first: a message the recording never finished)."""
@@ -626,22 +630,23 @@ class SliceReader:
                 after = s._replace(segment_index=index, low=position, high=r.end_position, index=None)
                 frames, problem = _walk(following, after, position, min(r.end_position, position + r.term_length),
                                         self._sums)  # fmt: skip
-                for p, o, n, h in zip(
+                for p, o, n, frame_type, flags in zip(
                     frames.position.tolist(),
                     frames.offset.tolist(),
                     frames.length.tolist(),
-                    frames.header,
+                    frames.types.tolist(),
+                    frames.flags.tolist(),
                     strict=True,
                 ):
-                    if int(h["type"]) != HDR_TYPE_DATA:
+                    if frame_type != HDR_TYPE_DATA:
                         continue
-                    if int(h["flags"]) & BEGIN_FLAG:
+                    if flags & BEGIN_FLAG:
                         return None  # a new message before this one ended
                     parts.append(bytes(following.map[o + HEADER_LENGTH : o + n]))
-                    if int(h["flags"]) & END_FLAG:
+                    if flags & END_FLAG:
                         return self._batch(
                             np.array([start], np.int64),
-                            np.array([first], HEADER),
+                            _reserved(segment.map, offsets[:1]),
                             pa.array([b"".join(parts)]),
                         )
                     position = p + ((n + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT)

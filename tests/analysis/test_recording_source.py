@@ -133,6 +133,36 @@ def test_the_data_source_equals_a_full_replay_message_for_message(recorded: Reco
 
 
 @pytest.mark.slow
+def test_small_batches_give_the_replayed_messages_and_the_default_batches_times(recorded: Recorded) -> None:
+    """Outside Spark: every slice read in batches of about 64 KiB (the cut between any two messages, fragmented
+    ones kept whole, segment boundaries mid-message, padding at term ends) gives the replay's messages, with the
+    positions and interpolated times of the default batches."""
+    planned = recordings.plan(recorded.archive_dir)
+
+    def read(batch_bytes: int) -> dict[int, list[tuple[int, Any, bytes, int]]]:
+        rows: dict[int, list[tuple[int, Any, bytes, int]]] = {}
+        for s in planned.slices:
+            for batch in recordings.SliceReader(s, batch_bytes=batch_bytes).batches():
+                rows.setdefault(s.recording.recording_id, []).extend(
+                    zip(*(batch.column(c).to_pylist() for c in ("position", "timestamp", "payload",
+                                                                 "reserved_value")), strict=True)
+                )  # fmt: skip
+        return rows
+
+    small, default = read(64 * 1024), read(recordings.BATCH_BYTES)
+    assert small == default
+    for recording_id in recorded.ids:
+        assert [(p, r) for _, _, p, r in small[recording_id]] == recorded.replayed[recording_id]
+        positions = [p for p, _, _, _ in small[recording_id]]
+        assert positions == sorted(set(positions))
+
+
+def test_a_filter_no_recording_passes_reads_no_rows(recorded: Recorded, spark: Any) -> None:
+    df = read_recordings(spark, str(recorded.archive_dir)).where(F.col("recording_id") == 1000)
+    assert df.count() == 0
+    assert read_recordings(spark, str(recorded.archive_dir)).where(F.col("position") < 0).count() == 0
+
+
 def test_a_position_or_time_slice_opens_only_the_segment_files_it_needs(
     recorded: Recorded, spark: Any
 ) -> None:

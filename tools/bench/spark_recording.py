@@ -10,22 +10,36 @@ Python publication with our archive on an embedded driver (IPC, 1 MiB terms, ``-
   ``local[2]`` and, unless ``--cluster-workers 0``, on a standalone cluster of that many 1-core workers on
   loopback started here. The first Spark run of a session (JVM warm-up, Python workers starting) is reported
   apart as ``cold``; the figures are the best warm run of ``--repeat``.
-Ratios: each Spark rate against the replay's. The load average is printed too: every figure moves with it.
+``prebuilt_count``: the same count over a source that reads nothing (prebuilt batches of the same rows, payload
+of the mean size, in as many partitions): what Spark alone costs per row on the Python data source path, so the
+ceiling of any reader. Ratios: each Spark rate against the replay's. The load average is printed too: every figure moves with it.
+
+``--verify`` records instead messages of mixed sizes (0 B to 3 KiB, about a twentieth fragmented) and, after it, a
+session that joined late (its recording starts mid-term, a tenth as many messages), and checks message for message
+that the data source on ``local[2]`` gives what a full replay of each recording delivers: per message, in order,
+its payload's length and CRC32 (Spark's ``crc32``, zlib's on the replay side) and its reserved value. Exit 1 when
+they differ.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import zlib
+from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.recorded_streams import Session, record, recording_archive, replay
+import numpy as np
+
+from harness.recorded_streams import Message, RecordingEnv, Session, record, recording_archive, replay
 from tools.bench.spark_loss import best_of
 
 FRAGMENTED_SIZE = 3 * 1024
@@ -40,22 +54,170 @@ def make_messages(count: int, size: int, fragmented_every: int) -> list[tuple[by
     ]
 
 
-def spark_rates(archive_dir: Path, out: Path, master: str, repeat: int) -> dict[str, Any]:
+MIXED_SIZES = (0, 1, 8, 32, 100, 200, 1000, 1400, 3000)  # a 1408-byte mtu: 1400 and 3000 fragment
+MIXED_WEIGHTS = (2, 10, 30, 30, 10, 6, 4, 3, 3)
+
+
+class MixedMessages(Sequence[Message]):
+    """``count`` messages of ``MIXED_SIZES`` (by ``MIXED_WEIGHTS``), made when asked for (10 M do not sit in
+    memory); reserved values ``first_reserved + i``."""
+
+    def __init__(self, count: int, first_reserved: int) -> None:
+        self.count, self.first_reserved = count, first_reserved
+        self.cumulative = np.cumsum(MIXED_WEIGHTS).tolist()
+        self.blob = bytes(range(256)) * 13
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.count))]
+        pick = (i * 2654435761 >> 7) % self.cumulative[-1]  # a fixed scatter of the sizes
+        size = MIXED_SIZES[bisect.bisect_right(self.cumulative, pick)]
+        start = i % 251
+        return self.blob[start : start + size], self.first_reserved + i
+
+
+class Digests:
+    """Per message, in order: payload length, CRC32, reserved value (what the round trip compares)."""
+
+    def __init__(self) -> None:
+        self.lengths, self.crcs, self.reserved = array("q"), array("q"), array("q")
+
+    def on_message(self, buffer: Any, offset: int, length: int, header: Any) -> None:
+        self.lengths.append(length)
+        self.crcs.append(zlib.crc32(buffer.view[offset : offset + length]))
+        self.reserved.append(header.reserved_value)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return tuple(np.frombuffer(a, np.int64) for a in (self.lengths, self.crcs, self.reserved))
+
+
+def verify(env: RecordingEnv, recording_ids: list[int], archive_dir: Path) -> dict[str, Any]:
+    """Each recording replayed in full against the data source's rows on local[2], message for message."""
+    from pyspark.sql import functions as F
+
+    from driver.analysis.recording_export import read_recordings, recording_session
+
+    replayed = {}
+    for recording_id in recording_ids:
+        digests = Digests()
+        replay(env, recording_id, digests.on_message)
+        replayed[recording_id] = digests.arrays()
+    spark = recording_session("local[2]")
+    try:
+        table = (
+            read_recordings(spark, str(archive_dir))
+            .select(
+                "recording_id",
+                "position",
+                F.length("payload").alias("length"),
+                F.crc32("payload").alias("crc"),
+                "reserved_value",
+            )
+            .toArrow()
+            .sort_by([("recording_id", "ascending"), ("position", "ascending")])
+        )
+    finally:
+        spark.stop()
+    ids = table.column("recording_id").to_numpy()
+    result: dict[str, Any] = {"equal": True, "recordings": {}}
+    for recording_id, (lengths, crcs, reserved) in replayed.items():
+        mine = ids == recording_id
+        got = [table.column(c).to_numpy()[mine].astype(np.int64) for c in ("length", "crc", "reserved_value")]
+        positions = table.column("position").to_numpy()[mine]
+        same = len(got[0]) == len(lengths) and all(
+            np.array_equal(a, b) for a, b in zip(got, (lengths, crcs, reserved), strict=True)
+        )
+        result["recordings"][recording_id] = {
+            "replayed": len(lengths),
+            "read": len(got[0]),
+            "equal": bool(same),
+            "fragmented": int((lengths > 1376).sum()),
+            "first_position": int(positions[0]) if len(positions) else None,
+        }
+        result["equal"] &= bool(same)
+    return result
+
+
+def prebuilt_source(rows: int, partitions: int, payload_size: int) -> Any:
+    """A Spark source of the recording source's schema that reads nothing: each of ``partitions`` partitions yields
+    one prebuilt batch of ``payload_size``-byte payloads, again and again, ``rows`` in all. What Spark alone
+    costs per row on the Python data source path: the ceiling of any source of these rows."""
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from driver.analysis.recordings import BATCH_BYTES, SCHEMA
+
+    per_batch = max(BATCH_BYTES // (payload_size + 32), 1)
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            share = -(-rows // partitions)
+            return [InputPartition(min(share, rows - k * share)) for k in range(partitions)]
+
+        def read(self, partition: InputPartition) -> Any:
+            n = min(per_batch, partition.value)
+            offsets = pa.py_buffer(np.arange(n + 1, dtype=np.int32) * payload_size)
+            payload = pa.BinaryArray.from_buffers(
+                pa.binary(), n, [None, offsets, pa.py_buffer(bytes(n * payload_size))]
+            )
+            longs, ints = pa.array(np.arange(n, dtype=np.int64)), pa.array(np.zeros(n, np.int32))
+            stamps = longs.cast(SCHEMA.field("timestamp").type)
+            batch = pa.RecordBatch.from_arrays(
+                [longs, ints, ints, longs, stamps, longs, payload], schema=SCHEMA
+            )
+            left = partition.value
+            while left > 0:
+                yield batch if left >= n else batch.slice(0, left)
+                left -= n
+
+    class Prebuilt(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "prebuilt-batches"
+
+        def schema(self) -> Any:
+            return from_arrow_schema(SCHEMA)
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    return Prebuilt
+
+
+def spark_rates(archive_dir: Path, out: Path, master: str, repeat: int, recording_id: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
     from driver.analysis.recording_export import read_recordings, recording_session
 
     spark = recording_session(master)
     try:
 
         def count() -> int:
-            return int(read_recordings(spark, str(archive_dir)).count())
+            return int(
+                read_recordings(spark, str(archive_dir)).where(F.col("recording_id") == recording_id).count()
+            )
 
         def parquet() -> int:
-            read_recordings(spark, str(archive_dir)).write.mode("overwrite").parquet(str(out))
+            df = read_recordings(spark, str(archive_dir)).where(F.col("recording_id") == recording_id)
+            df.write.mode("overwrite").parquet(str(out))
             return int(spark.read.parquet(str(out)).count())
+
+        def prebuilt() -> int:
+            return int(spark.read.format("prebuilt-batches").load().count())
 
         cold = best_of(1, count)
         figures: dict[str, Any] = {"cold_count_seconds": cold["seconds"]}
-        for name, run in (("count", count), ("parquet", parquet)):
+        df = read_recordings(spark, str(archive_dir)).where(F.col("recording_id") == recording_id)
+        partitions = df.rdd.getNumPartitions()
+        payload_size = int(df.select(F.avg(F.length("payload"))).first()[0])
+        spark.dataSource.register(prebuilt_source(cold["entries"], partitions, payload_size))
+        figures["prebuilt_payload_bytes"] = payload_size
+        for name, run in (("count", count), ("prebuilt_count", prebuilt), ("parquet", parquet)):
             warm = best_of(repeat, run)
             figures[name] = {**warm, "rows_per_s": warm.pop("entries_per_s"), "rows": warm.pop("entries")}
     finally:
@@ -76,6 +238,11 @@ def main() -> int:
         "--cluster-workers", type=int, default=2, help="1-core workers of the cluster (0: none)"
     )
     parser.add_argument("--dir", type=Path, help="work here (kept) instead of in a temporary dir")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="mixed sizes, a late session; the round trip checked message by message",
+    )
     args = parser.parse_args()
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="spark-recording-bench-"))
@@ -84,15 +251,20 @@ def main() -> int:
     try:
         started = time.perf_counter()
         counted = 0
+        verified: dict[str, Any] = {}
 
         def on_message(*_: Any) -> None:
             nonlocal counted
             counted += 1
 
         with recording_archive(work, term_length=1 << 20, segment_length=args.segment_mib << 20) as env:
-            messages = make_messages(args.messages, args.size, args.fragmented)
-            recording_id = record(env, [Session(messages)])[0]
-            del messages
+            if args.verify:
+                late = Session(MixedMessages(args.messages // 10 + 1001, 1 << 40), late=1001)
+                recording_id, late_id = record(env, [Session(MixedMessages(args.messages, 0)), late])
+            else:
+                messages = make_messages(args.messages, args.size, args.fragmented)
+                recording_id = record(env, [Session(messages)])[0]
+                del messages
             record_s = time.perf_counter() - started
             print(
                 f"spark_recording: recorded {args.messages:,d} messages in {record_s:.1f} s", file=sys.stderr
@@ -105,6 +277,9 @@ def main() -> int:
                 return counted
 
             replayed = best_of(1, run_replay)
+            if args.verify:
+                verified = verify(env, [recording_id, late_id], work / "archive")
+                print(f"spark_recording: round trip {verified}", file=sys.stderr)
         replay_figures = {
             **replayed,
             "rows_per_s": replayed.pop("entries_per_s"),
@@ -114,14 +289,17 @@ def main() -> int:
 
         archive_dir = work / "archive"
         spark: dict[str, dict[str, Any]] = {"local[2]": spark_rates(archive_dir, work / "out.parquet", "local[2]",
-                                                                     args.repeat)}  # fmt: skip
+                                                                     args.repeat, recording_id)}  # fmt: skip
         if args.cluster_workers:
             from harness.spark_cluster import spark_cluster
 
             with spark_cluster(work / "cluster", workers=args.cluster_workers) as cluster:
                 spark[f"standalone, {args.cluster_workers} workers of 1 core"] = spark_rates(
-                    archive_dir, work / "out.parquet", cluster.master_url, args.repeat
+                    archive_dir, work / "out.parquet", cluster.master_url, args.repeat, recording_id
                 )
+        if args.verify and not verified["equal"]:
+            print("spark_recording: the data source differs from the replay", file=sys.stderr)
+            return 1
         for master, figures in spark.items():
             print(f"spark_recording: {master}: {figures}", file=sys.stderr)
             for kind in ("count", "parquet"):
@@ -138,6 +316,9 @@ def main() -> int:
                 ratios[f"{master} {kind} / replay"] = round(
                     figures[kind]["rows_per_s"] / replay_figures["rows_per_s"], 3
                 )
+            ratios[f"{master} prebuilt_count (Spark alone) / replay"] = round(
+                figures["prebuilt_count"]["rows_per_s"] / replay_figures["rows_per_s"], 3
+            )
         print(
             json.dumps(
                 {
@@ -150,6 +331,7 @@ def main() -> int:
                     "replay_into_python": replay_figures,
                     "spark": spark,
                     "ratios": ratios,
+                    **({"round_trip": verified} if args.verify else {}),
                     "cpus": os.cpu_count(),
                     "load_1m_start": round(load, 2),
                     "load_1m_end": round(os.getloadavg()[0], 2),
