@@ -304,18 +304,12 @@ class Image:
         an exception leaves the position where it was and propagates (nothing is counted as recorded that
         was not written).
         """
-        if self.is_closed:
-            return 0
-        position = self._position
-        term_offset = position & self._term_length_mask
-        term_buffer = self._term_buffers[(position >> self.position_bits_to_shift) % 3]
-        limit_offset = min(term_offset + block_length_limit, self.term_length)
-        length = term_block_scanner.scan(term_buffer, term_offset, limit_offset) - term_offset
-        if length > 0:
-            term_id = term_buffer.get_int32(term_offset + TERM_ID_OFFSET)
-            handler(term_buffer, term_offset, length, self.session_id, term_id)
-            self._commit(position + length)
-        return length
+        return self.block_poll_counting(
+            lambda term_buffer, offset, length, session_id, term_id, _messages: handler(
+                term_buffer, offset, length, session_id, term_id
+            ),
+            block_length_limit,
+        )
 
     def block_poll_counting(self, handler: CountingBlockHandler, block_length_limit: int) -> int:
         """``block_poll`` whose handler is also told how many messages the block holds (counted in the same
