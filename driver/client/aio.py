@@ -130,7 +130,7 @@ def messages(
         stream = stream_type(pending, refill, poll_now)
         # A subscription with one image polls it from C, without poll_now's and poll_messages' frames.
         stream.direct(subscription, spare, fragment_limit)
-    return stream  # type: ignore[no-any-return]
+    return stream
 
 
 def messages_of(batches: AsyncIterator[list[Message]]) -> AsyncIterator[Message]:
@@ -237,7 +237,7 @@ def _polls(
 
     stream_type = fastpath.message_stream_type() or _MessageStream
     stream = stream_type(items, refill, poll_now)
-    return stream  # type: ignore[no-any-return]
+    return stream
 
 
 def batches(
