@@ -16,9 +16,9 @@ ceiling of any reader. Ratios: each Spark rate against the replay's. The load av
 
 ``--verify`` records instead messages of mixed sizes (0 B to 3 KiB, about a twentieth fragmented) and, after it, a
 session that joined late (its recording starts mid-term, a tenth as many messages), and checks message for message
-that the data source on ``local[2]`` gives what a full replay of each recording delivers: per message, in order,
-its payload's length and CRC32 (Spark's ``crc32``, zlib's on the replay side) and its reserved value. Exit 1 when
-they differ.
+that the data source on ``local[2]`` and on the standalone cluster (unless ``--cluster-workers 0``) gives what a
+full replay of each recording delivers: per message, in order, its payload's length and CRC32 (Spark's ``crc32``,
+zlib's on the replay side) and its reserved value. Exit 1 when they differ.
 """
 
 from __future__ import annotations
@@ -94,18 +94,27 @@ class Digests:
         return tuple(np.frombuffer(a, np.int64) for a in (self.lengths, self.crcs, self.reserved))
 
 
-def verify(env: RecordingEnv, recording_ids: list[int], archive_dir: Path) -> dict[str, Any]:
-    """Each recording replayed in full against the data source's rows on local[2], message for message."""
-    from pyspark.sql import functions as F
+Replayed = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
-    from driver.analysis.recording_export import read_recordings, recording_session
 
+def replay_digests(env: RecordingEnv, recording_ids: list[int]) -> Replayed:
+    """Each recording replayed in full through the archive: per message its length, CRC32 and reserved value."""
     replayed = {}
     for recording_id in recording_ids:
         digests = Digests()
         replay(env, recording_id, digests.on_message)
         replayed[recording_id] = digests.arrays()
-    spark = recording_session("local[2]")
+    return replayed
+
+
+def verify(replayed: Replayed, archive_dir: Path, master: str, segment_length: int) -> dict[str, Any]:
+    """The data source's rows on ``master`` against the full replays, message for message; also how many messages
+    straddle a segment boundary (the next message starts in a later segment than this one's first byte)."""
+    from pyspark.sql import functions as F
+
+    from driver.analysis.recording_export import read_recordings, recording_session
+
+    spark = recording_session(master)
     try:
         table = (
             read_recordings(spark, str(archive_dir))
@@ -136,6 +145,9 @@ def verify(env: RecordingEnv, recording_ids: list[int], archive_dir: Path) -> di
             "equal": bool(same),
             "fragmented": int((lengths > 1376).sum()),
             "first_position": int(positions[0]) if len(positions) else None,
+            "across_segments": int(
+                (positions[:-1] // segment_length != (positions[1:] - 1) // segment_length).sum()
+            ),
         }
         result["equal"] &= bool(same)
     return result
@@ -278,8 +290,7 @@ def main() -> int:
 
             replayed = best_of(1, run_replay)
             if args.verify:
-                verified = verify(env, [recording_id, late_id], work / "archive")
-                print(f"spark_recording: round trip {verified}", file=sys.stderr)
+                replayed_digests = replay_digests(env, [recording_id, late_id])
         replay_figures = {
             **replayed,
             "rows_per_s": replayed.pop("entries_per_s"),
@@ -288,16 +299,28 @@ def main() -> int:
         print(f"spark_recording: replay {replay_figures}", file=sys.stderr)
 
         archive_dir = work / "archive"
+        if args.verify:
+            verified["local[2]"] = verify(replayed_digests, archive_dir, "local[2]", args.segment_mib << 20)
+            print(f"spark_recording: round trip on local[2] {verified['local[2]']}", file=sys.stderr)
         spark: dict[str, dict[str, Any]] = {"local[2]": spark_rates(archive_dir, work / "out.parquet", "local[2]",
                                                                      args.repeat, recording_id)}  # fmt: skip
         if args.cluster_workers:
             from harness.spark_cluster import spark_cluster
 
+            cluster_name = f"standalone, {args.cluster_workers} workers of 1 core"
             with spark_cluster(work / "cluster", workers=args.cluster_workers) as cluster:
-                spark[f"standalone, {args.cluster_workers} workers of 1 core"] = spark_rates(
+                if args.verify:
+                    verified[cluster_name] = verify(
+                        replayed_digests, archive_dir, cluster.master_url, args.segment_mib << 20
+                    )
+                    print(
+                        f"spark_recording: round trip on {cluster_name} {verified[cluster_name]}",
+                        file=sys.stderr,
+                    )
+                spark[cluster_name] = spark_rates(
                     archive_dir, work / "out.parquet", cluster.master_url, args.repeat, recording_id
                 )
-        if args.verify and not verified["equal"]:
+        if args.verify and not all(result["equal"] for result in verified.values()):
             print("spark_recording: the data source differs from the replay", file=sys.stderr)
             return 1
         for master, figures in spark.items():
